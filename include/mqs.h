@@ -1,0 +1,425 @@
+/*
+ * mqs.h - the public interface of mqs, a user-level task scheduler with a
+ * multi-queue SMP design (one run queue per worker, priority-correct choice
+ * across queues, realtime and fair classes, pluggable policies).
+ *
+ * Conventions
+ *   - Every call that can fail returns int: 0 on success or a negative
+ *     MQS_E* code; mqs_strerror() names it.  Results come back through
+ *     out-parameters.  errno is never used: it belongs to the OS thread and
+ *     a task may move between OS threads.
+ *   - Calls marked "task only" must be made from code running inside an
+ *     mqs task; from any other thread they return MQS_EPERM.
+ *   - Bad input changes nothing: the call fails before touching state.
+ *
+ * Thread-safety: every call may be made concurrently from any task of the
+ * same runtime.  Runtime creation and destruction are made from a thread
+ * that is not one of that runtime's workers.
+ */
+#ifndef MQS_H
+#define MQS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MQS_VERSION_MAJOR 0
+#define MQS_VERSION_MINOR 1
+#define MQS_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+
+enum {
+    MQS_OK = 0,
+    MQS_EINVAL = -1,     /* an argument is out of range or malformed     */
+    MQS_ENOMEM = -2,     /* memory or a stack mapping could not be had   */
+    MQS_EPERM = -3,      /* task-only call made outside a task           */
+    MQS_EBUSY = -4,      /* object in use (trylock failed, live tasks)   */
+    MQS_ETIMEDOUT = -5,  /* a timed wait reached its deadline            */
+    MQS_ECLOSED = -6,    /* channel closed                               */
+    MQS_EAGAIN = -7,     /* a try-variant would have blocked             */
+    MQS_ENOPOLICY = -8,  /* no policy or tunable by that name            */
+    MQS_ESTATE = -9,     /* object in the wrong state (joined twice, ...)*/
+    MQS_EDEADLK = -10,   /* would wait forever (self-join, deadlock)     */
+    MQS_ESYS = -11,      /* the OS refused (thread creation, mmap, ...)  */
+};
+
+/* A static string naming an error code ("invalid argument", ...). */
+const char *mqs_strerror(int err);
+
+/* ------------------------------------------------------------------ */
+/* Worker masks                                                        */
+/* ------------------------------------------------------------------ */
+
+/* The most workers one runtime can have.  Masks are fixed-size bitsets
+ * over worker indices 0..MQS_MAX_WORKERS-1. */
+#define MQS_MAX_WORKERS 256
+
+typedef struct mqs_mask {
+    uint64_t bits[MQS_MAX_WORKERS / 64];
+} mqs_mask_t;
+
+static inline void mqs_mask_zero(mqs_mask_t *m)
+{
+    for (int i = 0; i < MQS_MAX_WORKERS / 64; i++)
+        m->bits[i] = 0;
+}
+static inline void mqs_mask_set(mqs_mask_t *m, int w)
+{
+    m->bits[w >> 6] |= UINT64_C(1) << (w & 63);
+}
+static inline void mqs_mask_clear(mqs_mask_t *m, int w)
+{
+    m->bits[w >> 6] &= ~(UINT64_C(1) << (w & 63));
+}
+static inline bool mqs_mask_isset(const mqs_mask_t *m, int w)
+{
+    return (m->bits[w >> 6] >> (w & 63)) & 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Runtime                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct mqs_runtime mqs_runtime_t;
+typedef struct mqs_task mqs_task_t;
+
+/*
+ * Runtime configuration.  Initialise with mqs_config_init(): every field
+ * then holds "use the default", and MQS_* environment variables (listed
+ * below) override whatever the struct says, so a deployed program can be
+ * retuned without rebuilding.
+ *
+ *   field          env var             accepted         default
+ *   workers        MQS_WORKERS         1..256           CPUs this process may use
+ *                                                       (affinity mask, cgroup quota)
+ *   pin            MQS_PIN             0 or 1           0
+ *   policy         MQS_POLICY          "name[:k=v,...]" "mq"
+ *   stack_size     MQS_STACK_SIZE      16 KiB..1 GiB    256 KiB (suffix K, M, G ok)
+ *   idle_spin_ns   MQS_IDLE_SPIN_NS    0..1e9           50000
+ *
+ * Errors from mqs_runtime_create() come with a message naming the field or
+ * variable and its accepted range: written to errbuf when it is set, else
+ * to stderr.
+ */
+typedef struct mqs_config {
+    int workers;          /* 0 = default */
+    int pin;              /* -1 = default; 1 pins worker i to the i-th allowed CPU */
+    const char *policy;   /* NULL = default; "mq", "mq:rr_slice_ns=1000000" */
+    size_t stack_size;    /* 0 = default */
+    int64_t idle_spin_ns; /* -1 = default */
+    bool ignore_env;      /* true: MQS_* variables are not read */
+    char *errbuf;         /* optional: receives the error message */
+    size_t errbuf_size;
+} mqs_config_t;
+
+void mqs_config_init(mqs_config_t *cfg);
+
+/*
+ * Resolve a configuration: apply the environment, fill defaults and check
+ * every value, without creating anything.  On success *out holds the
+ * values a runtime would use (out->policy points into cfg or the
+ * environment).  Errors: MQS_EINVAL or MQS_ENOPOLICY with a message.
+ */
+int mqs_config_resolve(const mqs_config_t *cfg, mqs_config_t *out);
+
+/*
+ * Create a runtime: start its workers, ready to run tasks.
+ * Errors: MQS_EINVAL, MQS_ENOPOLICY (bad configuration, message given),
+ * MQS_ENOMEM, MQS_ESYS (threads could not be started).
+ */
+int mqs_runtime_create(mqs_runtime_t **out, const mqs_config_t *cfg);
+
+/* Flags for mqs_runtime_destroy_ex(). */
+enum {
+    /* Do not wait for tasks: let each worker finish the task it runs up
+     * to its next scheduling point, then report every task still alive
+     * (name, state, what it waits on) and free them. */
+    MQS_DESTROY_REPORT = 1 << 0,
+};
+
+/*
+ * Destroy a runtime.  mqs_runtime_destroy() waits until every task has
+ * ended.  If the runtime reaches a state where no task can ever run again
+ * (every worker idle, no timer pending, tasks still blocked), waiting
+ * would never end: the live tasks are reported on stderr and the call
+ * returns MQS_EDEADLK after freeing everything.
+ *
+ * mqs_runtime_destroy_ex(rt, MQS_DESTROY_REPORT, out) does not wait: it
+ * stops the workers at their next scheduling point and writes a line per
+ * live task to `out` (stderr when NULL); it returns the number of tasks
+ * that were still alive (0 or more).
+ *
+ * Must not be called from a task of the runtime (MQS_EPERM).
+ */
+int mqs_runtime_destroy(mqs_runtime_t *rt);
+int mqs_runtime_destroy_ex(mqs_runtime_t *rt, int flags, FILE *out);
+
+/* Number of workers and the policy in force (its name, e.g. "mq"). */
+int mqs_runtime_workers(const mqs_runtime_t *rt);
+const char *mqs_runtime_policy(const mqs_runtime_t *rt);
+
+/* The runtime of the calling task, or NULL outside a task. */
+mqs_runtime_t *mqs_runtime_self(void);
+
+/* ------------------------------------------------------------------ */
+/* Tasks                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef enum mqs_class {
+    MQS_CLASS_NORMAL = 0, /* fair class, nice -20..19                  */
+    MQS_CLASS_FIFO = 1,   /* realtime, priority 1..99, runs until it yields or blocks */
+    MQS_CLASS_RR = 2,     /* realtime, priority 1..99, round robin by time slice */
+    MQS_CLASS_IDLE = 3,   /* runs only when nothing else is runnable   */
+} mqs_class_t;
+
+typedef void *(*mqs_task_fn)(void *arg);
+
+/*
+ * Task attributes; mqs_task_attr_init() gives a normal, nice 0, joinable
+ * task on any worker with the runtime's default stack.
+ */
+typedef struct mqs_task_attr {
+    mqs_class_t sched_class;
+    int nice;                   /* MQS_CLASS_NORMAL: -20..19            */
+    int rt_priority;            /* MQS_CLASS_FIFO/RR: 1..99 (99 highest) */
+    const mqs_mask_t *affinity; /* NULL = every worker; else non-empty  */
+    size_t stack_size;          /* 0 = runtime default; else >= 16 KiB  */
+    const char *name;           /* copied (first 31 bytes); NULL = "task-<id>" */
+    bool detached;              /* true: freed at exit, cannot be joined */
+} mqs_task_attr_t;
+
+void mqs_task_attr_init(mqs_task_attr_t *attr);
+
+/*
+ * Start fn(arg) as a new task.  May be called from a task or from any
+ * thread.  *out (may be NULL for detached tasks) receives the handle.
+ * Errors: MQS_EINVAL (bad attribute: class, priority range, empty mask or
+ * no worker of the mask exists, stack below 16 KiB), MQS_ENOMEM.
+ */
+int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out,
+              const mqs_task_attr_t *attr, mqs_task_fn fn, void *arg);
+
+/*
+ * Wait for a joinable task to end, store its return value in *result
+ * (may be NULL) and free it.  From a task the caller blocks (only the
+ * task); from another thread the OS thread blocks.
+ * Errors: MQS_EINVAL (NULL, detached task), MQS_EDEADLK (joining self),
+ * MQS_ESTATE (already being joined).
+ */
+int mqs_join(mqs_task_t *task, void **result);
+
+/* Give the worker to another runnable task if the policy so chooses.
+ * Task only. */
+int mqs_yield(void);
+
+/* A scheduling point for long-running code: gives up the worker only when
+ * the policy says this task's time slice is spent (its tick op), a more
+ * urgent task is runnable anywhere, or a timer is due.  Cheap otherwise
+ * (one clock read).  Task only. */
+int mqs_checkpoint(void);
+
+/* Block the calling task for at least ns nanoseconds.  Task only. */
+int mqs_sleep(uint64_t ns);
+
+/* The calling task, or NULL outside a task. */
+mqs_task_t *mqs_self(void);
+
+/* Name and id (unique within the runtime, from 1) of a task. */
+const char *mqs_task_name(const mqs_task_t *task);
+uint64_t mqs_task_id(const mqs_task_t *task);
+
+/*
+ * Change the class and priority of a task that is running, runnable or
+ * blocked.  prio is the nice value for MQS_CLASS_NORMAL, the realtime
+ * priority for FIFO/RR, ignored for IDLE.  A runnable task is requeued at
+ * once; a running one is affected from its next scheduling point.
+ * Errors: MQS_EINVAL.
+ */
+int mqs_task_set_sched(mqs_task_t *task, mqs_class_t cls, int prio);
+int mqs_task_get_sched(const mqs_task_t *task, mqs_class_t *cls, int *prio);
+
+/*
+ * Restrict a task to the workers in mask (non-empty, within the runtime's
+ * worker count).  A runnable task on a worker outside the mask is moved;
+ * a running one moves at its next scheduling point.  Errors: MQS_EINVAL.
+ */
+int mqs_task_set_affinity(mqs_task_t *task, const mqs_mask_t *mask);
+
+/* The worker index the calling task runs on, or -1 outside a task. */
+int mqs_worker_self(void);
+
+/* ------------------------------------------------------------------ */
+/* Task-local storage                                                  */
+/* ------------------------------------------------------------------ */
+
+typedef unsigned mqs_key_t;
+#define MQS_KEYS_MAX 64
+
+/* Create a key; dtor (may be NULL) runs at task exit on a non-NULL value.
+ * Errors: MQS_EINVAL, MQS_EBUSY (all MQS_KEYS_MAX keys in use). */
+int mqs_key_create(mqs_runtime_t *rt, mqs_key_t *key, void (*dtor)(void *));
+int mqs_key_delete(mqs_runtime_t *rt, mqs_key_t key);
+/* Task only.  Errors: MQS_EPERM, MQS_EINVAL (key not created). */
+int mqs_key_set(mqs_key_t key, void *value);
+void *mqs_key_get(mqs_key_t key); /* NULL when unset or outside a task */
+
+/* ------------------------------------------------------------------ */
+/* Running main inside the runtime                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Create a runtime from cfg (NULL = defaults), run fn(arg) as a task named
+ * "main", wait for it and then for every other task, destroy the runtime.
+ * *result (may be NULL) receives fn's return value.
+ */
+int mqs_main(const mqs_config_t *cfg, mqs_task_fn fn, void *arg, void **result);
+
+/* ------------------------------------------------------------------ */
+/* Synchronisation: blocks only the calling task                       */
+/* ------------------------------------------------------------------ */
+/*
+ * All objects are plain structs the caller allocates; init before use and
+ * destroy after the last user.  Blocking calls are task only.  Waiters are
+ * woken highest priority first (realtime before normal before idle, then
+ * by priority), first come first served within a priority.
+ */
+
+/* Opaque storage sizes; the layouts are private to src/sync.c. */
+#define MQS__WAITQ_WORDS 4
+typedef struct mqs__waitq_storage {
+    uint64_t w[MQS__WAITQ_WORDS];
+} mqs__waitq_storage_t;
+
+/* Mutex.  Waiters may be overtaken by a newly arriving locker (which keeps
+ * throughput high) until one has waited MQS_MUTEX_STARVE_NS; from then on
+ * unlock hands the mutex straight to the first waiter. */
+#define MQS_MUTEX_STARVE_NS 1000000
+typedef struct mqs_mutex {
+    uint64_t state;
+    mqs__waitq_storage_t q;
+} mqs_mutex_t;
+int mqs_mutex_init(mqs_mutex_t *m);
+int mqs_mutex_destroy(mqs_mutex_t *m);      /* MQS_EBUSY if locked or waited on */
+int mqs_mutex_lock(mqs_mutex_t *m);         /* task only */
+int mqs_mutex_trylock(mqs_mutex_t *m);      /* MQS_EBUSY if held */
+int mqs_mutex_timedlock(mqs_mutex_t *m, uint64_t timeout_ns);
+int mqs_mutex_unlock(mqs_mutex_t *m);       /* MQS_EPERM if not the owner */
+
+/* Condition variable. */
+typedef struct mqs_cond {
+    mqs__waitq_storage_t q;
+} mqs_cond_t;
+int mqs_cond_init(mqs_cond_t *c);
+int mqs_cond_destroy(mqs_cond_t *c);
+int mqs_cond_wait(mqs_cond_t *c, mqs_mutex_t *m);
+int mqs_cond_timedwait(mqs_cond_t *c, mqs_mutex_t *m, uint64_t timeout_ns);
+int mqs_cond_signal(mqs_cond_t *c);
+int mqs_cond_broadcast(mqs_cond_t *c);
+
+/* Counting semaphore. */
+typedef struct mqs_sem {
+    uint64_t count;
+    mqs__waitq_storage_t q;
+} mqs_sem_t;
+int mqs_sem_init(mqs_sem_t *s, unsigned initial);
+int mqs_sem_destroy(mqs_sem_t *s);
+int mqs_sem_wait(mqs_sem_t *s);
+int mqs_sem_trywait(mqs_sem_t *s);          /* MQS_EAGAIN at zero */
+int mqs_sem_timedwait(mqs_sem_t *s, uint64_t timeout_ns);
+int mqs_sem_post(mqs_sem_t *s);
+
+/* Wait group: add(n) before starting work, done() as each piece ends,
+ * wait() until the count is zero.  A negative count is MQS_EINVAL. */
+typedef struct mqs_waitgroup {
+    int64_t count;
+    mqs__waitq_storage_t q;
+} mqs_waitgroup_t;
+int mqs_waitgroup_init(mqs_waitgroup_t *wg);
+int mqs_waitgroup_destroy(mqs_waitgroup_t *wg);
+int mqs_waitgroup_add(mqs_waitgroup_t *wg, int64_t n);
+int mqs_waitgroup_done(mqs_waitgroup_t *wg);
+int mqs_waitgroup_wait(mqs_waitgroup_t *wg);
+
+/* Barrier for `count` tasks; wait returns 1 in exactly one task of each
+ * generation (the "serial" one) and 0 in the others. */
+typedef struct mqs_barrier {
+    uint32_t count, arrived;
+    uint64_t generation;
+    mqs__waitq_storage_t q;
+} mqs_barrier_t;
+int mqs_barrier_init(mqs_barrier_t *b, unsigned count);
+int mqs_barrier_destroy(mqs_barrier_t *b);
+int mqs_barrier_wait(mqs_barrier_t *b);
+
+/* Bounded channel of fixed-size elements (capacity 0 = rendezvous).
+ * After close, sends fail with MQS_ECLOSED and receives drain what is
+ * buffered, then fail with MQS_ECLOSED. */
+typedef struct mqs_chan mqs_chan_t;
+int mqs_chan_create(mqs_chan_t **out, size_t elem_size, size_t capacity);
+int mqs_chan_destroy(mqs_chan_t *ch);       /* MQS_EBUSY while tasks wait */
+int mqs_chan_send(mqs_chan_t *ch, const void *elem);
+int mqs_chan_recv(mqs_chan_t *ch, void *elem);
+int mqs_chan_trysend(mqs_chan_t *ch, const void *elem);  /* MQS_EAGAIN */
+int mqs_chan_tryrecv(mqs_chan_t *ch, void *elem);        /* MQS_EAGAIN */
+int mqs_chan_timedsend(mqs_chan_t *ch, const void *elem, uint64_t timeout_ns);
+int mqs_chan_timedrecv(mqs_chan_t *ch, void *elem, uint64_t timeout_ns);
+int mqs_chan_close(mqs_chan_t *ch);         /* MQS_ECLOSED if already */
+size_t mqs_chan_len(const mqs_chan_t *ch);
+
+/* ------------------------------------------------------------------ */
+/* Statistics                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Counters of one worker, summed over its life.  Times in nanoseconds. */
+typedef struct mqs_worker_stats {
+    uint64_t run_ns;          /* time spent running tasks               */
+    uint64_t idle_ns;         /* time spent spinning or parked          */
+    uint64_t switches;        /* task-to-task or task-to-idle switches  */
+    uint64_t yields;
+    uint64_t wakeups_local;   /* wake-ups placed on the waker's worker  */
+    uint64_t wakeups_remote;  /* wake-ups placed on another worker      */
+    uint64_t migrations;      /* tasks that arrived here from elsewhere */
+    uint64_t pulls_idle;      /* tasks pulled while idle                */
+    uint64_t pulls_newidle;   /* ... when the queue just ran empty      */
+    uint64_t pulls_periodic;  /* ... by the periodic balancer           */
+    uint64_t pulls_priority;  /* ... because a remote task was better   */
+    uint64_t parks;           /* times the worker parked on its futex   */
+    uint64_t spawns;
+    uint64_t exits;
+} mqs_worker_stats_t;
+
+/* Counters of one task. */
+typedef struct mqs_task_stats {
+    uint64_t run_ns;       /* time on a worker                          */
+    uint64_t wait_ns;      /* runnable but not running                  */
+    uint64_t switches;     /* times switched in                         */
+    uint64_t yields;
+    uint64_t wakeups;
+    uint64_t migrations;   /* times it ran on another worker than before */
+} mqs_task_stats_t;
+
+/* Errors: MQS_EINVAL (worker out of range). */
+int mqs_worker_stats(const mqs_runtime_t *rt, int worker, mqs_worker_stats_t *out);
+/* Sum over all workers. */
+int mqs_runtime_stats(const mqs_runtime_t *rt, mqs_worker_stats_t *out);
+/* Counters of a live task (a consistent snapshot once it has ended). */
+int mqs_task_stats(const mqs_task_t *task, mqs_task_stats_t *out);
+/* Write a schedstat-like text dump of every worker (and the live tasks
+ * when tasks is true) to out. */
+int mqs_stats_dump(const mqs_runtime_t *rt, FILE *out, bool tasks);
+
+/* Nanoseconds on the runtime's monotonic clock. */
+uint64_t mqs_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MQS_H */

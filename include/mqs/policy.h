@@ -1,0 +1,253 @@
+/*
+ * mqs/policy.h - the contract between the mqs core and a scheduling
+ * policy.  UNSTABLE until mqs 1.0: fields and ops may change.
+ *
+ * A policy is one `const struct mqs_policy` with designated initialisers,
+ * registered by name.  The core owns tasks, workers, run-queue locks,
+ * timers, stacks and statistics; the policy owns the order of runnable
+ * tasks inside each worker's run queue and the moves between queues.
+ *
+ * Every run queue (`struct mqs_rq`, one per worker) has a spinlock owned by
+ * the core.  The op comments below say, for each op, who calls it, on
+ * which worker, with which lock held, whether it may block (no op may
+ * block or allocate), and what the core does when the op is absent.  A
+ * table with only .name, .enqueue and .pick schedules correctly.
+ *
+ * Task states as a policy sees them: a task is QUEUED (between enqueue and
+ * the dequeue or pick that removed it), RUNNING (returned by pick, until
+ * put_prev), or neither (blocked, new, dead).  A task is queued on at most
+ * one rq; the core checks that pick returns a task queued on the rq
+ * passed (or one taken from another rq with mqs_rq_steal()).
+ */
+#ifndef MQS_POLICY_H
+#define MQS_POLICY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../mqs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Priority levels shared by every policy (Linux numbering: lower is more
+ * urgent).  Realtime priority p (1..99) is level 99 - p; nice n is level
+ * 120 + n; the idle class is level 140. */
+#define MQS_PRIO_RT_MIN 0
+#define MQS_PRIO_NORMAL_MIN 100
+#define MQS_PRIO_NICE0 120
+#define MQS_PRIO_IDLE 140
+#define MQS_PRIO_LEVELS 141
+#define MQS_PRIO_NONE 255 /* published by an empty queue */
+
+/* Nice to weight, as Linux sched_prio_to_weight: each step ~1.25x. */
+extern const uint32_t mqs_nice_weight[40];
+
+/* Intrusive doubly linked list node (see src/list.h for helpers). */
+struct mqs_list {
+    struct mqs_list *next, *prev;
+};
+
+/*
+ * The scheduling view of a task, embedded in it.  Fields marked "core" are
+ * written only by the core; a policy reads them.  "policy" fields belong
+ * to the policy that is in force; they are zero when a task is created.
+ */
+struct mqs_sched_entity {
+    /* core: class, priority level (0..140), nice, rt priority, weight */
+    mqs_class_t cls;
+    uint8_t prio;
+    int8_t nice;
+    uint8_t rt_priority;
+    uint32_t weight;
+    /* core: worker it last ran on (-1 = never ran) */
+    int last_worker;
+    /* core: workers it may run on */
+    mqs_mask_t affinity;
+    bool any_worker; /* core: affinity is every worker */
+    /* core: total run time, run time at the start of this run (ns) */
+    uint64_t sum_exec_ns;
+    uint64_t exec_start_ns;
+    /* core: when it last became runnable (ns), for wait accounting */
+    uint64_t queued_at_ns;
+    /* core: time it last blocked and last woke (ns), for sleep history */
+    uint64_t slept_at_ns;
+    uint64_t woke_at_ns;
+
+    /* policy: list node, a second link, and scalars */
+    struct mqs_list node;
+    struct mqs_list node2;
+    uint64_t key;      /* e.g. vruntime or virtual deadline */
+    int64_t slice_ns;  /* remaining time slice */
+    uint64_t p[6];     /* policy private */
+};
+
+/* Opaque to policies except through the accessors below. */
+struct mqs_rq;
+struct mqs_worker;
+
+/* Reasons passed to enqueue/dequeue/select_worker/balance. */
+enum mqs_enqueue_flags {
+    MQS_ENQ_NEW = 1 << 0,       /* spawned                                 */
+    MQS_ENQ_WAKEUP = 1 << 1,    /* woken from a block or sleep             */
+    MQS_ENQ_YIELD = 1 << 2,     /* the running task yielded                */
+    MQS_ENQ_PREEMPTED = 1 << 3, /* tick or a wake-up said reschedule       */
+    MQS_ENQ_MIGRATED = 1 << 4,  /* moved here from another queue           */
+    MQS_ENQ_SYNC = 1 << 5,      /* wake-up by a task about to block (pipe) */
+    MQS_ENQ_RESTORE = 1 << 6,   /* re-queued after a priority/affinity change */
+};
+enum mqs_dequeue_flags {
+    MQS_DEQ_SAVE = 1 << 0,      /* removed to change priority or move it   */
+    MQS_DEQ_MIGRATE = 1 << 1,   /* removed to be placed on another queue   */
+};
+enum mqs_balance_why {
+    MQS_BALANCE_IDLE = 0,       /* worker found nothing to run after spinning */
+    MQS_BALANCE_NEWIDLE = 1,    /* worker's queue just ran empty           */
+    MQS_BALANCE_PERIODIC = 2,   /* periodic balancer (balance_interval)    */
+};
+
+struct mqs_policy {
+    const char *name;
+    const char *description;
+
+    /* Bytes of policy state per run queue and per runtime; the core
+     * allocates them zeroed, cache-line aligned, before init_rq. */
+    size_t rq_size;
+    size_t rt_size;
+
+    /* Tunables, name=value on the CLI / MQS_POLICY.  The core parses and
+     * range-checks them and stores each into the int64_t at `offset` in
+     * the per-runtime state (mqs_policy_state()).  Terminated by a NULL
+     * name. */
+    const struct mqs_tunable {
+        const char *name;
+        int64_t min, max, def;
+        size_t offset;
+        const char *help;
+    } *tunables;
+
+    /* Called once per runtime after tunables are parsed, before workers
+     * start, with no lock held.  Absent: nothing.  Returns 0 or MQS_E*. */
+    int (*init)(mqs_runtime_t *rt, void *state);
+    /* Called once per rq before workers start.  Absent: nothing. */
+    void (*init_rq)(struct mqs_rq *rq);
+
+    /* Choose the worker for a task that becomes runnable (spawn, wake-up),
+     * from any thread, no lock held.  waker is the worker of the caller
+     * (-1 from a non-worker thread).  The result must be in the task's
+     * affinity mask: the core checks it.  Absent: an idle worker the task
+     * may use, else the waker's worker for a SYNC wake-up, else the last
+     * worker, else the first allowed worker. */
+    int (*select_worker)(mqs_runtime_t *rt, struct mqs_sched_entity *se,
+                         int waker, int flags);
+
+    /* Make se queued on rq.  rq's lock held.  REQUIRED. */
+    void (*enqueue)(struct mqs_rq *rq, struct mqs_sched_entity *se, int flags);
+
+    /* Remove a queued se from rq (priority or affinity change).  rq's lock
+     * held.  Absent: the core never dequeues; such changes take effect
+     * when the task next runs. */
+    void (*dequeue)(struct mqs_rq *rq, struct mqs_sched_entity *se, int flags);
+
+    /* Return the next task to run on rq's worker and remove it from its
+     * queue, or NULL.  rq's lock held (only that one).  May take a task
+     * from another rq with mqs_rq_steal() (which only trylocks).  Called on
+     * the owning worker.  REQUIRED. */
+    struct mqs_sched_entity *(*pick)(struct mqs_rq *rq);
+
+    /* The running task se stops running (yield, block, preemption, exit);
+     * ran_ns is how long this run lasted.  rq's lock held.  Called before
+     * enqueue (when it is re-queued) and before pick.  Absent: nothing. */
+    void (*put_prev)(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                     uint64_t ran_ns);
+
+    /* A scheduling point of the running task se at time now (ns).  No lock
+     * held, owning worker.  Return true to have the task give up the
+     * worker (as a yield) at this point.  Absent: false. */
+    bool (*tick)(struct mqs_rq *rq, struct mqs_sched_entity *se, uint64_t now);
+
+    /* A task woken onto rq while curr runs there: return true if woken
+     * should run before curr continues.  rq's lock held.  Absent: true
+     * when woken's priority level is more urgent than curr's. */
+    bool (*wake_preempt)(struct mqs_rq *rq, struct mqs_sched_entity *curr,
+                         struct mqs_sched_entity *woken);
+
+    /* Move tasks between queues for `why`.  Owning worker, no lock held;
+     * take locks with mqs_rq_lock/mqs_rq_steal.  Returns the number of
+     * tasks moved to rq.  Absent: the core never balances. */
+    int (*balance)(struct mqs_rq *rq, int why);
+};
+
+/* ----- helpers the core exports to policies ----- */
+
+/* The rq of worker w, the worker index of an rq, the number of workers. */
+struct mqs_rq *mqs_rq_of(mqs_runtime_t *rt, int w);
+int mqs_rq_worker(const struct mqs_rq *rq);
+mqs_runtime_t *mqs_rq_runtime(const struct mqs_rq *rq);
+int mqs_nr_workers(const mqs_runtime_t *rt);
+
+/* Per-rq and per-runtime policy state (rq_size / rt_size bytes). */
+void *mqs_rq_state(struct mqs_rq *rq);
+void *mqs_policy_state(mqs_runtime_t *rt);
+
+/* Lock / unlock an rq; trylock returns true when taken.  Never hold two rq
+ * locks except through mqs_rq_steal. */
+void mqs_rq_lock(struct mqs_rq *rq);
+void mqs_rq_unlock(struct mqs_rq *rq);
+bool mqs_rq_trylock(struct mqs_rq *rq);
+
+/* Published summary of an rq, readable without its lock (stale reads are
+ * fine when re-checked under the lock): the number of queued tasks and
+ * the most urgent queued priority level (MQS_PRIO_NONE when empty).  The
+ * policy sets them under the rq lock; mqs_rq_publish() also keeps the
+ * runtime-wide hint of which levels are queued anywhere up to date. */
+void mqs_rq_publish(struct mqs_rq *rq, unsigned nr_queued, unsigned best_prio);
+unsigned mqs_rq_nr_queued(const struct mqs_rq *rq);
+unsigned mqs_rq_best_prio(const struct mqs_rq *rq);
+/* Most urgent level queued on any rq (a hint), MQS_PRIO_NONE if none. */
+unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt);
+
+/* Is worker w idle (spinning or parked, nothing queued)? */
+bool mqs_worker_idle(const mqs_runtime_t *rt, int w);
+
+/* May se run on worker w, and is it free to move (not mid-switch)? */
+bool mqs_se_allowed(const struct mqs_sched_entity *se, int w);
+bool mqs_se_movable(const struct mqs_sched_entity *se);
+
+/*
+ * Take tasks from victim's queue for rq (whose lock the caller may hold).
+ * Trylocks victim (returns 0 when it is busy), then calls
+ * take(victim, arg, out, max) with victim's lock held, which dequeues up
+ * to max entities that are allowed on rq's worker and movable and stores
+ * them in out.  Returns the number taken, and counts them as pulls of
+ * kind why (or MQS_PULL_PRIORITY).  The caller enqueues or runs them.
+ */
+#define MQS_PULL_PRIORITY 3
+int mqs_rq_steal(struct mqs_rq *rq, struct mqs_rq *victim, int why,
+                 int (*take)(struct mqs_rq *victim, void *arg,
+                             struct mqs_sched_entity **out, int max),
+                 void *arg, struct mqs_sched_entity **out, int max);
+
+/* Queue on rq (its lock held) an entity taken with mqs_rq_steal: the core
+ * records it as queued there and calls the policy's enqueue with
+ * MQS_ENQ_MIGRATED. */
+void mqs_rq_add_stolen(struct mqs_rq *rq, struct mqs_sched_entity *se);
+
+/* Policy registry. */
+const struct mqs_policy *mqs_policy_find(const char *name);
+/* The registered policies, NULL-terminated. */
+const struct mqs_policy *const *mqs_policy_list(void);
+
+/* Timestamp (ns) of the current scheduling point on the calling worker. */
+uint64_t mqs_sched_clock(void);
+
+#define mqs_se_entry(ptr, type, member) \
+    ((type *)((char *)(ptr) - offsetof(type, member)))
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MQS_POLICY_H */

@@ -1,0 +1,325 @@
+/*
+ * config.c - turning a mqs_config_t plus MQS_* environment variables into
+ * checked values, and parsing policy specs ("mq:rr_slice_ns=1000000").
+ *
+ * Precedence: an environment variable beats the struct (so a deployed
+ * binary can be retuned), the struct beats the default.  Defaults come
+ * from what this process may really use: the CPUs in its affinity mask,
+ * capped by a cgroup v2 CPU quota (cpu.max) rounded up.  Every bad value
+ * is refused with a message that names the variable or field and the
+ * accepted range; nothing is created.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define DEFAULT_STACK (256u * 1024u)
+#define DEFAULT_IDLE_SPIN_NS 50000
+#define MAX_STACK ((size_t)1 << 30)
+
+static int fail(char *err, size_t n, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t n, int code, const char *fmt, ...)
+{
+    if (err && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, n, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* CPUs in the affinity mask, capped by the cgroup v2 quota. */
+static int default_workers(void)
+{
+    cpu_set_t set;
+    int n = 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set);
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (f) {
+        char quota[32];
+        long long period;
+        if (fscanf(f, "%31s %lld", quota, &period) == 2 &&
+            strcmp(quota, "max") != 0 && period > 0) {
+            long long q = atoll(quota);
+            int cap = (int)((q + period - 1) / period);
+            if (cap >= 1 && cap < n)
+                n = cap;
+        }
+        fclose(f);
+    }
+    if (n > MQS_MAX_WORKERS)
+        n = MQS_MAX_WORKERS;
+    return n < 1 ? 1 : n;
+}
+
+/* Parse a whole decimal integer; false if anything else is there. */
+static bool parse_ll(const char *s, long long *out)
+{
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A size with an optional K/M/G suffix (powers of 1024). */
+static bool parse_size(const char *s, unsigned long long *out)
+{
+    if (!s || !*s || *s == '-')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return false;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift)
+        end++;
+    if (*end || v > (ULLONG_MAX >> shift))
+        return false;
+    *out = v << shift;
+    return true;
+}
+
+static const char *env(const mqs_config_t *cfg, const char *name)
+{
+    if (cfg->ignore_env)
+        return NULL;
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static int apply_workers(const mqs_config_t *cfg, mqs_config_t *out,
+                         char *err, size_t n)
+{
+    const char *e = env(cfg, "MQS_WORKERS");
+    long long v = cfg->workers;
+    if (e && !parse_ll(e, &v))
+        v = -1;
+    if (e && (v < 1 || v > MQS_MAX_WORKERS))
+        return fail(err, n, MQS_EINVAL,
+                    "MQS_WORKERS=%s: expected a whole number from 1 to %d", e,
+                    MQS_MAX_WORKERS);
+    if (!e && (v < 0 || v > MQS_MAX_WORKERS))
+        return fail(err, n, MQS_EINVAL,
+                    "config.workers=%lld: expected 0 (default) or 1 to %d", v,
+                    MQS_MAX_WORKERS);
+    out->workers = v ? (int)v : default_workers();
+    return 0;
+}
+
+static int apply_pin(const mqs_config_t *cfg, mqs_config_t *out, char *err,
+                     size_t n)
+{
+    const char *e = env(cfg, "MQS_PIN");
+    long long v = cfg->pin;
+    if (e && (!parse_ll(e, &v) || (v != 0 && v != 1)))
+        return fail(err, n, MQS_EINVAL, "MQS_PIN=%s: expected 0 or 1", e);
+    if (!e && (v < -1 || v > 1))
+        return fail(err, n, MQS_EINVAL,
+                    "config.pin=%lld: expected -1 (default), 0 or 1", v);
+    out->pin = v == 1;
+    return 0;
+}
+
+static int apply_stack(const mqs_config_t *cfg, mqs_config_t *out, char *err,
+                       size_t n)
+{
+    const char *e = env(cfg, "MQS_STACK_SIZE");
+    unsigned long long v = cfg->stack_size;
+    if (e && !parse_size(e, &v))
+        v = 1;
+    if ((e || v) && (v < MQS__MIN_STACK || v > MAX_STACK))
+        return fail(err, n, MQS_EINVAL,
+                    "%s%s%s: stack size must be from 16K to 1G bytes "
+                    "(suffix K, M or G allowed)",
+                    e ? "MQS_STACK_SIZE=" : "config.stack_size", e ? e : "",
+                    "");
+    out->stack_size = v ? (size_t)v : DEFAULT_STACK;
+    return 0;
+}
+
+static int apply_spin(const mqs_config_t *cfg, mqs_config_t *out, char *err,
+                      size_t n)
+{
+    const char *e = env(cfg, "MQS_IDLE_SPIN_NS");
+    long long v = cfg->idle_spin_ns;
+    if (e && (!parse_ll(e, &v) || v < 0 || v > 1000000000))
+        return fail(err, n, MQS_EINVAL,
+                    "MQS_IDLE_SPIN_NS=%s: expected a whole number of "
+                    "nanoseconds from 0 to 1000000000", e);
+    if (!e && (v < -1 || v > 1000000000))
+        return fail(err, n, MQS_EINVAL,
+                    "config.idle_spin_ns=%lld: expected -1 (default) or 0 to "
+                    "1000000000", v);
+    out->idle_spin_ns = v < 0 ? DEFAULT_IDLE_SPIN_NS : v;
+    return 0;
+}
+
+int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
+                      size_t n)
+{
+    mqs_config_t def;
+    if (!cfg) {
+        mqs_config_init(&def);
+        cfg = &def;
+    }
+    *out = *cfg;
+    int rc;
+    if ((rc = apply_workers(cfg, out, err, n)) ||
+        (rc = apply_pin(cfg, out, err, n)) ||
+        (rc = apply_stack(cfg, out, err, n)) ||
+        (rc = apply_spin(cfg, out, err, n)))
+        return rc;
+    const char *e = env(cfg, "MQS_POLICY");
+    out->policy = e ? e : (cfg->policy ? cfg->policy : "mq");
+    int64_t values[64];
+    const struct mqs_policy *pol;
+    rc = mqs__policy_parse(out->policy, &pol, values, err, n);
+    if (rc && e) {
+        char inner[256];
+        snprintf(inner, sizeof inner, "%s", err ? err : "");
+        return fail(err, n, rc, "MQS_POLICY=%s: %s", e, inner);
+    }
+    return rc;
+}
+
+void mqs_config_init(mqs_config_t *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->pin = -1;
+    cfg->idle_spin_ns = -1;
+}
+
+int mqs_config_resolve(const mqs_config_t *cfg, mqs_config_t *out)
+{
+    if (!out)
+        return MQS_EINVAL;
+    char err[256] = "";
+    int rc = mqs__config_apply(cfg, out, err, sizeof err);
+    if (rc)
+        mqs__report_error(cfg, err);
+    return rc;
+}
+
+void mqs__report_error(const mqs_config_t *cfg, const char *msg)
+{
+    if (cfg && cfg->errbuf && cfg->errbuf_size) {
+        snprintf(cfg->errbuf, cfg->errbuf_size, "%s", msg);
+        return;
+    }
+    fprintf(stderr, "mqs: %s\n", msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Policy specs                                                        */
+/* ------------------------------------------------------------------ */
+
+static void list_policies(char *buf, size_t n)
+{
+    const struct mqs_policy *const *p = mqs_policy_list();
+    size_t used = 0;
+    buf[0] = 0;
+    for (; *p && used < n; p++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s",
+                                 used ? ", " : "", (*p)->name);
+}
+
+static void list_tunables(const struct mqs_policy *p, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (const struct mqs_tunable *t = p->tunables; t && t->name && used < n;
+         t++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s (%lld..%lld)",
+                                 used ? ", " : "", t->name,
+                                 (long long)t->min, (long long)t->max);
+    if (!used)
+        snprintf(buf, n, "none");
+}
+
+static int set_tunable(const struct mqs_policy *p, const char *kv, size_t len,
+                       int64_t *values, char *err, size_t n)
+{
+    char item[128], names[512];
+    if (len >= sizeof item)
+        len = sizeof item - 1;
+    memcpy(item, kv, len);
+    item[len] = 0;
+    char *eq = strchr(item, '=');
+    if (eq)
+        *eq = 0;
+    int i = 0;
+    for (const struct mqs_tunable *t = p->tunables; t && t->name; t++, i++) {
+        if (strcmp(t->name, item) != 0)
+            continue;
+        long long v;
+        if (!eq || !parse_ll(eq + 1, &v) || v < t->min || v > t->max)
+            return fail(err, n, MQS_EINVAL,
+                        "policy %s: tunable %s needs a whole number from "
+                        "%lld to %lld", p->name, t->name, (long long)t->min,
+                        (long long)t->max);
+        values[i] = v;
+        return 0;
+    }
+    list_tunables(p, names, sizeof names);
+    return fail(err, n, MQS_ENOPOLICY,
+                "policy %s has no tunable '%s'; it has: %s", p->name, item,
+                names);
+}
+
+int mqs__policy_parse(const char *spec, const struct mqs_policy **pol,
+                      int64_t *values, char *err, size_t n)
+{
+    char name[64], names[512];
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (len >= sizeof name)
+        len = sizeof name - 1;
+    memcpy(name, spec, len);
+    name[len] = 0;
+    const struct mqs_policy *p = mqs_policy_find(name);
+    if (!p) {
+        list_policies(names, sizeof names);
+        return fail(err, n, MQS_ENOPOLICY,
+                    "unknown policy '%s'; registered policies: %s", name,
+                    names);
+    }
+    int i = 0;
+    for (const struct mqs_tunable *t = p->tunables; t && t->name && i < 64;
+         t++, i++)
+        values[i] = t->def;
+    const char *s = colon ? colon + 1 : NULL;
+    while (s && *s) {
+        const char *comma = strchr(s, ',');
+        size_t l = comma ? (size_t)(comma - s) : strlen(s);
+        int rc = set_tunable(p, s, l, values, err, n);
+        if (rc)
+            return rc;
+        s = comma ? comma + 1 : NULL;
+    }
+    *pol = p;
+    return 0;
+}

@@ -1,0 +1,20 @@
+/*
+ * ctx.h - the machine context switch (src/arch/<arch>.S).
+ *
+ * A context is just a saved stack pointer: mqs__ctx_switch pushes the
+ * callee-saved registers and the FP control words (x86-64: MXCSR and the
+ * x87 control word; aarch64: x19-x30, d8-d15 and FPCR) on the current
+ * stack, stores the stack pointer in *save, loads `to` and pops the same
+ * frame from there.  Caller-saved state is already dead at a call, so
+ * nothing else needs saving: this is the whole cost of a switch.
+ *
+ * mqs__ctx_make prepares a fresh stack so that the first switch to it
+ * calls entry(arg) on it; entry must never return.
+ */
+#ifndef MQS_CTX_H
+#define MQS_CTX_H
+
+void mqs__ctx_switch(void **save, void *to);
+void *mqs__ctx_make(void *stack_top, void (*entry)(void *), void *arg);
+
+#endif

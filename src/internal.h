@@ -1,0 +1,344 @@
+/*
+ * internal.h - the core's data structures and the internal calls between
+ * core files (runtime.c, worker.c, task.c, sched.c, timer.c, stack.c,
+ * sync.c, chan.c, stats.c).  Nothing here is public.
+ *
+ * Ownership in one paragraph: a runtime owns its workers; a worker owns
+ * its run queue (struct mqs_rq, lock-protected, since other workers
+ * enqueue wake-ups and steal), its timer heap (lock-protected, since a
+ * task may cancel a timer from another worker), its stack cache and its
+ * counters (owner-written only).  A task's fields are written by the
+ * worker running it, except the few marked otherwise.
+ */
+#ifndef MQS_INTERNAL_H
+#define MQS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mqs.h"
+#include "mqs/policy.h"
+#include "clock.h"
+#include "list.h"
+#include "spinlock.h"
+
+#define MQS__CACHELINE 64
+#define MQS__ALIGNED __attribute__((aligned(MQS__CACHELINE)))
+#define MQS__MUST_USE __attribute__((warn_unused_result))
+#define MQS__LIKELY(x) __builtin_expect(!!(x), 1)
+#define MQS__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MQS__MASK_WORDS (MQS_MAX_WORKERS / 64)
+#define MQS__MIN_STACK (16u * 1024u)
+#define MQS__NAME_MAX 32
+
+/* Counters written by one thread and read by others: the owner updates
+ * them with a relaxed load and store (no locked instruction), readers see
+ * a value that is at most one update old. */
+#define MQS__STAT_ADD(field, n)                                              \
+    atomic_store_explicit(&(field),                                          \
+                          atomic_load_explicit(&(field), memory_order_relaxed) \
+                              + (n),                                         \
+                          memory_order_relaxed)
+#define MQS__STAT_GET(field) atomic_load_explicit(&(field), memory_order_relaxed)
+
+/* ------------------------------------------------------------------ */
+/* Wait queues (the blocking half of every sync object)               */
+/* ------------------------------------------------------------------ */
+
+/* Waiters ordered by priority level, FIFO within a level.  Fits in
+ * mqs__waitq_storage_t (checked in sync.c). */
+struct mqs__waitq {
+    mqs__spinlock_t lock;
+    uint32_t nwait;
+    struct mqs_list head;
+};
+
+/* ------------------------------------------------------------------ */
+/* Tasks                                                               */
+/* ------------------------------------------------------------------ */
+
+enum mqs__task_state {
+    MQS__NEW = 0,      /* created, not yet queued                        */
+    MQS__RUNNABLE,     /* queued (or being queued) on a run queue        */
+    MQS__RUNNING,      /* on a worker                                    */
+    MQS__BLOCKED,      /* on a wait queue and/or a timer                 */
+    MQS__WAKING,       /* a waker won the right to queue it              */
+    MQS__DEAD,         /* returned; waiting to be joined or freed        */
+};
+
+struct mqs_task {
+    /* Scheduling view shared with the policy (see mqs/policy.h). */
+    struct mqs_sched_entity se;
+
+    /* Saved stack pointer while not running.  Owner: the worker that
+     * switches it out/in. */
+    void *sp;
+
+    /* State machine above; changed with CAS where wakers race. */
+    _Atomic int state;
+    /* 1 from the moment a worker chooses it to run until its context is
+     * fully saved after it stops: whoever would run or free it waits for 0
+     * (Linux's p->on_cpu). */
+    atomic_int on_cpu;
+    /* Worker whose run queue holds it, -1 when not queued.  Written under
+     * that run queue's lock. */
+    atomic_int queued_on;
+    /* Set by mqs_rq_steal on the entities it hands to a policy. */
+    bool stolen;
+
+    mqs_runtime_t *rt;
+    uint64_t id;
+    char name[MQS__NAME_MAX];
+    mqs_task_fn fn;
+    void *arg;
+    void *result;
+    bool detached;
+    atomic_int join_state;  /* 0 none, 1 a joiner is waiting/has joined */
+
+    /* Stack mapping (the task struct itself lives at its top). */
+    void *map_base;
+    size_t map_size;
+    void *stack_lo;          /* lowest usable byte (above the guard page) */
+    void *stack_hi;          /* initial stack pointer area                */
+    size_t stack_size;       /* usable size requested                     */
+
+    /* Blocking: what it waits on, for wake-ups and for reports. */
+    struct mqs__waitq *wait_q;     /* under wait_q->lock                   */
+    struct mqs_list wait_node;     /* link in wait_q                       */
+    bool wait_linked;              /* under wait_q->lock                   */
+    int wait_result;               /* set by the waker that won            */
+    void *wait_data;               /* hand-off buffer (channels)           */
+    uint64_t wait_value;           /* hand-off word (mutex, wait groups)   */
+    const char *wait_what;         /* "mutex", "channel recv", ...         */
+    const void *wait_obj;
+
+    /* Timer: deadline, heap slot and the worker whose heap holds it. */
+    uint64_t timer_deadline;
+    int timer_index;               /* -1 when not in a heap                */
+    int timer_worker;
+
+    /* Join. */
+    struct mqs__waitq joinq;
+    atomic_uint done_futex;        /* 1 once DEAD: external joiners wait   */
+
+    /* Membership in its home worker's list of live tasks (for reports). */
+    struct mqs_list all_node;
+    int home;
+
+    /* Pending change of affinity while running (applied at its next
+     * scheduling point). */
+    atomic_bool resched_move;
+
+    /* Task-local storage. */
+    void *keys[MQS_KEYS_MAX];
+
+    /* Counters (see MQS__STAT_ADD). */
+    struct {
+        _Atomic uint64_t run_ns, wait_ns, switches, yields, wakeups, migrations;
+    } stats;
+
+    /* Sanitizer fiber state. */
+    void *asan_fake_stack;
+    void *tsan_fiber;
+};
+
+/* ------------------------------------------------------------------ */
+/* Run queues and workers                                             */
+/* ------------------------------------------------------------------ */
+
+struct mqs_rq {
+    mqs__spinlock_t lock;
+    int worker;
+    mqs_runtime_t *rt;
+    void *pstate;                  /* policy's per-rq state               */
+    /* Published summary, written under lock, read without it. */
+    atomic_uint nr_queued;
+    atomic_uint best_prio;
+    /* The running task (for wake_preempt), written by the owner. */
+    _Atomic(struct mqs_task *) curr;
+} MQS__ALIGNED;
+
+struct mqs__timer_heap {
+    mqs__spinlock_t lock;
+    unsigned n, cap;
+    struct mqs_task **v;
+    _Atomic uint64_t next;         /* earliest deadline, UINT64_MAX if none */
+};
+
+struct mqs__stack_cache {
+    unsigned n;
+    struct mqs__cached_stack *head;
+};
+
+struct mqs__worker_counters {
+    _Atomic uint64_t run_ns, idle_ns, switches, yields, wakeups_local,
+        wakeups_remote, migrations, pulls_idle, pulls_newidle,
+        pulls_periodic, pulls_priority, parks, spawns, exits;
+};
+
+struct mqs_worker {
+    struct mqs_rq rq;
+
+    /* Owner-only hot state. */
+    struct mqs_task *curr;         /* running task, NULL in the loop      */
+    void *loop_sp;                 /* the worker loop's saved context     */
+    struct mqs_task *prev;         /* task switched away from, for finish */
+    int prev_why;                  /* MQS__SW_*                            */
+    uint64_t now;                  /* timestamp of this scheduling point  */
+    uint64_t next_balance;
+    mqs__clock_t clock;
+    bool in_loop_ctx;
+
+    struct mqs__timer_heap timers;
+    struct mqs__stack_cache stacks;
+    struct mqs__worker_counters stats;
+
+    /* Parking: the futex word and whether the worker sleeps on it. */
+    atomic_uint park_futex MQS__ALIGNED;
+    atomic_int parked;
+
+    /* Live tasks whose home is this worker (reports at destroy). */
+    mqs__spinlock_t tasks_lock;
+    struct mqs_list tasks;
+
+    int index;
+    mqs_runtime_t *rt;
+    pthread_t thread;
+    int cpu;                       /* pinned CPU or -1                    */
+    void *altstack;
+    size_t altstack_size;
+    void *loop_fake_stack;         /* ASan: the loop's own stack          */
+    void *loop_stack_lo;
+    size_t loop_stack_size;
+    void *tsan_fiber;
+} MQS__ALIGNED;
+
+/* Why a task stops running (worker->prev_why). */
+enum {
+    MQS__SW_YIELD = 0, /* re-queued (or picked again)                    */
+    MQS__SW_BLOCK = 1, /* on a wait queue or timer                      */
+    MQS__SW_EXIT = 2,  /* returned                                      */
+    MQS__SW_MOVE = 3,  /* yielded where its affinity no longer allows   */
+};
+
+struct mqs_runtime {
+    int nworkers;
+    struct mqs_worker **workers;
+    const struct mqs_policy *policy;
+    void *pstate;
+    char policy_spec[128];
+
+    size_t stack_size;
+    int64_t idle_spin_ns;
+    int pin;
+    mqs__clock_t clock;
+
+    atomic_int stopping;           /* 1: workers leave their loop         */
+    atomic_int report_mode;        /* destroy without waiting             */
+    _Atomic uint64_t next_id;
+    _Atomic int64_t live MQS__ALIGNED;   /* tasks spawned and not ended */
+    atomic_uint live_futex;
+
+    /* Hint: per priority level, how many run queues publish it as their
+     * best; and the levels with a non-zero count. */
+    atomic_uint level_count[MQS_PRIO_LEVELS] MQS__ALIGNED;
+    _Atomic uint64_t level_bits[3] MQS__ALIGNED;
+    /* Workers with nothing to run. */
+    _Atomic uint64_t idle_bits[MQS__MASK_WORDS] MQS__ALIGNED;
+
+    /* Task-local storage keys. */
+    mqs__spinlock_t keys_lock;
+    bool key_used[MQS_KEYS_MAX];
+    void (*key_dtor[MQS_KEYS_MAX])(void *);
+
+    /* Tasks spawned from outside the runtime (no home worker). */
+    mqs__spinlock_t ext_lock;
+    struct mqs_list ext_tasks;
+    _Atomic uint64_t ext_spawns;
+};
+
+/* ------------------------------------------------------------------ */
+/* Internal calls                                                      */
+/* ------------------------------------------------------------------ */
+
+/* The calling thread's worker, or NULL.  Never inlined: a task may resume
+ * on another OS thread, so a cached TLS address would be wrong. */
+struct mqs_worker *mqs__worker_self(void);
+/* The running task, or NULL outside a task. */
+struct mqs_task *mqs__current(void);
+
+/* sched.c */
+void mqs__worker_set_self(struct mqs_worker *w);
+void mqs__futex_wait(atomic_uint *word, unsigned val, uint64_t timeout_ns);
+void mqs__futex_wake(atomic_uint *word, int n);
+void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why);
+void mqs__finish_switch(struct mqs_worker *w);
+void mqs__worker_loop(struct mqs_worker *w);
+void mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);
+void mqs__kick(struct mqs_worker *w);
+void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle);
+
+/* Wait queues.  mqs__block: the caller holds q->lock (q may be NULL for a
+ * plain sleep) and has decided to wait; the task is queued on q and, with
+ * deadline_ns != 0, on its worker's timer heap; q->lock is released; the
+ * task blocks.  Returns the value its waker passed to mqs__waitq_pop, or
+ * MQS_ETIMEDOUT when the deadline came first. */
+void mqs__waitq_init(struct mqs__waitq *q);
+int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
+               const void *obj);
+/* Remove the most urgent waiter that can still be woken (its timer may
+ * have won), set its block result to `result`; caller holds q->lock.
+ * Returns NULL when nobody waits.  Follow with mqs__wake() after
+ * unlocking. */
+struct mqs_task *mqs__waitq_pop(struct mqs__waitq *q, int result);
+/* Peek at the first waiter without removing it (caller holds q->lock). */
+struct mqs_task *mqs__waitq_first(struct mqs__waitq *q);
+/* Make a task that mqs__waitq_pop returned runnable; no lock held.
+ * From a task, may switch to the woken task when the policy says it should
+ * preempt (the caller must hold no spinlock). */
+void mqs__wake(struct mqs_task *t);
+/* Deadline helper: now + timeout, saturating. */
+uint64_t mqs__deadline(uint64_t timeout_ns);
+
+/* timer.c */
+void mqs__timer_add(struct mqs_worker *w, struct mqs_task *t);
+void mqs__timer_cancel(mqs_runtime_t *rt, struct mqs_task *t);
+void mqs__timers_run(struct mqs_worker *w, uint64_t now);
+void mqs__timer_heap_free(struct mqs__timer_heap *h);
+
+/* stack.c */
+struct mqs_task *mqs__stack_alloc(struct mqs_worker *w, size_t size,
+                                  unsigned serial);
+void mqs__stack_free(struct mqs_worker *w, struct mqs_task *t);
+void mqs__stack_cache_drain(struct mqs_worker *w);
+int mqs__overflow_handler_install(void);
+int mqs__altstack_setup(struct mqs_worker *w);
+void mqs__altstack_teardown(struct mqs_worker *w);
+
+/* task.c */
+void mqs__task_exit(struct mqs_task *t);
+void mqs__task_release(struct mqs_task *t);
+void mqs__task_describe(const struct mqs_task *t, char *buf, size_t n);
+int mqs__prio_level(mqs_class_t cls, int prio);
+void mqs__se_set_class(struct mqs_sched_entity *se, mqs_class_t cls, int prio);
+
+/* config.c */
+int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out,
+                      char *err, size_t errn);
+int mqs__policy_parse(const char *spec, const struct mqs_policy **pol,
+                      int64_t *values, char *err, size_t errn);
+void mqs__report_error(const mqs_config_t *cfg, const char *msg);
+
+/* Abort with a message naming the task and the broken invariant. */
+_Noreturn void mqs__panic(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* Sanitizer hooks around a context switch (no-ops in normal builds). */
+void mqs__switch_enter(void **fake_save, void *to_lo, size_t to_size,
+                       void *to_tsan);
+void mqs__switch_leave(void *fake_save);
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * policy.c - the registry of scheduling policies.
+ *
+ * Every policy is compiled into the one library and found by name at run
+ * time, so benchmarks and the conformance suite can run them side by side
+ * in one process.  Adding a policy: write src/policy/<name>.c defining a
+ * `const struct mqs_policy mqs_policy_<name>` and add it to the table.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+extern const struct mqs_policy mqs_policy_mq;
+
+static const struct mqs_policy *const registry[] = {
+    &mqs_policy_mq,
+    NULL,
+};
+
+const struct mqs_policy *const *mqs_policy_list(void)
+{
+    return registry;
+}
+
+const struct mqs_policy *mqs_policy_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (const struct mqs_policy *const *p = registry; *p; p++)
+        if (strcmp((*p)->name, name) == 0)
+            return *p;
+    return NULL;
+}

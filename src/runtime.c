@@ -1,0 +1,406 @@
+/*
+ * runtime.c - creating and destroying a runtime, the worker threads, and
+ * mqs_main.
+ *
+ * Create resolves the configuration (config.c), calibrates the clock,
+ * allocates one cache-line-aligned worker per CPU it may use with its run
+ * queue and the policy's per-queue state, and starts the worker threads
+ * (pinned when asked).  Everything a runtime needs hangs off the runtime
+ * object, so several runtimes can live in one process.
+ *
+ * Destroy has two modes.  Waiting: sleep on a futex until the count of
+ * live tasks drops to zero; while waiting, if every worker idles, no
+ * timer is pending and no switch happened for a while, no task can ever
+ * run again (a deadlock or a task blocked forever): report the live tasks
+ * and return MQS_EDEADLK instead of hanging.  Reporting: stop the workers
+ * at their next scheduling point and list what is alive.  Either way no
+ * task is lost silently (invariant 5).
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+void *mqs__fiber_current(void);
+void *mqs__fiber_create(void);
+void mqs__fiber_destroy(void *fiber);
+
+const char *mqs_strerror(int err)
+{
+    switch (err) {
+    case MQS_OK: return "success";
+    case MQS_EINVAL: return "invalid argument";
+    case MQS_ENOMEM: return "out of memory";
+    case MQS_EPERM: return "not allowed here (task-only call outside a task, or not the owner)";
+    case MQS_EBUSY: return "busy";
+    case MQS_ETIMEDOUT: return "timed out";
+    case MQS_ECLOSED: return "channel closed";
+    case MQS_EAGAIN: return "would block";
+    case MQS_ENOPOLICY: return "no such policy or tunable";
+    case MQS_ESTATE: return "object in the wrong state";
+    case MQS_EDEADLK: return "would wait forever";
+    case MQS_ESYS: return "the operating system refused";
+    default: return "unknown error";
+    }
+}
+
+uint64_t mqs_now_ns(void)
+{
+    return mqs__mono_ns();
+}
+
+static void *aligned_zalloc(size_t size)
+{
+    void *p = NULL;
+    size = (size + MQS__CACHELINE - 1) / MQS__CACHELINE * MQS__CACHELINE;
+    if (posix_memalign(&p, MQS__CACHELINE, size ? size : MQS__CACHELINE))
+        return NULL;
+    memset(p, 0, size ? size : MQS__CACHELINE);
+    return p;
+}
+
+/* ------------------------------------------------------------------ */
+/* Worker threads                                                      */
+/* ------------------------------------------------------------------ */
+
+static void pin_to_cpu(struct mqs_worker *w, int nth)
+{
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return;
+    int seen = 0, ncpu = CPU_COUNT(&allowed);
+    if (ncpu == 0)
+        return;
+    nth %= ncpu;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &allowed) || seen++ != nth)
+            continue;
+        CPU_ZERO(&one);
+        CPU_SET(c, &one);
+        if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0)
+            w->cpu = c;
+        return;
+    }
+}
+
+static void record_loop_stack(struct mqs_worker *w)
+{
+    pthread_attr_t a;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    pthread_attr_getstack(&a, &w->loop_stack_lo, &w->loop_stack_size);
+    pthread_attr_destroy(&a);
+}
+
+static void *worker_main(void *arg)
+{
+    struct mqs_worker *w = arg;
+    mqs__worker_set_self(w);
+    if (w->rt->pin)
+        pin_to_cpu(w, w->index);
+    record_loop_stack(w);
+    w->tsan_fiber = mqs__fiber_current();
+    mqs__altstack_setup(w);
+    w->next_balance = mqs__clock_ns(&w->clock) + 4000000;
+    mqs__worker_loop(w);
+    mqs__altstack_teardown(w);
+    mqs__worker_set_self(NULL);
+    return NULL;
+}
+
+static struct mqs_worker *worker_new(mqs_runtime_t *rt, int i)
+{
+    struct mqs_worker *w = aligned_zalloc(sizeof *w);
+    if (!w)
+        return NULL;
+    w->index = i;
+    w->rt = rt;
+    w->cpu = -1;
+    w->clock = rt->clock;
+    mqs__spin_init(&w->rq.lock);
+    w->rq.worker = i;
+    w->rq.rt = rt;
+    atomic_init(&w->rq.best_prio, MQS_PRIO_NONE);
+    mqs__spin_init(&w->timers.lock);
+    atomic_init(&w->timers.next, UINT64_MAX);
+    mqs__spin_init(&w->tasks_lock);
+    mqs__list_init(&w->tasks);
+    if (rt->policy->rq_size) {
+        w->rq.pstate = aligned_zalloc(rt->policy->rq_size);
+        if (!w->rq.pstate) {
+            free(w);
+            return NULL;
+        }
+    }
+    return w;
+}
+
+static void worker_free(struct mqs_worker *w)
+{
+    if (!w)
+        return;
+    mqs__stack_cache_drain(w);
+    mqs__timer_heap_free(&w->timers);
+    free(w->rq.pstate);
+    free(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* Create                                                              */
+/* ------------------------------------------------------------------ */
+
+static void runtime_free(mqs_runtime_t *rt)
+{
+    if (!rt)
+        return;
+    for (int i = 0; rt->workers && i < rt->nworkers; i++)
+        worker_free(rt->workers[i]);
+    free(rt->workers);
+    free(rt->pstate);
+    free(rt);
+}
+
+/* Policy state: tunables first (int64_t each, in table order), then
+ * whatever the policy keeps. */
+static int policy_setup(mqs_runtime_t *rt, const char *spec, char *err,
+                        size_t n)
+{
+    int64_t values[64];
+    int rc = mqs__policy_parse(spec, &rt->policy, values, err, n);
+    if (rc)
+        return rc;
+    snprintf(rt->policy_spec, sizeof rt->policy_spec, "%s", spec);
+    size_t size = rt->policy->rt_size;
+    rt->pstate = aligned_zalloc(size);
+    if (!rt->pstate)
+        return MQS_ENOMEM;
+    int i = 0;
+    for (const struct mqs_tunable *t = rt->policy->tunables; t && t->name;
+         t++, i++)
+        memcpy((char *)rt->pstate + t->offset, &values[i], sizeof(int64_t));
+    return 0;
+}
+
+static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
+                         size_t n)
+{
+    rt->nworkers = c->workers;
+    rt->stack_size = c->stack_size;
+    rt->idle_spin_ns = c->idle_spin_ns;
+    rt->pin = c->pin;
+    atomic_init(&rt->next_id, 1);
+    mqs__spin_init(&rt->keys_lock);
+    mqs__spin_init(&rt->ext_lock);
+    mqs__list_init(&rt->ext_tasks);
+    mqs__clock_init(&rt->clock);
+    int rc = policy_setup(rt, c->policy, err, n);
+    if (rc)
+        return rc;
+    rt->workers = calloc((size_t)rt->nworkers, sizeof *rt->workers);
+    if (!rt->workers)
+        return MQS_ENOMEM;
+    for (int i = 0; i < rt->nworkers; i++)
+        if (!(rt->workers[i] = worker_new(rt, i)))
+            return MQS_ENOMEM;
+    if (rt->policy->init && (rc = rt->policy->init(rt, rt->pstate)))
+        return rc;
+    for (int i = 0; rt->policy->init_rq && i < rt->nworkers; i++)
+        rt->policy->init_rq(&rt->workers[i]->rq);
+    return mqs__overflow_handler_install();
+}
+
+static void stop_workers(mqs_runtime_t *rt, int started)
+{
+    atomic_store(&rt->stopping, 1);
+    for (int i = 0; i < started; i++)
+        mqs__kick(rt->workers[i]);
+    for (int i = 0; i < started; i++)
+        pthread_join(rt->workers[i]->thread, NULL);
+}
+
+int mqs_runtime_create(mqs_runtime_t **out, const mqs_config_t *cfg)
+{
+    char err[256] = "";
+    if (!out)
+        return MQS_EINVAL;
+    mqs_config_t c;
+    int rc = mqs__config_apply(cfg, &c, err, sizeof err);
+    if (rc) {
+        mqs__report_error(cfg, err);
+        return rc;
+    }
+    mqs_runtime_t *rt = aligned_zalloc(sizeof *rt);
+    if (!rt)
+        return MQS_ENOMEM;
+    rc = runtime_build(rt, &c, err, sizeof err);
+    for (int i = 0; rc == 0 && i < rt->nworkers; i++) {
+        if (pthread_create(&rt->workers[i]->thread, NULL, worker_main,
+                           rt->workers[i]) != 0) {
+            stop_workers(rt, i);
+            rc = MQS_ESYS;
+            snprintf(err, sizeof err, "could not start worker thread %d", i);
+        }
+    }
+    if (rc) {
+        if (err[0])
+            mqs__report_error(cfg, err);
+        runtime_free(rt);
+        return rc;
+    }
+    *out = rt;
+    return 0;
+}
+
+int mqs_runtime_workers(const mqs_runtime_t *rt)
+{
+    return rt ? rt->nworkers : MQS_EINVAL;
+}
+
+const char *mqs_runtime_policy(const mqs_runtime_t *rt)
+{
+    return rt ? rt->policy->name : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Destroy                                                             */
+/* ------------------------------------------------------------------ */
+
+static const char *state_name(int s)
+{
+    static const char *const names[] = {"new", "runnable", "running",
+                                        "blocked", "waking", "dead"};
+    return s >= 0 && s <= MQS__DEAD ? names[s] : "?";
+}
+
+void mqs__task_describe(const struct mqs_task *t, char *buf, size_t n)
+{
+    int s = atomic_load(&t->state);
+    if (s == MQS__BLOCKED && t->wait_what)
+        snprintf(buf, n, "task %s (id %llu): %s, waiting on %s %p", t->name,
+                 (unsigned long long)t->id, state_name(s), t->wait_what,
+                 t->wait_obj);
+    else
+        snprintf(buf, n, "task %s (id %llu): %s", t->name,
+                 (unsigned long long)t->id, state_name(s));
+}
+
+/* Report (when out is set) and free every task still tracked; returns how
+ * many were alive (not dead). */
+static int reap_tasks(mqs_runtime_t *rt, struct mqs_list *list, FILE *out)
+{
+    int alive = 0;
+    struct mqs_list *pos, *tmp;
+    char line[256];
+    mqs__list_for_each_safe(pos, tmp, list)
+    {
+        struct mqs_task *t = mqs_se_entry(pos, struct mqs_task, all_node);
+        bool dead = atomic_load(&t->state) == MQS__DEAD;
+        if (!dead) {
+            alive++;
+            mqs__task_describe(t, line, sizeof line);
+            if (out)
+                fprintf(out, "mqs: still alive at shutdown: %s\n", line);
+        }
+        mqs__list_del(pos);
+        mqs__fiber_destroy(t->tsan_fiber);
+        munmap(t->map_base, t->map_size);
+    }
+    (void)rt;
+    return alive;
+}
+
+static int reap_all(mqs_runtime_t *rt, FILE *out)
+{
+    int alive = reap_tasks(rt, &rt->ext_tasks, out);
+    for (int i = 0; i < rt->nworkers; i++)
+        alive += reap_tasks(rt, &rt->workers[i]->tasks, out);
+    return alive;
+}
+
+/* Could any task ever run again?  Workers all idle, nothing queued, no
+ * timer pending. */
+static bool quiescent(mqs_runtime_t *rt, uint64_t *switches)
+{
+    uint64_t sum = 0;
+    bool quiet = true;
+    for (int i = 0; i < rt->nworkers; i++) {
+        struct mqs_worker *w = rt->workers[i];
+        sum += MQS__STAT_GET(w->stats.switches);
+        if (!mqs_worker_idle(rt, i) || mqs_rq_nr_queued(&w->rq) ||
+            atomic_load(&w->timers.next) != UINT64_MAX)
+            quiet = false;
+    }
+    bool same = sum == *switches;
+    *switches = sum;
+    return quiet && same;
+}
+
+static int wait_for_tasks(mqs_runtime_t *rt)
+{
+    uint64_t switches = UINT64_MAX;
+    int quiet_rounds = 0;
+    for (;;) {
+        unsigned seen = atomic_load(&rt->live_futex);
+        if (atomic_load(&rt->live) == 0)
+            return 0;
+        mqs__futex_wait(&rt->live_futex, seen, 50000000);
+        if (atomic_load(&rt->live) == 0)
+            return 0;
+        quiet_rounds = quiescent(rt, &switches) ? quiet_rounds + 1 : 0;
+        if (quiet_rounds >= 4)
+            return MQS_EDEADLK;
+    }
+}
+
+int mqs_runtime_destroy_ex(mqs_runtime_t *rt, int flags, FILE *out)
+{
+    if (!rt || (flags & ~MQS_DESTROY_REPORT))
+        return MQS_EINVAL;
+    struct mqs_worker *self = mqs__worker_self();
+    if (self && self->rt == rt)
+        return MQS_EPERM;
+    int rc = 0;
+    if (!(flags & MQS_DESTROY_REPORT)) {
+        rc = wait_for_tasks(rt);
+        if (rc == MQS_EDEADLK)
+            fprintf(stderr, "mqs: runtime destroy: no task can run again "
+                            "but some are alive (deadlock?)\n");
+    }
+    stop_workers(rt, rt->nworkers);
+    int alive = reap_all(rt, rc || (flags & MQS_DESTROY_REPORT)
+                                 ? (out ? out : stderr) : NULL);
+    runtime_free(rt);
+    if (flags & MQS_DESTROY_REPORT)
+        return alive;
+    return rc;
+}
+
+int mqs_runtime_destroy(mqs_runtime_t *rt)
+{
+    return mqs_runtime_destroy_ex(rt, 0, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* mqs_main                                                            */
+/* ------------------------------------------------------------------ */
+
+int mqs_main(const mqs_config_t *cfg, mqs_task_fn fn, void *arg, void **result)
+{
+    if (!fn)
+        return MQS_EINVAL;
+    mqs_runtime_t *rt;
+    int rc = mqs_runtime_create(&rt, cfg);
+    if (rc)
+        return rc;
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.name = "main";
+    mqs_task_t *t;
+    rc = mqs_spawn(rt, &t, &a, fn, arg);
+    if (rc == 0)
+        rc = mqs_join(t, result);
+    int drc = mqs_runtime_destroy(rt);
+    return rc ? rc : drc;
+}

@@ -1,0 +1,687 @@
+/*
+ * sched.c - the scheduling core: what happens at a scheduling point, the
+ * worker loop, wake-ups, and the run-queue helpers policies call.
+ *
+ * A scheduling point runs on the stack of the task that stops (yield,
+ * block, exit).  It reads the clock once, runs due timers, lets the
+ * policy account the run (put_prev), re-queues the task when it yielded,
+ * asks the policy for the next task (pick) and switches straight to it.
+ * Only when there is nothing to run does it switch to the worker's own
+ * loop context, which spins for a while, balances and finally parks on a
+ * futex.  So a yield between two tasks is one lock round trip, two policy
+ * calls and one context switch, and the worker loop is not on that path
+ * (the "bounce through the scheduler stack" of simpler runtimes costs a
+ * second switch per yield).
+ *
+ * A task that stops is still on its stack until the switch away from it
+ * has saved its registers; until then `on_cpu` is 1 and nobody else may
+ * run it: a stealer skips it (mqs_se_movable), a waker spins on it before
+ * queueing it (Linux's try_to_wake_up does the same).  The code that runs
+ * first on the new context (mqs__finish_switch) clears it, frees an
+ * exited detached task's stack, and counts the exit.
+ *
+ * Wake-ups race with blocking through the task state: a task sets itself
+ * BLOCKED while holding its wait queue's lock and only then releases it;
+ * the waker moves it BLOCKED -> WAKING with a CAS, so exactly one of the
+ * wait queue and the timer wins, and it queues the task once its context
+ * is saved.  Parking uses the classic Dekker pair: the parker publishes
+ * `parked` then re-checks its queue; the enqueuer publishes the queue
+ * change then checks `parked`; both sequentially consistent, so one of
+ * them sees the other and no wake-up is lost.
+ *
+ * Rejected: a scheduler thread per worker that every task switches back
+ * to (simple, but doubles the switches); lock-free run queues (they fit
+ * FIFO work stealing, not priority lists that policies reorder); signal
+ * IPIs to wake workers (futexes are cheaper and need no handler).
+ */
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ctx.h"
+#include "internal.h"
+
+static _Thread_local struct mqs_worker *tls_worker;
+
+__attribute__((noinline)) struct mqs_worker *mqs__worker_self(void)
+{
+    struct mqs_worker *w = tls_worker;
+    __asm__ volatile("" ::: "memory");
+    return w;
+}
+
+void mqs__worker_set_self(struct mqs_worker *w)
+{
+    tls_worker = w;
+}
+
+struct mqs_task *mqs__current(void)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    return w ? w->curr : NULL;
+}
+
+_Noreturn void mqs__panic(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mqs: fatal: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    abort();
+}
+
+/* ------------------------------------------------------------------ */
+/* Futex parking                                                       */
+/* ------------------------------------------------------------------ */
+
+static void futex_wait(atomic_uint *word, unsigned val, uint64_t timeout_ns)
+{
+    struct timespec ts, *tp = NULL;
+    if (timeout_ns != UINT64_MAX) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+        tp = &ts;
+    }
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
+}
+
+static void futex_wake(atomic_uint *word, int n)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+void mqs__futex_wait(atomic_uint *word, unsigned val, uint64_t timeout_ns)
+{
+    futex_wait(word, val, timeout_ns);
+}
+void mqs__futex_wake(atomic_uint *word, int n)
+{
+    futex_wake(word, n);
+}
+
+/* Wake worker w if it sleeps (the analogue of an IPI). */
+void mqs__kick(struct mqs_worker *w)
+{
+    atomic_fetch_add(&w->park_futex, 1);
+    if (atomic_load(&w->parked))
+        futex_wake(&w->park_futex, 1);
+}
+
+void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle)
+{
+    uint64_t bit = UINT64_C(1) << (w & 63);
+    _Atomic uint64_t *word = &rt->idle_bits[w >> 6];
+    if (idle)
+        atomic_fetch_or(word, bit);
+    else if (atomic_load_explicit(word, memory_order_relaxed) & bit)
+        atomic_fetch_and(word, ~bit);
+}
+
+/* ------------------------------------------------------------------ */
+/* Run-queue helpers exported to policies                              */
+/* ------------------------------------------------------------------ */
+
+struct mqs_rq *mqs_rq_of(mqs_runtime_t *rt, int w)
+{
+    return &rt->workers[w]->rq;
+}
+int mqs_rq_worker(const struct mqs_rq *rq)
+{
+    return rq->worker;
+}
+mqs_runtime_t *mqs_rq_runtime(const struct mqs_rq *rq)
+{
+    return rq->rt;
+}
+int mqs_nr_workers(const mqs_runtime_t *rt)
+{
+    return rt->nworkers;
+}
+void *mqs_rq_state(struct mqs_rq *rq)
+{
+    return rq->pstate;
+}
+void *mqs_policy_state(mqs_runtime_t *rt)
+{
+    return rt->pstate;
+}
+void mqs_rq_lock(struct mqs_rq *rq)
+{
+    mqs__spin_lock(&rq->lock);
+}
+void mqs_rq_unlock(struct mqs_rq *rq)
+{
+    mqs__spin_unlock(&rq->lock);
+}
+bool mqs_rq_trylock(struct mqs_rq *rq)
+{
+    return mqs__spin_trylock(&rq->lock);
+}
+unsigned mqs_rq_nr_queued(const struct mqs_rq *rq)
+{
+    return atomic_load_explicit(&rq->nr_queued, memory_order_relaxed);
+}
+unsigned mqs_rq_best_prio(const struct mqs_rq *rq)
+{
+    return atomic_load_explicit(&rq->best_prio, memory_order_relaxed);
+}
+
+/* Keep the runtime-wide "levels queued somewhere" hint in step with one
+ * rq's best level.  Counts are the truth; a bit is cleared only when its
+ * count reads zero and set again if a racing increment is seen after the
+ * clear, so the bit map converges to the counts. */
+static void level_hint_move(mqs_runtime_t *rt, unsigned from, unsigned to)
+{
+    if (to < MQS_PRIO_LEVELS &&
+        atomic_fetch_add(&rt->level_count[to], 1) == 0)
+        atomic_fetch_or(&rt->level_bits[to >> 6], UINT64_C(1) << (to & 63));
+    if (from < MQS_PRIO_LEVELS &&
+        atomic_fetch_sub(&rt->level_count[from], 1) == 1) {
+        uint64_t bit = UINT64_C(1) << (from & 63);
+        atomic_fetch_and(&rt->level_bits[from >> 6], ~bit);
+        if (atomic_load(&rt->level_count[from]) > 0)
+            atomic_fetch_or(&rt->level_bits[from >> 6], bit);
+    }
+}
+
+void mqs_rq_publish(struct mqs_rq *rq, unsigned nr, unsigned best)
+{
+    if (nr == 0)
+        best = MQS_PRIO_NONE;
+    if (atomic_load_explicit(&rq->nr_queued, memory_order_relaxed) != nr)
+        atomic_store(&rq->nr_queued, nr);
+    unsigned old = atomic_load_explicit(&rq->best_prio, memory_order_relaxed);
+    if (old != best) {
+        atomic_store(&rq->best_prio, best);
+        level_hint_move(rq->rt, old, best);
+    }
+}
+
+unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt)
+{
+    for (unsigned i = 0; i < 3; i++) {
+        uint64_t b = atomic_load_explicit(&rt->level_bits[i],
+                                          memory_order_relaxed);
+        if (b)
+            return i * 64 + (unsigned)__builtin_ctzll(b);
+    }
+    return MQS_PRIO_NONE;
+}
+
+bool mqs_worker_idle(const mqs_runtime_t *rt, int w)
+{
+    return (atomic_load_explicit(&rt->idle_bits[w >> 6],
+                                 memory_order_relaxed) >> (w & 63)) & 1;
+}
+
+bool mqs_se_allowed(const struct mqs_sched_entity *se, int w)
+{
+    return se->any_worker || mqs_mask_isset(&se->affinity, w);
+}
+
+bool mqs_se_movable(const struct mqs_sched_entity *se)
+{
+    const struct mqs_task *t = mqs_se_entry(se, struct mqs_task, se);
+    return atomic_load_explicit(&t->on_cpu, memory_order_acquire) == 0;
+}
+
+uint64_t mqs_sched_clock(void)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    return w ? w->now : mqs_now_ns();
+}
+
+static void count_pulls(struct mqs_worker *w, int why, int n)
+{
+    switch (why) {
+    case MQS_BALANCE_IDLE:
+        MQS__STAT_ADD(w->stats.pulls_idle, n);
+        break;
+    case MQS_BALANCE_NEWIDLE:
+        MQS__STAT_ADD(w->stats.pulls_newidle, n);
+        break;
+    case MQS_BALANCE_PERIODIC:
+        MQS__STAT_ADD(w->stats.pulls_periodic, n);
+        break;
+    default:
+        MQS__STAT_ADD(w->stats.pulls_priority, n);
+        break;
+    }
+}
+
+int mqs_rq_steal(struct mqs_rq *rq, struct mqs_rq *victim, int why,
+                 int (*take)(struct mqs_rq *, void *,
+                             struct mqs_sched_entity **, int),
+                 void *arg, struct mqs_sched_entity **out, int max)
+{
+    if (victim == rq || max <= 0 || !mqs__spin_trylock(&victim->lock))
+        return 0;
+    int n = take(victim, arg, out, max);
+    for (int i = 0; i < n; i++) {
+        struct mqs_task *t = mqs_se_entry(out[i], struct mqs_task, se);
+        if (atomic_load_explicit(&t->queued_on, memory_order_relaxed) !=
+                victim->worker ||
+            !mqs_se_allowed(out[i], rq->worker) || !mqs_se_movable(out[i]))
+            mqs__panic("policy %s: balance took task %s that was not "
+                       "queued on worker %d or may not move to worker %d",
+                       rq->rt->policy->name, t->name, victim->worker,
+                       rq->worker);
+        atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
+        t->stolen = true;
+    }
+    mqs__spin_unlock(&victim->lock);
+    if (n > 0)
+        count_pulls(rq->rt->workers[rq->worker], why, n);
+    return n;
+}
+
+void mqs_rq_add_stolen(struct mqs_rq *rq, struct mqs_sched_entity *se)
+{
+    struct mqs_task *t = mqs_se_entry(se, struct mqs_task, se);
+    if (!t->stolen)
+        mqs__panic("policy %s: mqs_rq_add_stolen of task %s, which "
+                   "mqs_rq_steal did not hand out",
+                   rq->rt->policy->name, t->name);
+    t->stolen = false;
+    atomic_store_explicit(&t->queued_on, rq->worker, memory_order_relaxed);
+    rq->rt->policy->enqueue(rq, se, MQS_ENQ_MIGRATED);
+}
+
+/* ------------------------------------------------------------------ */
+/* Placement and enqueue                                               */
+/* ------------------------------------------------------------------ */
+
+static int first_allowed(mqs_runtime_t *rt, const struct mqs_sched_entity *se)
+{
+    for (int i = 0; i < rt->nworkers; i++)
+        if (mqs_se_allowed(se, i))
+            return i;
+    return 0;
+}
+
+/* The default placement (no select_worker op): an idle allowed worker,
+ * else the waker's for a sync wake-up, else the last one, else the first
+ * allowed. */
+static int default_select(mqs_runtime_t *rt, struct mqs_sched_entity *se,
+                          int waker, int flags)
+{
+    int last = se->last_worker;
+    if (last >= 0 && mqs_se_allowed(se, last) && mqs_worker_idle(rt, last))
+        return last;
+    for (int i = 0; i < rt->nworkers; i++)
+        if (mqs_se_allowed(se, i) && mqs_worker_idle(rt, i))
+            return i;
+    if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs_se_allowed(se, waker))
+        return waker;
+    if (last >= 0 && mqs_se_allowed(se, last))
+        return last;
+    if (waker >= 0 && mqs_se_allowed(se, waker))
+        return waker;
+    return first_allowed(rt, se);
+}
+
+static int select_worker(mqs_runtime_t *rt, struct mqs_task *t, int waker,
+                         int flags)
+{
+    const struct mqs_policy *p = rt->policy;
+    int w = p->select_worker ? p->select_worker(rt, &t->se, waker, flags)
+                             : default_select(rt, &t->se, waker, flags);
+    if (w < 0 || w >= rt->nworkers || !mqs_se_allowed(&t->se, w))
+        mqs__panic("policy %s: select_worker put task %s on worker %d, "
+                   "outside its affinity or the %d workers",
+                   p->name, t->name, w, rt->nworkers);
+    return w;
+}
+
+/* Queue t on rq; rq's lock held. */
+static void rq_enqueue_locked(struct mqs_rq *rq, struct mqs_task *t, int flags)
+{
+    if (atomic_load_explicit(&t->queued_on, memory_order_relaxed) != -1)
+        mqs__panic("task %s queued on worker %d while already queued on "
+                   "worker %d (invariant 1: at most one queue)",
+                   t->name, rq->worker, atomic_load(&t->queued_on));
+    atomic_store_explicit(&t->queued_on, rq->worker, memory_order_relaxed);
+    rq->rt->policy->enqueue(rq, &t->se, flags);
+}
+
+/* Make t (RUNNABLE, on_cpu == 0) queued somewhere; may be called from any
+ * thread with no lock held.  Kicks the target worker if it parks, or an
+ * idle worker that could take the task if the target is busy. */
+void mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
+{
+    struct mqs_worker *self = mqs__worker_self();
+    if (self && self->rt != rt)
+        self = NULL;
+    int waker = self ? self->index : -1;
+    int target = select_worker(rt, t, waker, flags);
+    struct mqs_worker *tw = rt->workers[target];
+    t->se.queued_at_ns = self ? self->now : mqs__clock_ns(&rt->clock);
+    mqs__spin_lock(&tw->rq.lock);
+    rq_enqueue_locked(&tw->rq, t, flags);
+    mqs__spin_unlock(&tw->rq.lock);
+    if (self && (flags & MQS_ENQ_WAKEUP)) {
+        if (target == waker)
+            MQS__STAT_ADD(self->stats.wakeups_local, 1);
+        else
+            MQS__STAT_ADD(self->stats.wakeups_remote, 1);
+    }
+    if (target == waker)
+        return;
+    if (mqs_worker_idle(rt, target)) {
+        mqs__kick(tw);
+        return;
+    }
+    /* The target is busy: if some worker idles, let it come and steal. */
+    for (int i = 0; i < MQS__MASK_WORDS && i * 64 < rt->nworkers; i++) {
+        uint64_t idle = atomic_load_explicit(&rt->idle_bits[i],
+                                             memory_order_relaxed);
+        if (idle) {
+            mqs__kick(rt->workers[i * 64 + __builtin_ctzll(idle)]);
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Waking                                                              */
+/* ------------------------------------------------------------------ */
+
+static bool should_preempt(struct mqs_worker *w, struct mqs_task *curr,
+                           struct mqs_task *woken)
+{
+    const struct mqs_policy *p = w->rt->policy;
+    if (!p->wake_preempt)
+        return woken->se.prio < curr->se.prio;
+    mqs__spin_lock(&w->rq.lock);
+    bool yes = p->wake_preempt(&w->rq, &curr->se, &woken->se);
+    mqs__spin_unlock(&w->rq.lock);
+    return yes;
+}
+
+void mqs__wake(struct mqs_task *t)
+{
+    mqs_runtime_t *rt = t->rt;
+    while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+        mqs__cpu_relax();
+    MQS__STAT_ADD(t->stats.wakeups, 1);
+    atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
+    struct mqs_worker *self = mqs__worker_self();
+    if (self && self->rt == rt && self->curr)
+        t->se.woke_at_ns = self->now;
+    mqs__enqueue_task(rt, t, MQS_ENQ_WAKEUP);
+    /* A more urgent task woken onto this very worker runs now: the wake
+     * call is a scheduling point for the waker. */
+    self = mqs__worker_self();
+    if (self && self->rt == rt && self->curr &&
+        atomic_load_explicit(&t->queued_on, memory_order_relaxed) ==
+            self->index &&
+        should_preempt(self, self->curr, t))
+        mqs__schedule(self, self->curr, MQS__SW_YIELD);
+}
+
+/* ------------------------------------------------------------------ */
+/* Switching                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Switch from the current context (task prev, or the loop when prev is
+ * NULL) to `to` (a task, or the loop when NULL).  Returns when the
+ * context is resumed, possibly on another worker. */
+static void switch_to(struct mqs_worker *w, struct mqs_task *prev,
+                      struct mqs_task *to)
+{
+    void **save = prev ? &prev->sp : &w->loop_sp;
+    void *fake = NULL;
+    if (to)
+        mqs__switch_enter(prev && prev->state == MQS__DEAD ? NULL : &fake,
+                          to->stack_lo,
+                          (size_t)((char *)to->stack_hi -
+                                   (char *)to->stack_lo),
+                          to->tsan_fiber);
+    else
+        mqs__switch_enter(&fake, w->loop_stack_lo, w->loop_stack_size,
+                          w->tsan_fiber);
+    mqs__ctx_switch(save, to ? to->sp : w->loop_sp);
+    mqs__switch_leave(fake);
+}
+
+void mqs__finish_switch(struct mqs_worker *w)
+{
+    struct mqs_task *prev = w->prev;
+    if (!prev)
+        return;
+    w->prev = NULL;
+    int why = w->prev_why;
+    bool detached = prev->detached;
+    atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+    if (why == MQS__SW_MOVE) {
+        /* It yielded on a worker its affinity no longer allows; its
+         * context is saved now, so it can be placed elsewhere. */
+        atomic_store_explicit(&prev->resched_move, false,
+                              memory_order_relaxed);
+        mqs__enqueue_task(w->rt, prev, MQS_ENQ_MIGRATED);
+    } else if (why == MQS__SW_EXIT) {
+        MQS__STAT_ADD(w->stats.exits, 1);
+        if (detached)
+            mqs__task_release(prev);
+        if (atomic_fetch_sub(&w->rt->live, 1) == 1) {
+            atomic_fetch_add(&w->rt->live_futex, 1);
+            futex_wake(&w->rt->live_futex, INT_MAX);
+        }
+    }
+}
+
+/* Account the run that ends now for task t on worker w. */
+static uint64_t account_run(struct mqs_worker *w, struct mqs_task *t)
+{
+    uint64_t ran = w->now - t->se.exec_start_ns;
+    if ((int64_t)ran < 0)
+        ran = 0;
+    t->se.sum_exec_ns += ran;
+    MQS__STAT_ADD(t->stats.run_ns, ran);
+    MQS__STAT_ADD(w->stats.run_ns, ran);
+    return ran;
+}
+
+/* Start running t on w at w->now. */
+static void account_start(struct mqs_worker *w, struct mqs_task *t)
+{
+    uint64_t waited = w->now - t->se.queued_at_ns;
+    if ((int64_t)waited > 0)
+        MQS__STAT_ADD(t->stats.wait_ns, waited);
+    MQS__STAT_ADD(t->stats.switches, 1);
+    if (t->se.last_worker != w->index) {
+        if (t->se.last_worker >= 0) {
+            MQS__STAT_ADD(t->stats.migrations, 1);
+            MQS__STAT_ADD(w->stats.migrations, 1);
+        }
+        t->se.last_worker = w->index;
+    }
+    t->se.exec_start_ns = w->now;
+    atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
+    atomic_store_explicit(&t->state, MQS__RUNNING, memory_order_relaxed);
+    w->curr = t;
+    atomic_store_explicit(&w->rq.curr, t, memory_order_relaxed);
+}
+
+/* Check what pick returned: queued here (or stolen for us), allowed. */
+static struct mqs_task *checked_pick(struct mqs_worker *w,
+                                     struct mqs_sched_entity *se)
+{
+    if (!se)
+        return NULL;
+    struct mqs_task *t = mqs_se_entry(se, struct mqs_task, se);
+    int q = atomic_load_explicit(&t->queued_on, memory_order_relaxed);
+    if (q == w->index)
+        atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
+    else if (!(q == -1 && t->stolen))
+        mqs__panic("policy %s: pick on worker %d returned task %s, which "
+                   "is queued on %d, not here",
+                   w->rt->policy->name, w->index, t->name, q);
+    t->stolen = false;
+    if (!mqs_se_allowed(se, w->index))
+        mqs__panic("policy %s: pick on worker %d returned task %s outside "
+                   "its affinity mask (invariant 4)",
+                   w->rt->policy->name, w->index, t->name);
+    return t;
+}
+
+/* pick with the rq lock taken here. */
+static struct mqs_task *pick_locked(struct mqs_worker *w)
+{
+    mqs__spin_lock(&w->rq.lock);
+    struct mqs_task *t = checked_pick(w, w->rt->policy->pick(&w->rq));
+    mqs__spin_unlock(&w->rq.lock);
+    return t;
+}
+
+static struct mqs_task *balance_and_pick(struct mqs_worker *w, int why)
+{
+    const struct mqs_policy *p = w->rt->policy;
+    if (!p->balance || w->rt->nworkers == 1)
+        return NULL;
+    if (p->balance(&w->rq, why) <= 0)
+        return NULL;
+    return pick_locked(w);
+}
+
+/* Timers and the periodic balancer, due at this scheduling point? */
+static void housekeeping(struct mqs_worker *w)
+{
+    if (w->now >= atomic_load_explicit(&w->timers.next, memory_order_relaxed))
+        mqs__timers_run(w, w->now);
+    if (w->now >= w->next_balance) {
+        w->next_balance = w->now + 4000000;
+        if (w->rt->policy->balance && w->rt->nworkers > 1)
+            w->rt->policy->balance(&w->rq, MQS_BALANCE_PERIODIC);
+    }
+}
+
+/* Re-queue a task that yielded: here if allowed, else where it may run. */
+static void requeue_prev(struct mqs_worker *w, struct mqs_task *prev,
+                         int flags)
+{
+    if (mqs_se_allowed(&prev->se, w->index)) {
+        prev->se.queued_at_ns = w->now;
+        rq_enqueue_locked(&w->rq, prev, flags);
+        return;
+    }
+    /* It cannot be queued elsewhere before its context is saved:
+     * mqs__finish_switch places it once on_cpu is 0. */
+    atomic_store_explicit(&prev->resched_move, true, memory_order_relaxed);
+}
+
+void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
+{
+    const struct mqs_policy *p = w->rt->policy;
+    w->now = mqs__clock_ns(&w->clock);
+    housekeeping(w);
+    mqs__spin_lock(&w->rq.lock);
+    uint64_t ran = account_run(w, prev);
+    if (p->put_prev)
+        p->put_prev(&w->rq, &prev->se, ran);
+    bool move = false;
+    if (why == MQS__SW_YIELD) {
+        atomic_store_explicit(&prev->state, MQS__RUNNABLE,
+                              memory_order_relaxed);
+        requeue_prev(w, prev, MQS_ENQ_YIELD);
+        move = atomic_load_explicit(&prev->resched_move, memory_order_relaxed);
+    }
+    /* A stopping runtime sends every worker back to its loop. */
+    struct mqs_task *next =
+        atomic_load_explicit(&w->rt->stopping, memory_order_relaxed)
+            ? NULL
+            : checked_pick(w, p->pick(&w->rq));
+    mqs__spin_unlock(&w->rq.lock);
+    if (next == prev) {
+        account_start(w, prev);
+        return;
+    }
+    if (!next && why != MQS__SW_YIELD &&
+        !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed))
+        next = balance_and_pick(w, MQS_BALANCE_NEWIDLE);
+    MQS__STAT_ADD(w->stats.switches, 1);
+    w->prev = prev;
+    w->prev_why = move ? MQS__SW_MOVE : why;
+    if (next)
+        account_start(w, next);
+    else {
+        w->curr = NULL;
+        atomic_store_explicit(&w->rq.curr, NULL, memory_order_relaxed);
+    }
+    switch_to(w, prev, next);
+    w = mqs__worker_self();
+    mqs__finish_switch(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* The worker loop                                                     */
+/* ------------------------------------------------------------------ */
+
+static bool has_work(struct mqs_worker *w)
+{
+    return atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed) ||
+           atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) ||
+           mqs__clock_ns(&w->clock) >=
+               atomic_load_explicit(&w->timers.next, memory_order_relaxed);
+}
+
+/* Spin for idle_spin_ns, balance, then park until kicked or the next
+ * timer.  Returns a task stolen for this worker, or NULL to look again. */
+static struct mqs_task *idle_wait(struct mqs_worker *w)
+{
+    uint64_t t0 = mqs__clock_ns(&w->clock);
+    unsigned seen = atomic_load(&w->park_futex);
+    struct mqs_task *t = NULL;
+    mqs__publish_idle(w->rt, w->index, true);
+    while (mqs__clock_ns(&w->clock) - t0 < (uint64_t)w->rt->idle_spin_ns) {
+        if (has_work(w) || atomic_load_explicit(&w->park_futex,
+                                                memory_order_relaxed) != seen)
+            goto out;
+        for (int i = 0; i < 32; i++)
+            mqs__cpu_relax();
+    }
+    t = balance_and_pick(w, MQS_BALANCE_IDLE);
+    if (t)
+        goto out;
+    atomic_store(&w->parked, 1);
+    if (!has_work(w) && atomic_load(&w->park_futex) == seen) {
+        uint64_t next = atomic_load(&w->timers.next);
+        uint64_t now = mqs__clock_ns(&w->clock);
+        MQS__STAT_ADD(w->stats.parks, 1);
+        futex_wait(&w->park_futex, seen,
+                   next == UINT64_MAX ? UINT64_MAX
+                                      : (next > now ? next - now : 0));
+    }
+    atomic_store(&w->parked, 0);
+out:
+    MQS__STAT_ADD(w->stats.idle_ns, mqs__clock_ns(&w->clock) - t0);
+    mqs__publish_idle(w->rt, w->index, false);
+    return t;
+}
+
+void mqs__worker_loop(struct mqs_worker *w)
+{
+    for (;;) {
+        mqs__finish_switch(w);
+        if (atomic_load(&w->rt->stopping))
+            return;
+        w->now = mqs__clock_ns(&w->clock);
+        housekeeping(w);
+        struct mqs_task *next = pick_locked(w);
+        if (!next)
+            next = idle_wait(w);
+        if (!next)
+            continue;
+        MQS__STAT_ADD(w->stats.switches, 1);
+        w->now = mqs__clock_ns(&w->clock);
+        account_start(w, next);
+        switch_to(w, NULL, next);
+        w = mqs__worker_self();
+    }
+}

@@ -1,0 +1,353 @@
+/*
+ * task.c - the task API: spawn, join, exit, yield, sleep, self, priority
+ * and affinity changes, task-local storage.
+ *
+ * A task's life: spawn maps (or reuses) a stack with the task struct at
+ * its top, fills the scheduling entity from the attributes, and hands it
+ * to the policy through the same path as a wake-up.  It runs fn(arg) on
+ * its own stack from task_main; when fn returns, key destructors run,
+ * joiners are woken, and the final switch away releases a detached task's
+ * stack (mqs__finish_switch, once nothing runs on it).  A joinable task's
+ * struct and stack stay until join has read the result.
+ *
+ * Changes of class, priority or affinity take the task's run-queue lock
+ * when it is queued (dequeue, change, enqueue: the policy sees a
+ * consistent task) and otherwise just write the fields: a running task is
+ * re-placed at its next scheduling point, a blocked one when it wakes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+#include "internal.h"
+
+const uint32_t mqs_nice_weight[40] = {
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
+    9548,  7620,  6100,  4904,  3906,  3121,  2501,  1991,  1586,  1277,
+    1024,  820,   655,   526,   423,   335,   272,   215,   172,   137,
+    110,   87,    70,    56,    45,    36,    29,    23,    18,    15,
+};
+
+int mqs__prio_level(mqs_class_t cls, int prio)
+{
+    switch (cls) {
+    case MQS_CLASS_FIFO:
+    case MQS_CLASS_RR:
+        return 99 - prio;
+    case MQS_CLASS_IDLE:
+        return MQS_PRIO_IDLE;
+    default:
+        return MQS_PRIO_NICE0 + prio;
+    }
+}
+
+static int check_sched(mqs_class_t cls, int prio)
+{
+    switch (cls) {
+    case MQS_CLASS_NORMAL:
+        return prio >= -20 && prio <= 19 ? 0 : MQS_EINVAL;
+    case MQS_CLASS_FIFO:
+    case MQS_CLASS_RR:
+        return prio >= 1 && prio <= 99 ? 0 : MQS_EINVAL;
+    case MQS_CLASS_IDLE:
+        return 0;
+    default:
+        return MQS_EINVAL;
+    }
+}
+
+void mqs__se_set_class(struct mqs_sched_entity *se, mqs_class_t cls, int prio)
+{
+    se->cls = cls;
+    se->prio = (uint8_t)mqs__prio_level(cls, prio);
+    se->nice = (int8_t)(cls == MQS_CLASS_NORMAL ? prio : 0);
+    se->rt_priority = (uint8_t)(cls == MQS_CLASS_FIFO || cls == MQS_CLASS_RR
+                                    ? prio : 0);
+    se->weight = cls == MQS_CLASS_NORMAL ? mqs_nice_weight[prio + 20]
+                 : cls == MQS_CLASS_IDLE ? 3 : mqs_nice_weight[0];
+}
+
+void mqs_task_attr_init(mqs_task_attr_t *attr)
+{
+    if (!attr)
+        return;
+    memset(attr, 0, sizeof *attr);
+    attr->sched_class = MQS_CLASS_NORMAL;
+}
+
+/* Is mask non-empty within the runtime's workers?  Is it all of them? */
+static int check_mask(const mqs_runtime_t *rt, const mqs_mask_t *m, bool *all)
+{
+    int n = 0;
+    for (int i = 0; i < rt->nworkers; i++)
+        n += mqs_mask_isset(m, i);
+    *all = n == rt->nworkers;
+    return n > 0 ? 0 : MQS_EINVAL;
+}
+
+static int check_attr(const mqs_runtime_t *rt, const mqs_task_attr_t *a)
+{
+    int prio = a->sched_class == MQS_CLASS_NORMAL ? a->nice : a->rt_priority;
+    if (check_sched(a->sched_class, prio))
+        return MQS_EINVAL;
+    if (a->stack_size && (a->stack_size < MQS__MIN_STACK ||
+                          a->stack_size > ((size_t)1 << 30)))
+        return MQS_EINVAL;
+    bool all;
+    if (a->affinity && check_mask(rt, a->affinity, &all))
+        return MQS_EINVAL;
+    return 0;
+}
+
+static void task_main(void *arg);
+
+static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
+                      const mqs_task_attr_t *a, mqs_task_fn fn, void *arg)
+{
+    t->rt = rt;
+    t->fn = fn;
+    t->arg = arg;
+    t->id = atomic_fetch_add(&rt->next_id, 1);
+    if (a->name)
+        strncpy(t->name, a->name, MQS__NAME_MAX - 1);
+    else
+        snprintf(t->name, MQS__NAME_MAX, "task-%llu", (unsigned long long)t->id);
+    t->detached = a->detached;
+    int prio = a->sched_class == MQS_CLASS_NORMAL ? a->nice : a->rt_priority;
+    mqs__se_set_class(&t->se, a->sched_class, prio);
+    t->se.last_worker = -1;
+    if (a->affinity) {
+        t->se.affinity = *a->affinity;
+        check_mask(rt, a->affinity, &t->se.any_worker);
+    } else {
+        for (int i = 0; i < rt->nworkers; i++)
+            mqs_mask_set(&t->se.affinity, i);
+        t->se.any_worker = true;
+    }
+    mqs__list_init(&t->se.node);
+    mqs__list_init(&t->se.node2);
+    mqs__list_init(&t->wait_node);
+    mqs__waitq_init(&t->joinq);
+    atomic_init(&t->queued_on, -1);
+    t->timer_index = -1;
+    t->sp = mqs__ctx_make(t->stack_hi, task_main, t);
+    t->tsan_fiber = NULL;
+}
+
+/* Record t in its home's list of live tasks (for destroy reports). */
+static void task_track(mqs_runtime_t *rt, struct mqs_worker *self,
+                       struct mqs_task *t)
+{
+    mqs__spinlock_t *lock = self ? &self->tasks_lock : &rt->ext_lock;
+    struct mqs_list *list = self ? &self->tasks : &rt->ext_tasks;
+    t->home = self ? self->index : -1;
+    mqs__spin_lock(lock);
+    mqs__list_add_tail(list, &t->all_node);
+    mqs__spin_unlock(lock);
+}
+
+static void task_untrack(struct mqs_task *t)
+{
+    mqs_runtime_t *rt = t->rt;
+    mqs__spinlock_t *lock =
+        t->home >= 0 ? &rt->workers[t->home]->tasks_lock : &rt->ext_lock;
+    mqs__spin_lock(lock);
+    mqs__list_del(&t->all_node);
+    mqs__spin_unlock(lock);
+}
+
+void *mqs__fiber_create(void);
+void mqs__fiber_destroy(void *fiber);
+
+int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
+              mqs_task_fn fn, void *arg)
+{
+    mqs_task_attr_t def;
+    if (!attr) {
+        mqs_task_attr_init(&def);
+        attr = &def;
+    }
+    if (!rt || !fn || (!out && !attr->detached) || check_attr(rt, attr))
+        return MQS_EINVAL;
+    if (atomic_load(&rt->stopping))
+        return MQS_ESTATE;
+    struct mqs_worker *self = mqs__worker_self();
+    if (self && self->rt != rt)
+        self = NULL;
+    size_t size = attr->stack_size ? attr->stack_size : rt->stack_size;
+    struct mqs_task *t = mqs__stack_alloc(
+        self, size, (unsigned)atomic_load_explicit(&rt->next_id,
+                                                   memory_order_relaxed));
+    if (!t)
+        return MQS_ENOMEM;
+    task_init(t, rt, attr, fn, arg);
+    t->tsan_fiber = mqs__fiber_create();
+    task_track(rt, self, t);
+    atomic_fetch_add(&rt->live, 1);
+    if (self)
+        MQS__STAT_ADD(self->stats.spawns, 1);
+    else
+        atomic_fetch_add(&rt->ext_spawns, 1);
+    if (out)
+        *out = t;
+    atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
+    mqs__enqueue_task(rt, t, MQS_ENQ_NEW);
+    return 0;
+}
+
+/* Run key destructors (as pthreads does, a few rounds). */
+static void run_key_dtors(struct mqs_task *t)
+{
+    mqs_runtime_t *rt = t->rt;
+    for (int round = 0; round < 4; round++) {
+        bool any = false;
+        for (int k = 0; k < MQS_KEYS_MAX; k++) {
+            void *v = t->keys[k];
+            void (*dtor)(void *) = rt->key_dtor[k];
+            if (!v)
+                continue;
+            t->keys[k] = NULL;
+            if (dtor) {
+                dtor(v);
+                any = true;
+            }
+        }
+        if (!any)
+            break;
+    }
+}
+
+void mqs__task_exit(struct mqs_task *t)
+{
+    run_key_dtors(t);
+    struct mqs_worker *w = mqs__worker_self();
+    mqs__spin_lock(&t->joinq.lock);
+    atomic_store(&t->state, MQS__DEAD);
+    struct mqs_task *joiner = mqs__waitq_pop(&t->joinq, 0);
+    mqs__spin_unlock(&t->joinq.lock);
+    atomic_store(&t->done_futex, 1);
+    mqs__futex_wake(&t->done_futex, 1 << 30);
+    if (joiner)
+        mqs__wake(joiner);
+    if (t->detached)
+        task_untrack(t);
+    w = mqs__worker_self();
+    mqs__schedule(w, t, MQS__SW_EXIT);
+    mqs__panic("task %s ran after it exited", t->name);
+}
+
+static void task_main(void *arg)
+{
+    struct mqs_task *t = arg;
+    mqs__switch_leave(NULL);
+    mqs__finish_switch(mqs__worker_self());
+    t->result = t->fn(t->arg);
+    mqs__task_exit(t);
+}
+
+/* Free a dead task's stack and struct (from the worker where it ends, or
+ * from the joiner). */
+void mqs__task_release(struct mqs_task *t)
+{
+    mqs__fiber_destroy(t->tsan_fiber);
+    struct mqs_worker *w = mqs__worker_self();
+    if (w && w->rt != t->rt)
+        w = NULL;
+    mqs__stack_free(w, t);
+}
+
+int mqs_join(mqs_task_t *t, void **result)
+{
+    if (!t || t->detached)
+        return MQS_EINVAL;
+    struct mqs_task *self = mqs__current();
+    if (self == t)
+        return MQS_EDEADLK;
+    int expect = 0;
+    if (!atomic_compare_exchange_strong(&t->join_state, &expect, 1))
+        return MQS_ESTATE;
+    if (self && self->rt == t->rt) {
+        mqs__spin_lock(&t->joinq.lock);
+        if (atomic_load(&t->state) != MQS__DEAD)
+            mqs__block(&t->joinq, 0, "join", t);
+        else
+            mqs__spin_unlock(&t->joinq.lock);
+    } else {
+        while (atomic_load(&t->done_futex) == 0)
+            mqs__futex_wait(&t->done_futex, 0, UINT64_MAX);
+    }
+    while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+        mqs__cpu_relax();
+    /* The exit's final switch also ran finish (live count): wait for the
+     * worker that ran it to have left the stack entirely. */
+    if (result)
+        *result = t->result;
+    task_untrack(t);
+    mqs__task_release(t);
+    return 0;
+}
+
+int mqs_yield(void)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    if (!w || !w->curr)
+        return MQS_EPERM;
+    struct mqs_task *t = w->curr;
+    MQS__STAT_ADD(t->stats.yields, 1);
+    MQS__STAT_ADD(w->stats.yields, 1);
+    mqs__schedule(w, t, MQS__SW_YIELD);
+    return 0;
+}
+
+int mqs_checkpoint(void)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    if (!w || !w->curr)
+        return MQS_EPERM;
+    struct mqs_task *t = w->curr;
+    const struct mqs_policy *p = w->rt->policy;
+    uint64_t now = mqs__clock_ns(&w->clock);
+    bool due = now >= atomic_load_explicit(&w->timers.next,
+                                           memory_order_relaxed);
+    bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio;
+    if (due || urgent || (p->tick && p->tick(&w->rq, &t->se, now)))
+        mqs__schedule(w, t, MQS__SW_YIELD);
+    return 0;
+}
+
+int mqs_sleep(uint64_t ns)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    if (!w || !w->curr)
+        return MQS_EPERM;
+    uint64_t deadline = mqs__deadline(ns ? ns : 1);
+    int rc = mqs__block(NULL, deadline, "sleep", NULL);
+    return rc == MQS_ETIMEDOUT ? 0 : rc;
+}
+
+mqs_task_t *mqs_self(void)
+{
+    return mqs__current();
+}
+
+mqs_runtime_t *mqs_runtime_self(void)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    return w ? w->rt : NULL;
+}
+
+int mqs_worker_self(void)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    return w && w->curr ? w->index : -1;
+}
+
+const char *mqs_task_name(const mqs_task_t *t)
+{
+    return t ? t->name : NULL;
+}
+
+uint64_t mqs_task_id(const mqs_task_t *t)
+{
+    return t ? t->id : 0;
+}
