@@ -22,6 +22,7 @@
 #include "mqs.h"
 #include "mqs/policy.h"
 #include "clock.h"
+#include "fiber.h"
 #include "list.h"
 #include "spinlock.h"
 
@@ -89,6 +90,11 @@ struct mqs_task {
     /* Set by mqs_rq_steal on the entities it hands to a policy. */
     bool stolen;
 
+    /* Counters (see MQS__STAT_ADD), next to the hot fields above. */
+    struct {
+        _Atomic uint64_t run_ns, wait_ns, switches, yields, wakeups, migrations;
+    } stats;
+
     mqs_runtime_t *rt;
     uint64_t id;
     char name[MQS__NAME_MAX];
@@ -135,10 +141,6 @@ struct mqs_task {
     /* Task-local storage. */
     void *keys[MQS_KEYS_MAX];
 
-    /* Counters (see MQS__STAT_ADD). */
-    struct {
-        _Atomic uint64_t run_ns, wait_ns, switches, yields, wakeups, migrations;
-    } stats;
 
     /* Sanitizer fiber state. */
     void *asan_fake_stack;
@@ -336,9 +338,5 @@ void mqs__report_error(const mqs_config_t *cfg, const char *msg);
 _Noreturn void mqs__panic(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 
-/* Sanitizer hooks around a context switch (no-ops in normal builds). */
-void mqs__switch_enter(void **fake_save, void *to_lo, size_t to_size,
-                       void *to_tsan);
-void mqs__switch_leave(void *fake_save);
 
 #endif

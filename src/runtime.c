@@ -23,9 +23,6 @@
 
 #include "internal.h"
 
-void *mqs__fiber_current(void);
-void *mqs__fiber_create(void);
-void mqs__fiber_destroy(void *fiber);
 
 const char *mqs_strerror(int err)
 {

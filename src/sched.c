@@ -194,11 +194,14 @@ void mqs_rq_publish(struct mqs_rq *rq, unsigned nr, unsigned best)
 {
     if (nr == 0)
         best = MQS_PRIO_NONE;
+    /* Release stores (plain moves on x86): readers are lock-free peeks
+     * that re-check under the lock; the one reader that needs ordering,
+     * the parking protocol, has its own fence (mqs__enqueue_task). */
     if (atomic_load_explicit(&rq->nr_queued, memory_order_relaxed) != nr)
-        atomic_store(&rq->nr_queued, nr);
+        atomic_store_explicit(&rq->nr_queued, nr, memory_order_release);
     unsigned old = atomic_load_explicit(&rq->best_prio, memory_order_relaxed);
     if (old != best) {
-        atomic_store(&rq->best_prio, best);
+        atomic_store_explicit(&rq->best_prio, best, memory_order_release);
         level_hint_move(rq->rt, old, best);
     }
 }
@@ -373,6 +376,9 @@ void mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
     }
     if (target == waker)
         return;
+    /* Pairs with the parker's seq_cst store of `parked` before it
+     * re-reads nr_queued: one of the two sees the other (Dekker). */
+    atomic_thread_fence(memory_order_seq_cst);
     if (mqs_worker_idle(rt, target)) {
         mqs__kick(tw);
         return;

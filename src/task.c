@@ -156,8 +156,6 @@ static void task_untrack(struct mqs_task *t)
     mqs__spin_unlock(lock);
 }
 
-void *mqs__fiber_create(void);
-void mqs__fiber_destroy(void *fiber);
 
 int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
               mqs_task_fn fn, void *arg)

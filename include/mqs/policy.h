@@ -65,8 +65,6 @@ struct mqs_sched_entity {
     uint32_t weight;
     /* core: worker it last ran on (-1 = never ran) */
     int last_worker;
-    /* core: workers it may run on */
-    mqs_mask_t affinity;
     bool any_worker; /* core: affinity is every worker */
     /* core: total run time, run time at the start of this run (ns) */
     uint64_t sum_exec_ns;
@@ -83,6 +81,9 @@ struct mqs_sched_entity {
     uint64_t key;      /* e.g. vruntime or virtual deadline */
     int64_t slice_ns;  /* remaining time slice */
     uint64_t p[6];     /* policy private */
+
+    /* core: workers it may run on (read when any_worker is false) */
+    mqs_mask_t affinity;
 };
 
 /* Opaque to policies except through the accessors below. */

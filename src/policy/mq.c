@@ -135,15 +135,20 @@ static unsigned array_best(const struct prio_array *a)
 static void publish(struct mqs_rq *rq)
 {
     struct mq_rq *m = state(rq);
-    unsigned a = array_best(m->active), x = array_best(m->expired);
-    mqs_rq_publish(rq, m->nr, a < x ? a : x);
+    unsigned a = array_best(m->active);
+    if (m->expired->nr) {
+        unsigned x = array_best(m->expired);
+        a = x < a ? x : a;
+    }
+    mqs_rq_publish(rq, m->nr, a);
 }
 
-/* Which array holds se (p[0] is 1 for the expired one). */
+/* Which array holds se: p[0] is the index of the physical array, so a
+ * swap of active and expired touches no task. */
 static struct prio_array *home_array(struct mq_rq *m,
                                      struct mqs_sched_entity *se)
 {
-    return se->p[0] ? m->expired : m->active;
+    return &m->arrays[se->p[0]];
 }
 
 static int64_t normal_slice(const struct mq_tunables *t, uint32_t weight)
@@ -157,7 +162,6 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
 {
     struct mq_rq *m = state(rq);
     bool expire = false, head = false;
-    uint64_t now = mqs_sched_clock();
     if (se->cls == MQS_CLASS_RR && se->slice_ns <= 0)
         se->slice_ns = m->tun->rr_slice_ns;
     else if (se->cls == MQS_CLASS_FIFO)
@@ -167,14 +171,15 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
                                                 MQS_ENQ_PREEMPTED));
         if (se->slice_ns <= 0)
             se->slice_ns = normal_slice(m->tun, se->weight);
-        if (m->expired->nr &&
-            now - m->expired_since > (uint64_t)m->tun->starve_ns)
+        if (m->expired->nr && mqs_sched_clock() - m->expired_since >
+                                  (uint64_t)m->tun->starve_ns)
             expire = true;
+        if (expire && m->expired->nr == 0)
+            m->expired_since = mqs_sched_clock();
     }
-    if (expire && m->expired->nr == 0)
-        m->expired_since = now;
-    se->p[0] = expire;
-    array_add(expire ? m->expired : m->active, se, head);
+    struct prio_array *a = expire ? m->expired : m->active;
+    se->p[0] = (uint64_t)(a - m->arrays);
+    array_add(a, se, head);
     m->nr++;
     publish(rq);
 }
@@ -257,11 +262,6 @@ static struct mqs_sched_entity *mq_pick(struct mqs_rq *rq)
         struct prio_array *t = m->active;
         m->active = m->expired;
         m->expired = t;
-        for (unsigned l = 0; l < LEVELS; l++) {
-            struct mqs_list *pos;
-            mqs__list_for_each(pos, &m->active->q[l])
-                mqs_se_entry(pos, struct mqs_sched_entity, node)->p[0] = 0;
-        }
     }
     unsigned local = array_best(m->active);
     struct mqs_sched_entity *se = pull_urgent(rq, local);

@@ -1,14 +1,18 @@
 /*
- * fiber.c - telling the sanitizers about stack switches.
+ * fiber.h - telling the sanitizers about stack switches.
  *
  * ASan keeps shadow state per stack and TSan keeps a shadow stack and a
  * happens-before clock per thread; a user-level switch changes both
  * behind their back and turns their reports into noise.  Their fiber
  * interfaces fix that: ASan's start/finish_switch_fiber bracket every
  * switch, TSan gets one fiber per task and is told which one runs next.
- * In normal builds all of this compiles to nothing.
+ * In normal builds all of this is empty inline code: the switch path pays
+ * nothing for it.
  */
-#include "internal.h"
+#ifndef MQS_FIBER_H
+#define MQS_FIBER_H
+
+#include <stddef.h>
 
 #if defined(MQS_ASAN)
 #include <sanitizer/asan_interface.h>
@@ -17,11 +21,7 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-void *mqs__fiber_create(void);
-void mqs__fiber_destroy(void *fiber);
-void *mqs__fiber_current(void);
-
-void *mqs__fiber_create(void)
+static inline void *mqs__fiber_create(void)
 {
 #if defined(MQS_TSAN)
     return __tsan_create_fiber(0);
@@ -30,7 +30,7 @@ void *mqs__fiber_create(void)
 #endif
 }
 
-void mqs__fiber_destroy(void *fiber)
+static inline void mqs__fiber_destroy(void *fiber)
 {
 #if defined(MQS_TSAN)
     if (fiber)
@@ -40,7 +40,7 @@ void mqs__fiber_destroy(void *fiber)
 #endif
 }
 
-void *mqs__fiber_current(void)
+static inline void *mqs__fiber_current(void)
 {
 #if defined(MQS_TSAN)
     return __tsan_get_current_fiber();
@@ -49,8 +49,10 @@ void *mqs__fiber_current(void)
 #endif
 }
 
-void mqs__switch_enter(void **fake_save, void *to_lo, size_t to_size,
-                       void *to_tsan)
+/* Before switching to the stack [to_lo, to_lo + to_size) of fiber to_tsan;
+ * fake_save is NULL when the current stack dies with this switch. */
+static inline void mqs__switch_enter(void **fake_save, void *to_lo,
+                                     size_t to_size, void *to_tsan)
 {
 #if defined(MQS_ASAN)
     __sanitizer_start_switch_fiber(fake_save, to_lo, to_size);
@@ -67,7 +69,8 @@ void mqs__switch_enter(void **fake_save, void *to_lo, size_t to_size,
 #endif
 }
 
-void mqs__switch_leave(void *fake_save)
+/* First thing on the stack that was switched to. */
+static inline void mqs__switch_leave(void *fake_save)
 {
 #if defined(MQS_ASAN)
     __sanitizer_finish_switch_fiber(fake_save, NULL, NULL);
@@ -75,3 +78,5 @@ void mqs__switch_leave(void *fake_save)
     (void)fake_save;
 #endif
 }
+
+#endif
