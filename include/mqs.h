@@ -123,15 +123,16 @@ typedef struct mqs_config {
 void mqs_config_init(mqs_config_t *cfg);
 
 /*
- * Resolve a configuration: apply the environment, fill defaults and check
- * every value, without creating anything.  On success *out holds the
+ * Resolve a configuration (NULL = all defaults): apply the environment,
+ * fill defaults and check every value, without creating anything.  On success *out holds the
  * values a runtime would use (out->policy points into cfg or the
  * environment).  Errors: MQS_EINVAL or MQS_ENOPOLICY with a message.
  */
 int mqs_config_resolve(const mqs_config_t *cfg, mqs_config_t *out);
 
 /*
- * Create a runtime: start its workers, ready to run tasks.
+ * Create a runtime from cfg (NULL = all defaults): start its workers,
+ * ready to run tasks.
  * Errors: MQS_EINVAL, MQS_ENOPOLICY (bad configuration, message given),
  * MQS_ENOMEM, MQS_ESYS (threads could not be started).
  */

@@ -37,6 +37,23 @@ static inline unsigned mqs__bit_first(const uint64_t *map, unsigned words,
     return none;
 }
 
+/* Index of the lowest set bit >= from, or `none`. */
+static inline unsigned mqs__bit_next(const uint64_t *map, unsigned words,
+                                     unsigned from, unsigned none)
+{
+    unsigned i = from >> 6;
+    if (i >= words)
+        return none;
+    uint64_t w = map[i] & (~UINT64_C(0) << (from & 63));
+    for (;;) {
+        if (w)
+            return i * 64 + (unsigned)__builtin_ctzll(w);
+        if (++i >= words)
+            return none;
+        w = map[i];
+    }
+}
+
 static inline unsigned mqs__bit_count(const uint64_t *map, unsigned words)
 {
     unsigned n = 0;

@@ -62,18 +62,18 @@ struct mqs_chan {
 };
 
 /* An operation in progress: how it may wait and until when. */
-struct op {
+struct chan_op {
     bool may_block;
     int fail;            /* answer when it would block and may not        */
     uint64_t deadline;   /* 0 = none                                      */
 };
 
-static inline unsigned char *slot(struct mqs_chan *ch, size_t i)
+static inline unsigned char *chan_slot(struct mqs_chan *ch, size_t i)
 {
     return ch->ring + ((ch->head + i) % ch->cap) * ch->elem_size;
 }
 
-static inline void set_len(struct mqs_chan *ch, size_t len)
+static inline void chan_set_len(struct mqs_chan *ch, size_t len)
 {
     __atomic_store_n(&ch->len, len, __ATOMIC_RELAXED);
 }
@@ -128,7 +128,7 @@ size_t mqs_chan_len(const mqs_chan_t *ch)
 }
 
 /* Check the arguments and the caller, and fill in how op may wait. */
-static int op_init(struct op *op, const struct mqs_chan *ch, const void *elem,
+static int chan_op_init(struct chan_op *op, const struct mqs_chan *ch, const void *elem,
                    int mode, uint64_t timeout_ns)
 {
     if (!ch || !elem)
@@ -144,7 +144,7 @@ static int op_init(struct op *op, const struct mqs_chan *ch, const void *elem,
 
 /* Nothing to complete with (lock held): block as a `side` waiter with
  * buf parked in wait_data, or fail; either way the lock is released. */
-static int wait_or_fail(struct mqs_chan *ch, const struct op *op, int side,
+static int wait_or_fail(struct mqs_chan *ch, const struct chan_op *op, int side,
                         void *buf)
 {
     if (!op->may_block) {
@@ -160,8 +160,8 @@ static int wait_or_fail(struct mqs_chan *ch, const struct op *op, int side,
 static int chan_send(struct mqs_chan *ch, const void *elem, int mode,
                      uint64_t timeout_ns)
 {
-    struct op op;
-    int rc = op_init(&op, ch, elem, mode, timeout_ns);
+    struct chan_op op;
+    int rc = chan_op_init(&op, ch, elem, mode, timeout_ns);
     if (rc)
         return rc;
     size_t size = ch->elem_size;
@@ -178,8 +178,8 @@ static int chan_send(struct mqs_chan *ch, const void *elem, int mode,
         return 0;
     }
     if (ch->len < ch->cap) {
-        memcpy(slot(ch, ch->len), elem, size);
-        set_len(ch, ch->len + 1);
+        memcpy(chan_slot(ch, ch->len), elem, size);
+        chan_set_len(ch, ch->len + 1);
         mqs__spin_unlock(&ch->q.lock);
         return 0;
     }
@@ -191,21 +191,21 @@ static int chan_send(struct mqs_chan *ch, const void *elem, int mode,
  * urgent waiting sender, if any (lock held).  Returns that sender. */
 static struct mqs_task *take_head(struct mqs_chan *ch, void *elem)
 {
-    memcpy(elem, slot(ch, 0), ch->elem_size);
+    memcpy(elem, chan_slot(ch, 0), ch->elem_size);
     ch->head = (ch->head + 1) % ch->cap;
     struct mqs_task *s = pop_side(ch, SIDE_SEND, 0);
     if (s)
-        memcpy(slot(ch, ch->len - 1), s->wait_data, ch->elem_size);
+        memcpy(chan_slot(ch, ch->len - 1), s->wait_data, ch->elem_size);
     else
-        set_len(ch, ch->len - 1);
+        chan_set_len(ch, ch->len - 1);
     return s;
 }
 
 static int chan_recv(struct mqs_chan *ch, void *elem, int mode,
                      uint64_t timeout_ns)
 {
-    struct op op;
-    int rc = op_init(&op, ch, elem, mode, timeout_ns);
+    struct chan_op op;
+    int rc = chan_op_init(&op, ch, elem, mode, timeout_ns);
     if (rc)
         return rc;
     size_t size = ch->elem_size;

@@ -54,6 +54,19 @@ static inline uint64_t mqs__clock_ns(const mqs__clock_t *c)
     return c->base_ns + (uint64_t)(((unsigned __int128)d * c->mult) >> 32);
 }
 
+/* Re-anchor the counter to CLOCK_MONOTONIC now, so calibration error
+ * cannot accumulate (called every few ms and before timers run).  Returns
+ * the monotonic time. */
+static inline uint64_t mqs__clock_resync(mqs__clock_t *c)
+{
+    uint64_t ns = mqs__mono_ns();
+    if (c->counter) {
+        c->base_cyc = mqs__cycles();
+        c->base_ns = ns;
+    }
+    return ns;
+}
+
 /* Calibrate (in clock.c); spends about 2 ms on x86-64. */
 void mqs__clock_init(mqs__clock_t *c);
 

@@ -218,10 +218,14 @@ int mqs_config_resolve(const mqs_config_t *cfg, mqs_config_t *out)
     if (!out)
         return MQS_EINVAL;
     char err[256] = "";
-    int rc = mqs__config_apply(cfg, out, err, sizeof err);
-    if (rc)
+    mqs_config_t res;
+    int rc = mqs__config_apply(cfg, &res, err, sizeof err);
+    if (rc) {
         mqs__report_error(cfg, err);
-    return rc;
+        return rc;
+    }
+    *out = res;
+    return 0;
 }
 
 void mqs__report_error(const mqs_config_t *cfg, const char *msg)

@@ -134,9 +134,17 @@ struct mqs_task {
     struct mqs_list all_node;
     int home;
 
-    /* Pending change of affinity while running (applied at its next
-     * scheduling point). */
+    /* Set when it yielded on a worker its new affinity excludes. */
     atomic_bool resched_move;
+
+    /* A requested change of class/priority/affinity, applied by whoever
+     * next queues the task, under that run queue's lock (task_ctl.c):
+     * policies never see a queued task's fields change. */
+    atomic_int pend_flags;          /* MQS__PEND_* bits                   */
+    mqs__spinlock_t pend_lock;      /* guards the three fields below       */
+    mqs_class_t pend_cls;
+    int pend_prio;
+    mqs_mask_t pend_mask;
 
     /* Task-local storage. */
     void *keys[MQS_KEYS_MAX];
@@ -279,7 +287,9 @@ void mqs__futex_wake(atomic_uint *word, int n);
 void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why);
 void mqs__finish_switch(struct mqs_worker *w);
 void mqs__worker_loop(struct mqs_worker *w);
-void mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);
+/* Queue a runnable task where the policy places it; returns true when it
+ * went to the caller's own worker and should preempt the caller. */
+bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);
 void mqs__kick(struct mqs_worker *w);
 void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle);
 
@@ -319,6 +329,10 @@ void mqs__stack_cache_drain(struct mqs_worker *w);
 int mqs__overflow_handler_install(void);
 int mqs__altstack_setup(struct mqs_worker *w);
 void mqs__altstack_teardown(struct mqs_worker *w);
+
+/* task_ctl.c: apply a pending change (caller about to queue t). */
+enum { MQS__PEND_SCHED = 1, MQS__PEND_MASK = 2 };
+void mqs__apply_pending(struct mqs_task *t);
 
 /* task.c */
 void mqs__task_exit(struct mqs_task *t);

@@ -308,6 +308,9 @@ static int first_allowed(mqs_runtime_t *rt, const struct mqs_sched_entity *se)
     return 0;
 }
 
+static bool should_preempt(struct mqs_rq *rq, struct mqs_task *curr,
+                           struct mqs_task *woken);
+
 /* The default placement (no select_worker op): an idle allowed worker,
  * else the waker's for a sync wake-up, else the last one, else the first
  * allowed. */
@@ -356,17 +359,25 @@ static void rq_enqueue_locked(struct mqs_rq *rq, struct mqs_task *t, int flags)
 /* Make t (RUNNABLE, on_cpu == 0) queued somewhere; may be called from any
  * thread with no lock held.  Kicks the target worker if it parks, or an
  * idle worker that could take the task if the target is busy. */
-void mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
+bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
 {
     struct mqs_worker *self = mqs__worker_self();
     if (self && self->rt != rt)
         self = NULL;
     int waker = self ? self->index : -1;
+    mqs__apply_pending(t);
     int target = select_worker(rt, t, waker, flags);
     struct mqs_worker *tw = rt->workers[target];
     t->se.queued_at_ns = self ? self->now : mqs__clock_ns(&rt->clock);
+    bool preempt = false;
     mqs__spin_lock(&tw->rq.lock);
     rq_enqueue_locked(&tw->rq, t, flags);
+    /* Decided under the lock: once it is dropped t may run elsewhere,
+     * end and be freed. */
+    if (target == waker && (flags & MQS_ENQ_WAKEUP) && self->curr &&
+        atomic_load_explicit(&self->curr->state, memory_order_relaxed) ==
+            MQS__RUNNING)
+        preempt = should_preempt(&tw->rq, self->curr, t);
     mqs__spin_unlock(&tw->rq.lock);
     if (self && (flags & MQS_ENQ_WAKEUP)) {
         if (target == waker)
@@ -375,13 +386,13 @@ void mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
             MQS__STAT_ADD(self->stats.wakeups_remote, 1);
     }
     if (target == waker)
-        return;
+        return preempt;
     /* Pairs with the parker's seq_cst store of `parked` before it
      * re-reads nr_queued: one of the two sees the other (Dekker). */
     atomic_thread_fence(memory_order_seq_cst);
     if (mqs_worker_idle(rt, target)) {
         mqs__kick(tw);
-        return;
+        return false;
     }
     /* The target is busy: if some worker idles, let it come and steal. */
     for (int i = 0; i < MQS__MASK_WORDS && i * 64 < rt->nworkers; i++) {
@@ -389,25 +400,24 @@ void mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
                                              memory_order_relaxed);
         if (idle) {
             mqs__kick(rt->workers[i * 64 + __builtin_ctzll(idle)]);
-            return;
+            break;
         }
     }
+    return false;
 }
 
 /* ------------------------------------------------------------------ */
 /* Waking                                                              */
 /* ------------------------------------------------------------------ */
 
-static bool should_preempt(struct mqs_worker *w, struct mqs_task *curr,
+/* Should woken run before curr on rq?  rq's lock held. */
+static bool should_preempt(struct mqs_rq *rq, struct mqs_task *curr,
                            struct mqs_task *woken)
 {
-    const struct mqs_policy *p = w->rt->policy;
+    const struct mqs_policy *p = rq->rt->policy;
     if (!p->wake_preempt)
         return woken->se.prio < curr->se.prio;
-    mqs__spin_lock(&w->rq.lock);
-    bool yes = p->wake_preempt(&w->rq, &curr->se, &woken->se);
-    mqs__spin_unlock(&w->rq.lock);
-    return yes;
+    return p->wake_preempt(rq, &curr->se, &woken->se);
 }
 
 void mqs__wake(struct mqs_task *t)
@@ -420,15 +430,13 @@ void mqs__wake(struct mqs_task *t)
     struct mqs_worker *self = mqs__worker_self();
     if (self && self->rt == rt && self->curr)
         t->se.woke_at_ns = self->now;
-    mqs__enqueue_task(rt, t, MQS_ENQ_WAKEUP);
     /* A more urgent task woken onto this very worker runs now: the wake
-     * call is a scheduling point for the waker. */
-    self = mqs__worker_self();
-    if (self && self->rt == rt && self->curr &&
-        atomic_load_explicit(&t->queued_on, memory_order_relaxed) ==
-            self->index &&
-        should_preempt(self, self->curr, t))
+     * call is a scheduling point for the waker.  (t must not be touched
+     * after the enqueue: it may already run elsewhere.) */
+    if (mqs__enqueue_task(rt, t, MQS_ENQ_WAKEUP)) {
+        self = mqs__worker_self();
         mqs__schedule(self, self->curr, MQS__SW_YIELD);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -559,10 +567,13 @@ static struct mqs_task *balance_and_pick(struct mqs_worker *w, int why)
 /* Timers and the periodic balancer, due at this scheduling point? */
 static void housekeeping(struct mqs_worker *w)
 {
+    /* Timers are due by the monotonic clock that deadlines are set on:
+     * the cycle-counter estimate only says when to look. */
     if (w->now >= atomic_load_explicit(&w->timers.next, memory_order_relaxed))
-        mqs__timers_run(w, w->now);
+        mqs__timers_run(w, w->now = mqs__clock_resync(&w->clock));
     if (w->now >= w->next_balance) {
-        w->next_balance = w->now + 4000000;
+        w->now = mqs__clock_resync(&w->clock);
+        w->next_balance = w->now + 1000000;
         if (w->rt->policy->balance && w->rt->nworkers > 1)
             w->rt->policy->balance(&w->rq, MQS_BALANCE_PERIODIC);
     }
@@ -572,6 +583,7 @@ static void housekeeping(struct mqs_worker *w)
 static void requeue_prev(struct mqs_worker *w, struct mqs_task *prev,
                          int flags)
 {
+    mqs__apply_pending(prev);
     if (mqs_se_allowed(&prev->se, w->index)) {
         prev->se.queued_at_ns = w->now;
         rq_enqueue_locked(&w->rq, prev, flags);

@@ -61,6 +61,12 @@ static size_t round_up(size_t v, size_t to)
 static struct mqs_task *layout(void *base, size_t map_size, size_t stack_size,
                                uintptr_t top)
 {
+#if defined(MQS_ASAN)
+    /* A mapping may reuse addresses of an earlier one whose stack frames
+     * left poisoned shadow behind. */
+    ASAN_UNPOISON_MEMORY_REGION((char *)base + page_size(),
+                                map_size - page_size());
+#endif
     struct mqs_task *t = (struct mqs_task *)top;
     memset(t, 0, sizeof *t);
     t->map_base = base;

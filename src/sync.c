@@ -72,10 +72,10 @@ _Static_assert(_Alignof(struct mqs__waitq) <= _Alignof(mqs__waitq_storage_t),
 _Static_assert(_Alignof(struct mqs_task) >= 8,
                "the mutex keeps flag bits in the low bits of the owner");
 
-#define WQ(storage) ((struct mqs__waitq *)(storage))
+#define SYNC_WQ(storage) ((struct mqs__waitq *)(storage))
 
 /* mqs__block result that means "woken, compete again" (mutex only). */
-#define RETRY 1
+#define M_RETRY 1
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
@@ -131,7 +131,7 @@ int mqs_mutex_init(mqs_mutex_t *m)
     if (!m)
         return MQS_EINVAL;
     __atomic_store_n(&m->state, 0, __ATOMIC_RELAXED);
-    mqs__waitq_init(WQ(&m->q));
+    mqs__waitq_init(SYNC_WQ(&m->q));
     return 0;
 }
 
@@ -139,7 +139,7 @@ int mqs_mutex_destroy(mqs_mutex_t *m)
 {
     if (!m)
         return MQS_EINVAL;
-    struct mqs__waitq *q = WQ(&m->q);
+    struct mqs__waitq *q = SYNC_WQ(&m->q);
     mqs__spin_lock(&q->lock);
     bool busy = m_owner(m_load(m)) != 0 || q->nwait > 0;
     mqs__spin_unlock(&q->lock);
@@ -169,13 +169,13 @@ int mqs_mutex_trylock(mqs_mutex_t *m)
 /*
  * Slow path: under the wait queue's lock, either take the mutex or set
  * WAITERS (so the owner's unlock comes through this lock) and block.
- * Returns 0 owning the mutex (taken here or handed off), RETRY, or
+ * Returns 0 owning the mutex (taken here or handed off), M_RETRY, or
  * MQS_ETIMEDOUT.
  */
 static int m_lock_slow(mqs_mutex_t *m, struct mqs_task *self,
                        uint64_t deadline)
 {
-    struct mqs__waitq *q = WQ(&m->q);
+    struct mqs__waitq *q = SYNC_WQ(&m->q);
     uint64_t me = (uintptr_t)self;
     mqs__spin_lock(&q->lock);
     uint64_t s = m_load(m);
@@ -208,7 +208,7 @@ static int m_lock(mqs_mutex_t *m, uint64_t timeout_ns, bool timed)
     uint64_t deadline = timed ? mqs__deadline(timeout_ns) : 0;
     self->wait_value = mqs_now_ns(); /* starvation clock: first wait */
     int rc;
-    while ((rc = m_lock_slow(m, self, deadline)) == RETRY)
+    while ((rc = m_lock_slow(m, self, deadline)) == M_RETRY)
         ;
     if (rc == 0 && m_owner(m_load(m)) != me)
         mqs__panic("mutex %p: task '%s' woken as owner but not owning it",
@@ -235,7 +235,7 @@ static struct mqs_task *m_unlock_slow(mqs_mutex_t *m, struct mqs__waitq *q)
 {
     struct mqs_task *t = mqs__waitq_first(q);
     bool handoff = t && mqs_now_ns() - t->wait_value >= MQS_MUTEX_STARVE_NS;
-    t = mqs__waitq_pop(q, handoff ? 0 : RETRY);
+    t = mqs__waitq_pop(q, handoff ? 0 : M_RETRY);
     uint64_t waiters = q->nwait > 0 ? M_WAITERS : 0;
     uint64_t next = (t && handoff) ? (uintptr_t)t | waiters : waiters;
     __atomic_store_n(&m->state, next, __ATOMIC_RELEASE);
@@ -256,7 +256,7 @@ int mqs_mutex_unlock(mqs_mutex_t *m)
     if (m_owner(s) != me)
         return MQS_EPERM;
     /* Held by us with WAITERS set: only q->lock holders change it now. */
-    struct mqs__waitq *q = WQ(&m->q);
+    struct mqs__waitq *q = SYNC_WQ(&m->q);
     mqs__spin_lock(&q->lock);
     struct mqs_task *t = m_unlock_slow(m, q);
     mqs__spin_unlock(&q->lock);
@@ -320,7 +320,7 @@ static int cond_block(struct cond_impl *ci, uint64_t deadline, bool timed)
     return mqs__block(&ci->q, deadline, "cond", ci);
 }
 
-static int cond_wait(mqs_cond_t *c, mqs_mutex_t *m, uint64_t timeout_ns,
+static int cond_wait_common(mqs_cond_t *c, mqs_mutex_t *m, uint64_t timeout_ns,
                      bool timed)
 {
     if (!c || !m)
@@ -346,12 +346,12 @@ static int cond_wait(mqs_cond_t *c, mqs_mutex_t *m, uint64_t timeout_ns,
 
 int mqs_cond_wait(mqs_cond_t *c, mqs_mutex_t *m)
 {
-    return cond_wait(c, m, 0, false);
+    return cond_wait_common(c, m, 0, false);
 }
 
 int mqs_cond_timedwait(mqs_cond_t *c, mqs_mutex_t *m, uint64_t timeout_ns)
 {
-    return cond_wait(c, m, timeout_ns, true);
+    return cond_wait_common(c, m, timeout_ns, true);
 }
 
 int mqs_cond_signal(mqs_cond_t *c)
@@ -394,7 +394,7 @@ int mqs_sem_init(mqs_sem_t *s, unsigned initial)
     if (!s)
         return MQS_EINVAL;
     __atomic_store_n(&s->count, initial, __ATOMIC_RELAXED);
-    mqs__waitq_init(WQ(&s->q));
+    mqs__waitq_init(SYNC_WQ(&s->q));
     return 0;
 }
 
@@ -402,7 +402,7 @@ int mqs_sem_destroy(mqs_sem_t *s)
 {
     if (!s)
         return MQS_EINVAL;
-    struct mqs__waitq *q = WQ(&s->q);
+    struct mqs__waitq *q = SYNC_WQ(&s->q);
     mqs__spin_lock(&q->lock);
     bool busy = q->nwait > 0;
     mqs__spin_unlock(&q->lock);
@@ -427,7 +427,7 @@ int mqs_sem_trywait(mqs_sem_t *s)
     return sem_take(s) ? 0 : MQS_EAGAIN;
 }
 
-static int sem_wait(mqs_sem_t *s, uint64_t timeout_ns, bool timed)
+static int sem_wait_common(mqs_sem_t *s, uint64_t timeout_ns, bool timed)
 {
     if (!s)
         return MQS_EINVAL;
@@ -438,7 +438,7 @@ static int sem_wait(mqs_sem_t *s, uint64_t timeout_ns, bool timed)
     if (timed && timeout_ns == 0)
         return MQS_ETIMEDOUT;
     uint64_t deadline = timed ? mqs__deadline(timeout_ns) : 0;
-    struct mqs__waitq *q = WQ(&s->q);
+    struct mqs__waitq *q = SYNC_WQ(&s->q);
     mqs__spin_lock(&q->lock);
     if (sem_take(s)) { /* a post came before we took the lock */
         mqs__spin_unlock(&q->lock);
@@ -450,19 +450,19 @@ static int sem_wait(mqs_sem_t *s, uint64_t timeout_ns, bool timed)
 
 int mqs_sem_wait(mqs_sem_t *s)
 {
-    return sem_wait(s, 0, false);
+    return sem_wait_common(s, 0, false);
 }
 
 int mqs_sem_timedwait(mqs_sem_t *s, uint64_t timeout_ns)
 {
-    return sem_wait(s, timeout_ns, true);
+    return sem_wait_common(s, timeout_ns, true);
 }
 
 int mqs_sem_post(mqs_sem_t *s)
 {
     if (!s)
         return MQS_EINVAL;
-    struct mqs__waitq *q = WQ(&s->q);
+    struct mqs__waitq *q = SYNC_WQ(&s->q);
     mqs__spin_lock(&q->lock);
     struct mqs_task *t = mqs__waitq_pop(q, 0);
     int rc = 0;
@@ -487,7 +487,7 @@ int mqs_waitgroup_init(mqs_waitgroup_t *wg)
     if (!wg)
         return MQS_EINVAL;
     __atomic_store_n(&wg->count, 0, __ATOMIC_RELAXED);
-    mqs__waitq_init(WQ(&wg->q));
+    mqs__waitq_init(SYNC_WQ(&wg->q));
     return 0;
 }
 
@@ -495,7 +495,7 @@ int mqs_waitgroup_destroy(mqs_waitgroup_t *wg)
 {
     if (!wg)
         return MQS_EINVAL;
-    struct mqs__waitq *q = WQ(&wg->q);
+    struct mqs__waitq *q = SYNC_WQ(&wg->q);
     mqs__spin_lock(&q->lock);
     bool busy = q->nwait > 0;
     mqs__spin_unlock(&q->lock);
@@ -506,7 +506,7 @@ int mqs_waitgroup_add(mqs_waitgroup_t *wg, int64_t n)
 {
     if (!wg)
         return MQS_EINVAL;
-    struct mqs__waitq *q = WQ(&wg->q);
+    struct mqs__waitq *q = SYNC_WQ(&wg->q);
     mqs__spin_lock(&q->lock);
     int64_t c = wg->count, next;
     if (__builtin_add_overflow(c, n, &next) || next < 0) {
@@ -534,7 +534,7 @@ int mqs_waitgroup_wait(mqs_waitgroup_t *wg)
         return MQS_EPERM;
     if (__atomic_load_n(&wg->count, __ATOMIC_ACQUIRE) == 0)
         return 0;
-    struct mqs__waitq *q = WQ(&wg->q);
+    struct mqs__waitq *q = SYNC_WQ(&wg->q);
     mqs__spin_lock(&q->lock);
     if (wg->count == 0) {
         mqs__spin_unlock(&q->lock);
@@ -554,7 +554,7 @@ int mqs_barrier_init(mqs_barrier_t *b, unsigned count)
     b->count = count;
     b->arrived = 0;
     b->generation = 0;
-    mqs__waitq_init(WQ(&b->q));
+    mqs__waitq_init(SYNC_WQ(&b->q));
     return 0;
 }
 
@@ -562,7 +562,7 @@ int mqs_barrier_destroy(mqs_barrier_t *b)
 {
     if (!b)
         return MQS_EINVAL;
-    struct mqs__waitq *q = WQ(&b->q);
+    struct mqs__waitq *q = SYNC_WQ(&b->q);
     mqs__spin_lock(&q->lock);
     bool busy = b->arrived > 0 || q->nwait > 0;
     mqs__spin_unlock(&q->lock);
@@ -575,7 +575,7 @@ int mqs_barrier_wait(mqs_barrier_t *b)
         return MQS_EINVAL;
     if (!mqs__current())
         return MQS_EPERM;
-    struct mqs__waitq *q = WQ(&b->q);
+    struct mqs__waitq *q = SYNC_WQ(&b->q);
     mqs__spin_lock(&q->lock);
     if (++b->arrived < b->count) {
         int rc = mqs__block(q, 0, "barrier", b);

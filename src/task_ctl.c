@@ -2,20 +2,24 @@
  * task_ctl.c - changing a live task: class, priority, affinity; and
  * task-local storage keys.
  *
- * The rule for a change: a queued task is dequeued under its run queue's
- * lock, changed, and enqueued again (where its new mask allows), so the
- * policy never sees a queued task's priority change under it.  Finding
- * that lock races with the task moving: read queued_on, lock that queue,
- * re-check (Linux's task_rq_lock loop).  A task that is running, blocked
- * or new is changed in place; the change shows at its next enqueue.
- * A policy without a dequeue op cannot take tasks out of its queues, so
- * there the change waits for the task's next run.
+ * A change is recorded in the task (pend_*) and applied by whoever next
+ * queues it, before it chooses the queue (mqs__apply_pending in the wake,
+ * spawn and yield paths), so a policy never sees a queued task's priority
+ * or mask change under it.  If the task is queued right now, the change
+ * is applied at once: lock its queue (found by reading queued_on, locking
+ * and re-checking, Linux's task_rq_lock loop), dequeue, apply, enqueue
+ * where the new mask allows.  A running task picks its change up at its
+ * next scheduling point, a blocked one when it wakes.  Applying consumes
+ * the pending bits atomically, so racing appliers cannot apply twice.
+ * One race is left open on purpose: a change made while the task is
+ * between "placed" and "queued" waits for its next enqueue (closing it
+ * would put a full fence on every enqueue).
+ * A policy without a dequeue op cannot take tasks out of its queues:
+ * there a queued task keeps its old settings until it next runs.
  */
 #include <string.h>
 
 #include "internal.h"
-
-int mqs__prio_level(mqs_class_t cls, int prio);
 
 static int valid_sched(mqs_class_t cls, int prio)
 {
@@ -24,6 +28,31 @@ static int valid_sched(mqs_class_t cls, int prio)
     if (cls == MQS_CLASS_FIFO || cls == MQS_CLASS_RR)
         return prio >= 1 && prio <= 99;
     return cls == MQS_CLASS_IDLE;
+}
+
+static void set_mask(struct mqs_task *t, const mqs_mask_t *m)
+{
+    int n = 0, nw = t->rt->nworkers;
+    mqs_mask_zero(&t->se.affinity);
+    for (int i = 0; i < nw; i++)
+        if (mqs_mask_isset(m, i)) {
+            mqs_mask_set(&t->se.affinity, i);
+            n++;
+        }
+    t->se.any_worker = n == nw;
+}
+
+void mqs__apply_pending(struct mqs_task *t)
+{
+    if (!atomic_load_explicit(&t->pend_flags, memory_order_acquire))
+        return;
+    mqs__spin_lock(&t->pend_lock);
+    int flags = atomic_exchange(&t->pend_flags, 0);
+    if (flags & MQS__PEND_SCHED)
+        mqs__se_set_class(&t->se, t->pend_cls, t->pend_prio);
+    if (flags & MQS__PEND_MASK)
+        set_mask(t, &t->pend_mask);
+    mqs__spin_unlock(&t->pend_lock);
 }
 
 /* Lock the rq t is queued on and return it, or NULL if t is not queued
@@ -42,50 +71,43 @@ static struct mqs_rq *lock_task_rq(struct mqs_task *t)
     }
 }
 
-/* Apply change(t, arg) with t out of its queue; re-queue it where its
- * (possibly new) mask allows. */
-static void change_task(struct mqs_task *t,
-                        void (*change)(struct mqs_task *, const void *),
-                        const void *arg)
+/* The change is recorded; if t sits in a queue, requeue it now. */
+static void requeue_if_queued(struct mqs_task *t)
 {
     const struct mqs_policy *p = t->rt->policy;
     struct mqs_rq *rq = p->dequeue ? lock_task_rq(t) : NULL;
-    if (!rq) {
-        change(t, arg);
+    if (!rq)
         return;
-    }
     p->dequeue(rq, &t->se, MQS_DEQ_SAVE);
-    atomic_store(&t->queued_on, -1);
-    change(t, arg);
+    mqs__apply_pending(t);
     if (mqs_se_allowed(&t->se, rq->worker)) {
-        atomic_store(&t->queued_on, rq->worker);
         p->enqueue(rq, &t->se, MQS_ENQ_RESTORE);
         mqs__spin_unlock(&rq->lock);
         return;
     }
+    atomic_store(&t->queued_on, -1);
     mqs__spin_unlock(&rq->lock);
+    /* It may have been queued by its own yield and still be on its stack:
+     * wait until it is off before another worker can pick it. */
+    while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+        mqs__cpu_relax();
     mqs__enqueue_task(t->rt, t, MQS_ENQ_RESTORE | MQS_ENQ_MIGRATED);
-}
-
-struct sched_change {
-    mqs_class_t cls;
-    int prio;
-};
-
-static void apply_sched(struct mqs_task *t, const void *arg)
-{
-    const struct sched_change *c = arg;
-    mqs__se_set_class(&t->se, c->cls, c->prio);
 }
 
 int mqs_task_set_sched(mqs_task_t *t, mqs_class_t cls, int prio)
 {
-    if (!t || !valid_sched(cls, cls == MQS_CLASS_IDLE ? 0 : prio))
+    if (cls == MQS_CLASS_IDLE)
+        prio = 0;
+    if (!t || !valid_sched(cls, prio))
         return MQS_EINVAL;
     if (atomic_load(&t->state) == MQS__DEAD)
         return MQS_ESTATE;
-    struct sched_change c = {cls, cls == MQS_CLASS_IDLE ? 0 : prio};
-    change_task(t, apply_sched, &c);
+    mqs__spin_lock(&t->pend_lock);
+    t->pend_cls = cls;
+    t->pend_prio = prio;
+    atomic_fetch_or(&t->pend_flags, MQS__PEND_SCHED);
+    mqs__spin_unlock(&t->pend_lock);
+    requeue_if_queued(t);
     return 0;
 }
 
@@ -93,24 +115,19 @@ int mqs_task_get_sched(const mqs_task_t *t, mqs_class_t *cls, int *prio)
 {
     if (!t || !cls || !prio)
         return MQS_EINVAL;
-    *cls = t->se.cls;
-    *prio = t->se.cls == MQS_CLASS_NORMAL ? t->se.nice
-            : t->se.cls == MQS_CLASS_IDLE ? 0
-                                          : t->se.rt_priority;
+    mqs_task_t *m = (mqs_task_t *)t;
+    mqs__spin_lock(&m->pend_lock);
+    if (atomic_load(&m->pend_flags) & MQS__PEND_SCHED) {
+        *cls = m->pend_cls;
+        *prio = m->pend_prio;
+    } else {
+        *cls = t->se.cls;
+        *prio = t->se.cls == MQS_CLASS_NORMAL ? t->se.nice
+                : t->se.cls == MQS_CLASS_IDLE ? 0
+                                              : t->se.rt_priority;
+    }
+    mqs__spin_unlock(&m->pend_lock);
     return 0;
-}
-
-static void apply_mask(struct mqs_task *t, const void *arg)
-{
-    const mqs_mask_t *m = arg;
-    int n = 0, nw = t->rt->nworkers;
-    mqs_mask_zero(&t->se.affinity);
-    for (int i = 0; i < nw; i++)
-        if (mqs_mask_isset(m, i)) {
-            mqs_mask_set(&t->se.affinity, i);
-            n++;
-        }
-    t->se.any_worker = n == nw;
 }
 
 int mqs_task_set_affinity(mqs_task_t *t, const mqs_mask_t *mask)
@@ -124,7 +141,11 @@ int mqs_task_set_affinity(mqs_task_t *t, const mqs_mask_t *mask)
         return MQS_EINVAL;
     if (atomic_load(&t->state) == MQS__DEAD)
         return MQS_ESTATE;
-    change_task(t, apply_mask, mask);
+    mqs__spin_lock(&t->pend_lock);
+    t->pend_mask = *mask;
+    atomic_fetch_or(&t->pend_flags, MQS__PEND_MASK);
+    mqs__spin_unlock(&t->pend_lock);
+    requeue_if_queued(t);
     return 0;
 }
 
@@ -167,7 +188,12 @@ int mqs_key_set(mqs_key_t key, void *value)
     struct mqs_task *t = mqs__current();
     if (!t)
         return MQS_EPERM;
-    if (key >= MQS_KEYS_MAX || !t->rt->key_used[key])
+    if (key >= MQS_KEYS_MAX)
+        return MQS_EINVAL;
+    mqs__spin_lock(&t->rt->keys_lock);
+    bool used = t->rt->key_used[key];
+    mqs__spin_unlock(&t->rt->keys_lock);
+    if (!used)
         return MQS_EINVAL;
     t->keys[key] = value;
     return 0;

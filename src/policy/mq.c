@@ -204,7 +204,8 @@ struct take_req {
 static int take_from(struct prio_array *a, const struct take_req *req,
                      struct mqs_sched_entity **out, int n, int max)
 {
-    for (unsigned lvl = array_best(a); lvl < req->below && n < max; lvl++) {
+    for (unsigned lvl = array_best(a); lvl < req->below && n < max;
+         lvl = mqs__bit_next(a->bits, WORDS, lvl + 1, MQS_PRIO_NONE)) {
         struct mqs_list *pos, *tmp;
         mqs__list_for_each_safe(pos, tmp, &a->q[lvl])
         {

@@ -1,0 +1,961 @@
+/*
+ * conformance.c - the invariants of DESIGN.md ("Invariants the core
+ * enforces and tests prove") checked against one policy: the one named by
+ * MQS_TEST_POLICY (default "mq").  ctest runs this program once per policy
+ * in MQS_CONFORMANCE_POLICIES, so a new policy runs through it unchanged.
+ *
+ *   1. nothing lost: tasks, joins, wake-ups racing with blocking
+ *   2. realtime order: priority order on one worker; on two workers an RT
+ *      task waits for at most a bounded number of scheduling points of
+ *      lower-priority tasks (one to finish, one balancing step)
+ *   3. no starvation, and nice weights give more CPU to lower nice
+ *   4. affinity masks respected
+ *   5. shutdown waits, or reports every live task
+ *   6. bad input returns an error and changes nothing
+ *
+ * Assertions use counts and orderings only.  The cases do not depend on
+ * each other or on their order (MQS_TEST_SEED shuffles them); random
+ * choices inside cases come from MQS_CONF_SEED (printed).
+ */
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "check.h"
+#include "mqs.h"
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+static const char *policy(void)
+{
+    const char *p = getenv("MQS_TEST_POLICY");
+    return p && *p ? p : "mq";
+}
+
+static mqs_runtime_t *rt_new(int workers)
+{
+    mqs_config_t cfg;
+    char err[256] = "";
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = workers;
+    cfg.policy = policy();
+    cfg.stack_size = 64 * 1024;
+    cfg.errbuf = err;
+    cfg.errbuf_size = sizeof err;
+    mqs_runtime_t *rt = NULL;
+    int rc = mqs_runtime_create(&rt, &cfg);
+    if (rc != 0)
+        CHECK__FAIL("mqs_runtime_create(policy %s, %d workers): %s: %s",
+                    policy(), workers, mqs_strerror(rc), err);
+    return rt;
+}
+
+static mqs_task_t *spawn_attr(mqs_runtime_t *rt, const mqs_task_attr_t *a,
+                              mqs_task_fn fn, void *arg)
+{
+    mqs_task_t *t = NULL;
+    CHECK_OK(mqs_spawn(rt, &t, a, fn, arg));
+    return t;
+}
+
+static mqs_task_t *spawn(mqs_runtime_t *rt, mqs_task_fn fn, void *arg)
+{
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    return spawn_attr(rt, &a, fn, arg);
+}
+
+static mqs_task_t *spawn_rt(mqs_runtime_t *rt, mqs_class_t cls, int prio,
+                            mqs_task_fn fn, void *arg)
+{
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.sched_class = cls;
+    if (cls == MQS_CLASS_NORMAL)
+        a.nice = prio;
+    else
+        a.rt_priority = prio;
+    return spawn_attr(rt, &a, fn, arg);
+}
+
+static mqs_task_t *spawn_on(mqs_runtime_t *rt, int worker, mqs_task_fn fn,
+                            void *arg)
+{
+    static mqs_mask_t masks[MQS_MAX_WORKERS];
+    mqs_mask_zero(&masks[worker]);
+    mqs_mask_set(&masks[worker], worker);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.affinity = &masks[worker];
+    return spawn_attr(rt, &a, fn, arg);
+}
+
+static void *join(mqs_task_t *t)
+{
+    void *r = NULL;
+    CHECK_OK(mqs_join(t, &r));
+    return r;
+}
+
+static void wait_count(atomic_int *c, int v)
+{
+    while (atomic_load(c) < v)
+        sched_yield();
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t conf_seed(void)
+{
+    const char *s = getenv("MQS_CONF_SEED");
+    uint64_t seed = s ? strtoull(s, NULL, 10) : 20240601;
+    fprintf(stderr, "  policy %s, MQS_CONF_SEED=%llu\n", policy(),
+            (unsigned long long)seed);
+    return seed;
+}
+
+/* Burn about ns nanoseconds of CPU without a scheduling point. */
+static void spin_ns(uint64_t ns)
+{
+    uint64_t end = mqs_now_ns() + ns;
+    while (mqs_now_ns() < end)
+        ;
+}
+
+/* ------------------------------------------------------------------ */
+/* 1. Nothing lost                                                     */
+/* ------------------------------------------------------------------ */
+
+#define LOST_TASKS 3000
+#define LOST_PAIRS (LOST_TASKS / 2)
+
+static mqs_sem_t lost_sem[LOST_TASKS];
+static atomic_int lost_started, lost_ended, lost_children;
+static uint64_t lost_seed;
+
+static void *lost_child(void *arg)
+{
+    CHECK_OK(mqs_yield());
+    atomic_fetch_add(&lost_children, 1);
+    return (char *)arg + 1;
+}
+
+static void *lost_fn(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    uint64_t s = lost_seed + (uint64_t)i;
+    atomic_fetch_add(&lost_started, 1);
+    for (int step = 0; step < 20; step++) {
+        switch (rng_next(&s) % 3) {
+        case 0:
+            CHECK_OK(mqs_yield());
+            break;
+        case 1:
+            CHECK_OK(mqs_sleep(rng_next(&s) % 50000));
+            break;
+        default: /* no extra scheduling point */
+            break;
+        }
+        /* every step: hand a token to the partner task i^1, take one
+         * back (each blocks on about half of them) */
+        CHECK_OK(mqs_sem_post(&lost_sem[i ^ 1]));
+        CHECK_OK(mqs_sem_wait(&lost_sem[i]));
+    }
+    if (i % 10 == 0) {
+        mqs_task_t *c;
+        mqs_task_attr_t a;
+        mqs_task_attr_init(&a);
+        CHECK_OK(mqs_spawn(mqs_runtime_self(), &c, &a, lost_child, arg));
+        CHECK(join(c) == (char *)arg + 1);
+    }
+    atomic_fetch_add(&lost_ended, 1);
+    return (void *)(intptr_t)(3 * i + 1);
+}
+
+TEST(nothing_lost_many_tasks)
+{
+    lost_seed = conf_seed();
+    for (int i = 0; i < LOST_TASKS; i++)
+        CHECK_OK(mqs_sem_init(&lost_sem[i], 0));
+    mqs_runtime_t *rt = rt_new(4);
+    static mqs_task_t *t[LOST_TASKS];
+    for (int i = 0; i < LOST_TASKS; i++)
+        t[i] = spawn(rt, lost_fn, (void *)(intptr_t)i);
+    for (int i = 0; i < LOST_TASKS; i++)
+        CHECK(join(t[i]) == (void *)(intptr_t)(3 * i + 1));
+    CHECK_EQ(atomic_load(&lost_started), LOST_TASKS);
+    CHECK_EQ(atomic_load(&lost_ended), LOST_TASKS);
+    CHECK_EQ(atomic_load(&lost_children), LOST_TASKS / 10);
+    for (int i = 0; i < LOST_TASKS; i++) /* no token left over */
+        CHECK_ERR(mqs_sem_trywait(&lost_sem[i]), MQS_EAGAIN);
+    mqs_worker_stats_t st;
+    CHECK_OK(mqs_runtime_stats(rt, &st));
+    CHECK_EQ(st.spawns, LOST_TASKS + LOST_TASKS / 10);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+#define PINGPONG 100000
+
+struct pingpong {
+    mqs_sem_t a, b;
+    long na, nb;
+    int wa, wb;
+};
+
+static void *ping(void *arg)
+{
+    struct pingpong *p = arg;
+    p->wa = mqs_worker_self();
+    for (int i = 0; i < PINGPONG; i++) {
+        CHECK_OK(mqs_sem_post(&p->a));
+        CHECK_OK(mqs_sem_wait(&p->b));
+        p->na++;
+    }
+    return NULL;
+}
+
+static void *pong(void *arg)
+{
+    struct pingpong *p = arg;
+    p->wb = mqs_worker_self();
+    for (int i = 0; i < PINGPONG; i++) {
+        CHECK_OK(mqs_sem_wait(&p->a));
+        p->nb++;
+        CHECK_OK(mqs_sem_post(&p->b));
+    }
+    return NULL;
+}
+
+/* Every wake-up races with its target going to sleep on another worker. */
+TEST(nothing_lost_pingpong_across_workers)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    static struct pingpong p;
+    CHECK_OK(mqs_sem_init(&p.a, 0));
+    CHECK_OK(mqs_sem_init(&p.b, 0));
+    mqs_task_t *x = spawn_on(rt, 0, ping, &p);
+    mqs_task_t *y = spawn_on(rt, 1, pong, &p);
+    join(x);
+    join(y);
+    CHECK_EQ(p.wa, 0);
+    CHECK_EQ(p.wb, 1);
+    CHECK_EQ(p.na, PINGPONG);
+    CHECK_EQ(p.nb, PINGPONG);
+    CHECK_ERR(mqs_sem_trywait(&p.a), MQS_EAGAIN);
+    CHECK_ERR(mqs_sem_trywait(&p.b), MQS_EAGAIN);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+#define TIMED_POSTS 20000
+
+struct timed_race {
+    mqs_sem_t s;
+    long got, timeouts;
+};
+
+static void *timed_taker(void *arg)
+{
+    struct timed_race *p = arg;
+    while (p->got < TIMED_POSTS) {
+        int rc = mqs_sem_timedwait(&p->s, 1000 + (uint64_t)(p->got % 7) * 500);
+        if (rc == 0)
+            p->got++;
+        else if (rc == MQS_ETIMEDOUT)
+            p->timeouts++;
+        else
+            CHECK__FAIL("timedwait returned %d (%s)", rc, mqs_strerror(rc));
+    }
+    return NULL;
+}
+
+static void *timed_giver(void *arg)
+{
+    struct timed_race *p = arg;
+    for (int i = 0; i < TIMED_POSTS; i++) {
+        CHECK_OK(mqs_sem_post(&p->s));
+        if (i % 3 == 0)
+            CHECK_OK(mqs_yield());
+        if (i % 101 == 0)
+            CHECK_OK(mqs_sleep(2000));
+    }
+    return NULL;
+}
+
+/* Posts race with timeouts: each post is consumed exactly once. */
+TEST(nothing_lost_wakeup_vs_timeout)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    static struct timed_race p;
+    CHECK_OK(mqs_sem_init(&p.s, 0));
+    mqs_task_t *x = spawn_on(rt, 0, timed_taker, &p);
+    mqs_task_t *y = spawn_on(rt, 1, timed_giver, &p);
+    join(y);
+    join(x);
+    fprintf(stderr, "  %ld posts taken, %ld timeouts\n", p.got, p.timeouts);
+    CHECK_EQ(p.got, TIMED_POSTS);
+    CHECK_ERR(mqs_sem_trywait(&p.s), MQS_EAGAIN);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* ------------------------------------------------------------------ */
+/* 2. Realtime order                                                   */
+/* ------------------------------------------------------------------ */
+
+#define LOG_MAX 64
+static int order_log[LOG_MAX];
+static atomic_int order_n;
+static atomic_int holder_running, holder_release;
+
+static void log_event(int v)
+{
+    int i = atomic_fetch_add(&order_n, 1);
+    CHECK_LT(i, LOG_MAX);
+    order_log[i] = v;
+}
+
+static void print_log(void)
+{
+    fprintf(stderr, "  order:");
+    for (int i = 0; i < atomic_load(&order_n); i++)
+        fprintf(stderr, " %d", order_log[i]);
+    fprintf(stderr, "\n");
+}
+
+/* Holds the only worker without a scheduling point until released. */
+static void *holder(void *arg)
+{
+    atomic_store(&holder_running, 1);
+    while (!atomic_load(&holder_release))
+        ;
+    CHECK_OK(mqs_yield());
+    log_event((int)(intptr_t)arg);
+    return NULL;
+}
+
+static void *log_arg(void *arg)
+{
+    log_event((int)(intptr_t)arg);
+    return NULL;
+}
+
+#define NORMAL_A 1000
+#define NORMAL_B 1001
+
+TEST(rt_order_one_worker)
+{
+    mqs_runtime_t *rt = rt_new(1);
+    mqs_task_t *h = spawn(rt, holder, (void *)(intptr_t)NORMAL_A);
+    wait_count(&holder_running, 1);
+    /* queued while the holder runs: a normal task, then RT tasks in a
+     * scrambled priority order, three of them at one priority (FIFO
+     * within a priority); log value = priority * 10 + arrival */
+    mqs_task_t *t[16];
+    int n = 0;
+    t[n++] = spawn(rt, log_arg, (void *)(intptr_t)NORMAL_B);
+    static const int prios[] = {30, 99, 1, 70, 40, 50, 40, 10, 40};
+    int seq40 = 0;
+    for (size_t i = 0; i < sizeof prios / sizeof prios[0]; i++) {
+        int v = prios[i] * 10 + (prios[i] == 40 ? seq40++ : 0);
+        t[n++] = spawn_rt(rt, i % 2 ? MQS_CLASS_RR : MQS_CLASS_FIFO, prios[i],
+                          log_arg, (void *)(intptr_t)v);
+    }
+    atomic_store(&holder_release, 1);
+    join(h);
+    for (int i = 0; i < n; i++)
+        join(t[i]);
+    print_log();
+    static const int expect[] = {990, 700, 500, 400, 401, 402, 300, 100, 10};
+    CHECK_EQ(atomic_load(&order_n), 11);
+    for (int i = 0; i < 9; i++)
+        CHECK_EQ(order_log[i], expect[i]);
+    CHECK((order_log[9] == NORMAL_A && order_log[10] == NORMAL_B) ||
+          (order_log[9] == NORMAL_B && order_log[10] == NORMAL_A));
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+static atomic_int rt_yields_done;
+
+static void *rt_yielder(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 200; i++)
+        CHECK_OK(mqs_yield());
+    atomic_store(&rt_yields_done, 1);
+    return NULL;
+}
+
+static void *saw_rt_done(void *arg)
+{
+    (void)arg;
+    return (void *)(intptr_t)atomic_load(&rt_yields_done);
+}
+
+/* A FIFO task that yields keeps the worker while only lower-priority
+ * tasks are runnable. */
+TEST(rt_yield_keeps_worker_from_normal)
+{
+    mqs_runtime_t *rt = rt_new(1);
+    mqs_task_t *h = spawn(rt, holder, (void *)(intptr_t)NORMAL_A);
+    wait_count(&holder_running, 1);
+    mqs_task_t *r = spawn_rt(rt, MQS_CLASS_FIFO, 50, rt_yielder, NULL);
+    mqs_task_t *m = spawn(rt, saw_rt_done, NULL);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.sched_class = MQS_CLASS_IDLE;
+    mqs_task_t *idle = spawn_attr(rt, &a, saw_rt_done, NULL);
+    atomic_store(&holder_release, 1);
+    join(h);
+    join(r);
+    CHECK(join(m) == (void *)(intptr_t)1);
+    CHECK(join(idle) == (void *)(intptr_t)1);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+struct wake_rt {
+    mqs_sem_t s;
+};
+
+static void *rt_sleeper(void *arg)
+{
+    struct wake_rt *p = arg;
+    CHECK_OK(mqs_sem_wait(&p->s));
+    log_event(1);
+    return NULL;
+}
+
+static void *normal_waker(void *arg)
+{
+    struct wake_rt *p = arg;
+    CHECK_OK(mqs_sem_post(&p->s));
+    log_event(2);
+    CHECK_OK(mqs_yield()); /* the woken RT task runs by now */
+    log_event(3);
+    return NULL;
+}
+
+/* An RT task woken by a normal task runs no later than the waker's next
+ * scheduling point (1 worker). */
+TEST(rt_woken_runs_before_waker_continues)
+{
+    for (int round = 0; round < 20; round++) {
+        atomic_store(&order_n, 0);
+        mqs_runtime_t *rt = rt_new(1);
+        static struct wake_rt p;
+        CHECK_OK(mqs_sem_init(&p.s, 0));
+        mqs_task_t *r = spawn_rt(rt, MQS_CLASS_FIFO, 20, rt_sleeper, &p);
+        /* the RT task runs first and blocks; then the waker runs */
+        mqs_task_t *w = spawn(rt, normal_waker, &p);
+        join(w);
+        join(r);
+        CHECK_EQ(atomic_load(&order_n), 3);
+        /* 1 must come before 3; 2 may be before or after 1 */
+        int pos1 = -1, pos3 = -1;
+        for (int i = 0; i < 3; i++) {
+            if (order_log[i] == 1)
+                pos1 = i;
+            if (order_log[i] == 3)
+                pos3 = i;
+        }
+        if (pos1 > pos3)
+            print_log();
+        CHECK_LT(pos1, pos3);
+        CHECK_OK(mqs_runtime_destroy(rt));
+        CHECK_OK(mqs_sem_destroy(&p.s));
+    }
+}
+
+/*
+ * Two workers, HOGS normal tasks pinned to each (each loop iteration is
+ * one scheduling point: count, yield) and an RT task R free to run on
+ * either.  A thread outside the runtime wakes R, then reads the per-worker
+ * iteration counts; R reads them again when it runs.  The difference is
+ * the number of scheduling points lower-priority tasks passed on each
+ * worker while R was runnable and not running: one may be in progress,
+ * then the worker must pick R or pull it from the other queue (a
+ * balancing step).  RT_STEP_BOUND allows one more.  A policy that queued R
+ * behind the hogs, or left it on a busy queue while the other worker kept
+ * running hogs, shows about HOGS.
+ */
+#define HOGS 8
+#define RT_ROUNDS 300
+#define RT_STEP_BOUND 3
+
+struct rtwait {
+    atomic_ullong iters[2];
+    atomic_int stop, rounds_done;
+    mqs_sem_t wake;
+    unsigned long long at_run[RT_ROUNDS][2], after_post[RT_ROUNDS][2];
+    int ran_on[RT_ROUNDS];
+};
+static struct rtwait rw;
+
+static void *hog(void *arg)
+{
+    int w = (int)(intptr_t)arg;
+    while (!atomic_load(&rw.stop)) {
+        atomic_fetch_add(&rw.iters[w], 1);
+        CHECK_OK(mqs_yield());
+    }
+    return NULL;
+}
+
+static void *rt_measured(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < RT_ROUNDS; i++) {
+        CHECK_OK(mqs_sem_wait(&rw.wake));
+        for (int w = 0; w < 2; w++)
+            rw.at_run[i][w] = atomic_load(&rw.iters[w]);
+        rw.ran_on[i] = mqs_worker_self();
+        atomic_store(&rw.rounds_done, i + 1);
+    }
+    return NULL;
+}
+
+TEST(rt_waits_at_most_one_step_on_two_workers)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    CHECK_OK(mqs_sem_init(&rw.wake, 0));
+    mqs_task_t *hogs[2 * HOGS];
+    for (int i = 0; i < 2 * HOGS; i++)
+        hogs[i] = spawn_on(rt, i % 2, hog, (void *)(intptr_t)(i % 2));
+    mqs_task_t *r = spawn_rt(rt, MQS_CLASS_FIFO, 10, rt_measured, NULL);
+    for (int i = 0; i < RT_ROUNDS; i++) {
+        CHECK_OK(mqs_sem_post(&rw.wake)); /* from outside the runtime */
+        for (int w = 0; w < 2; w++)
+            rw.after_post[i][w] = atomic_load(&rw.iters[w]);
+        wait_count(&rw.rounds_done, i + 1);
+    }
+    join(r);
+    atomic_store(&rw.stop, 1);
+    for (int i = 0; i < 2 * HOGS; i++)
+        join(hogs[i]);
+    CHECK_OK(mqs_runtime_destroy(rt));
+
+    unsigned long long max[2] = {0, 0}, sum[2] = {0, 0};
+    int max_round[2] = {0, 0}, on[2] = {0, 0};
+    for (int i = 0; i < RT_ROUNDS; i++) {
+        on[rw.ran_on[i]]++;
+        for (int w = 0; w < 2; w++) {
+            unsigned long long d = rw.at_run[i][w] > rw.after_post[i][w]
+                                       ? rw.at_run[i][w] - rw.after_post[i][w]
+                                       : 0;
+            sum[w] += d;
+            if (d > max[w]) {
+                max[w] = d;
+                max_round[w] = i;
+            }
+        }
+    }
+    fprintf(stderr,
+            "  RT ran on worker 0/1: %d/%d times; hog scheduling points while "
+            "it was runnable: worker 0 max %llu (round %d, mean %.2f), "
+            "worker 1 max %llu (round %d, mean %.2f)\n",
+            on[0], on[1], max[0], max_round[0], (double)sum[0] / RT_ROUNDS,
+            max[1], max_round[1], (double)sum[1] / RT_ROUNDS);
+    CHECK_LE(max[0], RT_STEP_BOUND);
+    CHECK_LE(max[1], RT_STEP_BOUND);
+}
+
+/* ------------------------------------------------------------------ */
+/* 3. No starvation, weights                                           */
+/* ------------------------------------------------------------------ */
+
+#define SHARE_MAX_TASKS 16
+
+struct share {
+    atomic_int go;
+    atomic_long total;
+    long limit;
+    uint64_t work_ns; /* CPU burnt per step before yielding */
+    long count[SHARE_MAX_TASKS];
+};
+static struct share sh;
+
+static void *share_fn(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    while (!atomic_load(&sh.go))
+        CHECK_OK(mqs_yield());
+    while (atomic_fetch_add(&sh.total, 1) < sh.limit) {
+        sh.count[i]++;
+        if (sh.work_ns)
+            spin_ns(sh.work_ns);
+        CHECK_OK(mqs_yield());
+    }
+    return NULL;
+}
+
+static void run_share(int workers, int ntasks, const int *nice, long limit,
+                      uint64_t work_ns)
+{
+    memset(&sh, 0, sizeof sh);
+    sh.limit = limit;
+    sh.work_ns = work_ns;
+    mqs_runtime_t *rt = rt_new(workers);
+    mqs_task_t *t[SHARE_MAX_TASKS];
+    for (int i = 0; i < ntasks; i++)
+        t[i] = spawn_rt(rt, MQS_CLASS_NORMAL, nice ? nice[i] : 0, share_fn,
+                        (void *)(intptr_t)i);
+    atomic_store(&sh.go, 1);
+    for (int i = 0; i < ntasks; i++)
+        join(t[i]);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    fprintf(stderr, "  %d workers, %d tasks, %ld steps of %llu ns:", workers,
+            ntasks, limit, (unsigned long long)work_ns);
+    for (int i = 0; i < ntasks; i++)
+        fprintf(stderr, " %ld", sh.count[i]);
+    fprintf(stderr, "\n");
+}
+
+static void check_fair(int ntasks)
+{
+    long sum = 0, min = sh.count[0];
+    for (int i = 0; i < ntasks; i++) {
+        sum += sh.count[i];
+        if (sh.count[i] < min)
+            min = sh.count[i];
+    }
+    double mean = (double)sum / ntasks;
+    fprintf(stderr, "  min/mean = %.3f\n", min / mean);
+    CHECK_EQ(sum, sh.limit);
+    /* min >= mean / 2 */
+    CHECK_GE(2 * min * ntasks, sum);
+}
+
+TEST(no_starvation_yield_loop_one_worker)
+{
+    run_share(1, 4, NULL, 400000, 0);
+    check_fair(4);
+}
+
+TEST(no_starvation_yield_loop_two_workers)
+{
+    run_share(2, 8, NULL, 800000, 0);
+    check_fair(8);
+}
+
+TEST(no_starvation_with_work_two_workers)
+{
+    run_share(2, 6, NULL, 12000, 20000);
+    check_fair(6);
+}
+
+TEST(nice_weights_order)
+{
+    static const int nice[] = {0, 10};
+    /* about 0.5 s of CPU on one worker: many slices long */
+    run_share(1, 2, nice, 25000, 20000);
+    fprintf(stderr, "  nice 0 / nice 10 = %.2f\n",
+            (double)sh.count[0] / (sh.count[1] ? sh.count[1] : 1));
+    CHECK_GT(sh.count[0], sh.count[1]);
+    CHECK_GT(sh.count[1], 0); /* nice 10 is not starved either */
+}
+
+TEST(nice_weights_three_levels)
+{
+    static const int nice[] = {-5, 0, 5};
+    run_share(1, 3, nice, 30000, 20000);
+    CHECK_GT(sh.count[0], sh.count[1]);
+    CHECK_GT(sh.count[1], sh.count[2]);
+    CHECK_GT(sh.count[2], 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* 4. Affinity                                                         */
+/* ------------------------------------------------------------------ */
+
+#define AFF_TASKS 24
+#define AFF_WORKERS 4
+
+struct aff {
+    mqs_mask_t mask, mask2;
+    uint64_t seed;
+    int bad, steps;
+    mqs_sem_t *mine, *partner;
+};
+
+static void *aff_fn(void *arg)
+{
+    struct aff *p = arg;
+    uint64_t s = p->seed;
+    for (int step = 0; step < 200; step++) {
+        if (step == 100) {
+            CHECK_OK(mqs_task_set_affinity(mqs_self(), &p->mask2));
+            CHECK_OK(mqs_yield()); /* moves here */
+        }
+        const mqs_mask_t *m = step < 100 ? &p->mask : &p->mask2;
+        if (!mqs_mask_isset(m, mqs_worker_self()))
+            p->bad++;
+        switch (rng_next(&s) % 3) {
+        case 0:
+            CHECK_OK(mqs_yield());
+            break;
+        case 1:
+            CHECK_OK(mqs_sleep(rng_next(&s) % 20000));
+            break;
+        default:
+            CHECK_OK(mqs_sem_post(p->partner));
+            CHECK_OK(mqs_sem_wait(p->mine));
+            break;
+        }
+        if (!mqs_mask_isset(m, mqs_worker_self()))
+            p->bad++;
+        p->steps++;
+    }
+    /* the partner may still wait for a token: leave enough of them */
+    for (int i = 0; i < 200; i++)
+        CHECK_OK(mqs_sem_post(p->partner));
+    return NULL;
+}
+
+static void random_mask(mqs_mask_t *m, uint64_t *s)
+{
+    mqs_mask_zero(m);
+    int n = 1 + (int)(rng_next(s) % 3);
+    for (int k = 0; k < n; k++)
+        mqs_mask_set(m, (int)(rng_next(s) % AFF_WORKERS));
+}
+
+TEST(affinity_masks_respected)
+{
+    uint64_t seed = conf_seed();
+    mqs_runtime_t *rt = rt_new(AFF_WORKERS);
+    static struct aff a[AFF_TASKS];
+    static mqs_sem_t sems[AFF_TASKS];
+    mqs_task_t *t[AFF_TASKS];
+    for (int i = 0; i < AFF_TASKS; i++)
+        CHECK_OK(mqs_sem_init(&sems[i], 0));
+    for (int i = 0; i < AFF_TASKS; i++) {
+        uint64_t s = seed * 31 + (uint64_t)i;
+        random_mask(&a[i].mask, &s);
+        random_mask(&a[i].mask2, &s);
+        if (i == 0) { /* one task only on the last worker */
+            mqs_mask_zero(&a[i].mask);
+            mqs_mask_set(&a[i].mask, AFF_WORKERS - 1);
+        }
+        a[i].seed = s;
+        a[i].mine = &sems[i];
+        a[i].partner = &sems[i ^ 1];
+        mqs_task_attr_t at;
+        mqs_task_attr_init(&at);
+        at.affinity = &a[i].mask;
+        t[i] = spawn_attr(rt, &at, aff_fn, &a[i]);
+    }
+    for (int i = 0; i < AFF_TASKS; i++) {
+        join(t[i]);
+        CHECK_EQ(a[i].steps, 200);
+        if (a[i].bad)
+            CHECK__FAIL("task %d ran %d times outside its mask", i, a[i].bad);
+    }
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* ------------------------------------------------------------------ */
+/* 5. Shutdown                                                         */
+/* ------------------------------------------------------------------ */
+
+static atomic_int sd_done, sd_started;
+
+static void *sd_worker(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    for (int k = 0; k < 10; k++)
+        CHECK_OK(k % 2 ? mqs_yield() : mqs_sleep(1000 * (uint64_t)(i % 5)));
+    atomic_fetch_add(&sd_done, 1);
+    return NULL;
+}
+
+TEST(shutdown_waits_for_every_task)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    for (int i = 0; i < 200; i++) {
+        a.detached = i % 2;
+        a.sched_class = i % 7 == 0 ? MQS_CLASS_RR : MQS_CLASS_NORMAL;
+        a.rt_priority = 1 + i % 99;
+        mqs_task_t *t;
+        CHECK_OK(mqs_spawn(rt, &t, &a, sd_worker, (void *)(intptr_t)i));
+    }
+    CHECK_OK(mqs_runtime_destroy(rt));
+    CHECK_EQ(atomic_load(&sd_done), 200);
+}
+
+static void *sd_blocked(void *arg)
+{
+    atomic_fetch_add(&sd_started, 1);
+    mqs_sem_wait(arg);
+    CHECK__FAIL("blocked task woke up");
+    return NULL;
+}
+
+static void *sd_sleeper(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&sd_started, 1);
+    mqs_sleep(3600ull * 1000 * 1000 * 1000);
+    CHECK__FAIL("sleeper woke up");
+    return NULL;
+}
+
+static void *sd_spinner(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&sd_started, 1);
+    for (;;)
+        mqs_yield();
+    return NULL;
+}
+
+TEST(shutdown_report_lists_every_live_task)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    static mqs_sem_t sem;
+    CHECK_OK(mqs_sem_init(&sem, 0));
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    char names[10][32];
+    mqs_task_fn fns[10];
+    for (int i = 0; i < 10; i++) {
+        fns[i] = i < 5 ? sd_blocked : i < 8 ? sd_sleeper : sd_spinner;
+        snprintf(names[i], sizeof names[i], "sd-%d", i);
+        a.name = names[i];
+        a.detached = i % 2;
+        mqs_task_t *t;
+        CHECK_OK(mqs_spawn(rt, &t, &a, fns[i], &sem));
+    }
+    wait_count(&sd_started, 10);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    int rc = mqs_runtime_destroy_ex(rt, MQS_DESTROY_REPORT, out);
+    fclose(out);
+    fprintf(stderr, "  report:\n%s", text);
+    CHECK_EQ(rc, 10);
+    for (int i = 0; i < 10; i++) {
+        char needle[40];
+        snprintf(needle, sizeof needle, "sd-%d", i);
+        CHECK_STR_CONTAINS(text, needle);
+    }
+    int lines = 0;
+    for (const char *c = text; *c; c++)
+        lines += *c == '\n';
+    CHECK_GE(lines, 10);
+    free(text);
+}
+
+TEST(shutdown_deadlock_reported)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    static mqs_sem_t sem;
+    CHECK_OK(mqs_sem_init(&sem, 0));
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    static const char *names[] = {"dl-a", "dl-b", "dl-c"};
+    for (int i = 0; i < 3; i++) {
+        a.name = names[i];
+        a.detached = true;
+        CHECK_OK(mqs_spawn(rt, NULL, &a, sd_blocked, &sem));
+    }
+    wait_count(&sd_started, 3);
+    fflush(stderr);
+    FILE *f = tmpfile();
+    int saved = dup(2);
+    dup2(fileno(f), 2);
+    int rc = mqs_runtime_destroy(rt);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    off_t n = lseek(fileno(f), 0, SEEK_END);
+    char *text = calloc(1, (size_t)n + 1);
+    CHECK_EQ(pread(fileno(f), text, (size_t)n, 0), n);
+    fclose(f);
+    fprintf(stderr, "  destroy said:\n%s", text);
+    CHECK_ERR(rc, MQS_EDEADLK);
+    for (int i = 0; i < 3; i++)
+        CHECK_STR_CONTAINS(text, names[i]);
+    free(text);
+}
+
+/* ------------------------------------------------------------------ */
+/* 6. Bad input                                                        */
+/* ------------------------------------------------------------------ */
+
+static void *ret_arg(void *arg) { return arg; }
+
+static void *sem_then_ret(void *arg)
+{
+    CHECK_OK(mqs_sem_wait(arg));
+    return NULL;
+}
+
+TEST(bad_input_changes_nothing)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    const char *pn = policy();
+    CHECK_EQ(strncmp(mqs_runtime_policy(rt), pn, strcspn(pn, ":")), 0);
+    mqs_worker_stats_t s0, s1;
+    CHECK_OK(mqs_runtime_stats(rt, &s0));
+
+    mqs_task_attr_t a;
+    mqs_task_t *t = NULL;
+    mqs_task_attr_init(&a);
+    a.nice = 20;
+    CHECK_ERR(mqs_spawn(rt, &t, &a, ret_arg, NULL), MQS_EINVAL);
+    mqs_task_attr_init(&a);
+    a.sched_class = MQS_CLASS_FIFO;
+    a.rt_priority = 0;
+    CHECK_ERR(mqs_spawn(rt, &t, &a, ret_arg, NULL), MQS_EINVAL);
+    mqs_mask_t m;
+    mqs_mask_zero(&m);
+    mqs_task_attr_init(&a);
+    a.affinity = &m;
+    CHECK_ERR(mqs_spawn(rt, &t, &a, ret_arg, NULL), MQS_EINVAL);
+    mqs_mask_set(&m, 5);
+    CHECK_ERR(mqs_spawn(rt, &t, &a, ret_arg, NULL), MQS_EINVAL);
+    CHECK(t == NULL);
+    CHECK_OK(mqs_runtime_stats(rt, &s1));
+    CHECK_EQ(s1.spawns, s0.spawns);
+
+    static mqs_sem_t sem;
+    CHECK_OK(mqs_sem_init(&sem, 0));
+    t = spawn_rt(rt, MQS_CLASS_RR, 7, sem_then_ret, &sem);
+    CHECK_ERR(mqs_task_set_sched(t, MQS_CLASS_FIFO, 100), MQS_EINVAL);
+    CHECK_ERR(mqs_task_set_sched(t, MQS_CLASS_NORMAL, -21), MQS_EINVAL);
+    CHECK_ERR(mqs_task_set_affinity(t, &m), MQS_EINVAL);
+    mqs_class_t c;
+    int p;
+    CHECK_OK(mqs_task_get_sched(t, &c, &p));
+    CHECK_EQ(c, MQS_CLASS_RR);
+    CHECK_EQ(p, 7);
+    CHECK_OK(mqs_sem_post(&sem));
+    join(t);
+    CHECK_OK(mqs_runtime_destroy(rt));
+
+    char spec[128];
+    snprintf(spec, sizeof spec, "%.*s:no_such_tunable=1",
+             (int)strcspn(pn, ":"), pn);
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.policy = spec;
+    char err[256] = "";
+    cfg.errbuf = err;
+    cfg.errbuf_size = sizeof err;
+    mqs_runtime_t *bad = NULL;
+    CHECK_ERR(mqs_runtime_create(&bad, &cfg), MQS_ENOPOLICY);
+    CHECK(bad == NULL);
+    CHECK_STR_CONTAINS(err, "no_such_tunable");
+}
