@@ -579,19 +579,33 @@ static void housekeeping(struct mqs_worker *w)
     }
 }
 
-/* Re-queue a task that yielded: here if allowed, else where it may run. */
-static void requeue_prev(struct mqs_worker *w, struct mqs_task *prev,
-                         int flags)
+/* Re-queue a task that yielded: here if allowed, else where it may run.
+ * Returns what the policy's yield fast path chose to run next, if it took
+ * that path. */
+static struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
+                                             struct mqs_task *prev)
 {
+    const struct mqs_policy *p = w->rt->policy;
     mqs__apply_pending(prev);
-    if (mqs_se_allowed(&prev->se, w->index)) {
-        prev->se.queued_at_ns = w->now;
-        rq_enqueue_locked(&w->rq, prev, flags);
-        return;
+    if (!mqs_se_allowed(&prev->se, w->index)) {
+        /* It cannot be queued elsewhere before its context is saved:
+         * mqs__finish_switch places it once on_cpu is 0. */
+        atomic_store_explicit(&prev->resched_move, true,
+                              memory_order_relaxed);
+        return NULL;
     }
-    /* It cannot be queued elsewhere before its context is saved:
-     * mqs__finish_switch places it once on_cpu is 0. */
-    atomic_store_explicit(&prev->resched_move, true, memory_order_relaxed);
+    prev->se.queued_at_ns = w->now;
+    if (p->yield &&
+        !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed)) {
+        atomic_store_explicit(&prev->queued_on, w->index,
+                              memory_order_relaxed);
+        struct mqs_sched_entity *next = p->yield(&w->rq, &prev->se);
+        if (next)
+            return next;
+        atomic_store_explicit(&prev->queued_on, -1, memory_order_relaxed);
+    }
+    rq_enqueue_locked(&w->rq, prev, MQS_ENQ_YIELD);
+    return NULL;
 }
 
 void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
@@ -604,15 +618,17 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     if (p->put_prev)
         p->put_prev(&w->rq, &prev->se, ran);
     bool move = false;
+    struct mqs_sched_entity *fast = NULL;
     if (why == MQS__SW_YIELD) {
         atomic_store_explicit(&prev->state, MQS__RUNNABLE,
                               memory_order_relaxed);
-        requeue_prev(w, prev, MQS_ENQ_YIELD);
+        fast = requeue_prev(w, prev);
         move = atomic_load_explicit(&prev->resched_move, memory_order_relaxed);
     }
     /* A stopping runtime sends every worker back to its loop. */
     struct mqs_task *next =
-        atomic_load_explicit(&w->rt->stopping, memory_order_relaxed)
+        fast ? checked_pick(w, fast)
+        : atomic_load_explicit(&w->rt->stopping, memory_order_relaxed)
             ? NULL
             : checked_pick(w, p->pick(&w->rq));
     mqs__spin_unlock(&w->rq.lock);

@@ -153,6 +153,16 @@ struct mqs_policy {
      * when the task next runs. */
     void (*dequeue)(struct mqs_rq *rq, struct mqs_sched_entity *se, int flags);
 
+    /* Fast path for a yield (Linux's yield_task): the running task se,
+     * already accounted by put_prev, gives up the worker.  Either queue se
+     * exactly as enqueue(MQS_ENQ_YIELD) would and return, removed from
+     * the queue, what pick would then return (se itself when it should
+     * go on running), or return NULL having changed nothing, and the core
+     * calls enqueue and pick.  rq's lock held, owning worker.  Absent:
+     * enqueue + pick. */
+    struct mqs_sched_entity *(*yield)(struct mqs_rq *rq,
+                                      struct mqs_sched_entity *se);
+
     /* Return the next task to run on rq's worker and remove it from its
      * queue, or NULL.  rq's lock held (only that one).  May take a task
      * from another rq with mqs_rq_steal() (which only trylocks).  Called on

@@ -70,7 +70,7 @@ struct mq_rq {
 };
 
 static const struct mqs_tunable mq_tunables[] = {
-    {"slice_ns", 100000, 1000000000, 10000000,
+    {"slice_ns", 10000, 1000000000, 1000000,
      offsetof(struct mq_tunables, slice_ns),
      "time slice of a nice-0 task; others scale by weight"},
     {"rr_slice_ns", 100000, 1000000000, 100000000,
@@ -154,7 +154,7 @@ static struct prio_array *home_array(struct mq_rq *m,
 static int64_t normal_slice(const struct mq_tunables *t, uint32_t weight)
 {
     int64_t s = t->slice_ns * (int64_t)weight / 1024;
-    return s < 100000 ? 100000 : s;
+    return s < 10000 ? 10000 : s;
 }
 
 static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -275,6 +275,42 @@ static struct mqs_sched_entity *mq_pick(struct mqs_rq *rq)
     m->nr--;
     publish(rq);
     return se;
+}
+
+/* Is a remote task urgent enough to be pulled instead of running one
+ * of level `local` here? (one word read in the common case) */
+static bool remote_beats(struct mqs_rq *rq, unsigned local)
+{
+    unsigned hint = mqs_best_prio_anywhere(mqs_rq_runtime(rq));
+    if (hint >= local)
+        return false;
+    return hint < MQS_PRIO_NORMAL_MIN ||
+           hint + (unsigned)state(rq)->tun->affinity_boost < local;
+}
+
+/* A yield that leaves the queue's shape unchanged: se still has slice,
+ * nothing more urgent waits here or elsewhere; rotate se behind the tasks
+ * of its level (or keep running it when it is alone there).  Counts,
+ * bitmaps and the published summary stay as they are. */
+static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
+                                         struct mqs_sched_entity *se)
+{
+    struct mq_rq *m = state(rq);
+    unsigned lvl = se->prio;
+    if ((se->cls != MQS_CLASS_FIFO && se->slice_ns <= 0) ||
+        array_best(m->active) < lvl || remote_beats(rq, lvl))
+        return NULL;
+    if (m->expired->nr && mqs_sched_clock() - m->expired_since >
+                              (uint64_t)m->tun->starve_ns)
+        return NULL;
+    struct mqs_list *q = &m->active->q[lvl];
+    if (mqs__list_empty(q))
+        return se;
+    struct mqs_list *first = q->next;
+    mqs__list_del(first);
+    se->p[0] = (uint64_t)(m->active - m->arrays);
+    mqs__list_add_tail(q, &se->node);
+    return mqs_se_entry(first, struct mqs_sched_entity, node);
 }
 
 static void mq_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -402,6 +438,7 @@ const struct mqs_policy mqs_policy_mq = {
     .dequeue = mq_dequeue,
     .pick = mq_pick,
     .put_prev = mq_put_prev,
+    .yield = mq_yield,
     .tick = mq_tick,
     .balance = mq_balance,
 };
