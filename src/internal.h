@@ -29,6 +29,8 @@
 #define MQS__CACHELINE 64
 #define MQS__ALIGNED __attribute__((aligned(MQS__CACHELINE)))
 #define MQS__MUST_USE __attribute__((warn_unused_result))
+/* Functions on the yield path: inlined even when called from two places. */
+#define MQS__HOT inline __attribute__((always_inline))
 #define MQS__LIKELY(x) __builtin_expect(!!(x), 1)
 #define MQS__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MQS__MASK_WORDS (MQS_MAX_WORKERS / 64)
@@ -271,8 +273,39 @@ struct mqs_runtime {
 };
 
 /* ------------------------------------------------------------------ */
+/* Inline versions of policy helpers for in-tree code                  */
+/* ------------------------------------------------------------------ */
+/* In-tree policies are compiled with the core and may use these instead
+ * of the ABI calls in mqs/policy.h (same meaning, no call). */
+
+static inline bool mqs__se_allowed(const struct mqs_sched_entity *se, int w)
+{
+    return se->any_worker || mqs_mask_isset(&se->affinity, w);
+}
+
+static inline void *mqs__rq_state(struct mqs_rq *rq)
+{
+    return rq->pstate;
+}
+
+static inline unsigned mqs__best_prio_anywhere(const mqs_runtime_t *rt)
+{
+    for (unsigned i = 0; i < 3; i++) {
+        uint64_t b = atomic_load_explicit(&rt->level_bits[i],
+                                          memory_order_relaxed);
+        if (b)
+            return i * 64 + (unsigned)__builtin_ctzll(b);
+    }
+    return MQS_PRIO_NONE;
+}
+
+/* ------------------------------------------------------------------ */
 /* Internal calls                                                      */
 /* ------------------------------------------------------------------ */
+
+/* The time of the current scheduling point on rq's worker (rq's owner
+ * only). */
+uint64_t mqs__rq_clock(const struct mqs_rq *rq);
 
 /* The calling thread's worker, or NULL.  Never inlined: a task may resume
  * on another OS thread, so a cached TLS address would be wrong. */
@@ -332,7 +365,12 @@ void mqs__altstack_teardown(struct mqs_worker *w);
 
 /* task_ctl.c: apply a pending change (caller about to queue t). */
 enum { MQS__PEND_SCHED = 1, MQS__PEND_MASK = 2 };
-void mqs__apply_pending(struct mqs_task *t);
+void mqs__apply_pending_slow(struct mqs_task *t);
+static inline void mqs__apply_pending(struct mqs_task *t)
+{
+    if (atomic_load_explicit(&t->pend_flags, memory_order_acquire))
+        mqs__apply_pending_slow(t);
+}
 
 /* task.c */
 void mqs__task_exit(struct mqs_task *t);

@@ -145,7 +145,7 @@ int mqs_nr_workers(const mqs_runtime_t *rt)
 }
 void *mqs_rq_state(struct mqs_rq *rq)
 {
-    return rq->pstate;
+    return mqs__rq_state(rq);
 }
 void *mqs_policy_state(mqs_runtime_t *rt)
 {
@@ -208,13 +208,7 @@ void mqs_rq_publish(struct mqs_rq *rq, unsigned nr, unsigned best)
 
 unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt)
 {
-    for (unsigned i = 0; i < 3; i++) {
-        uint64_t b = atomic_load_explicit(&rt->level_bits[i],
-                                          memory_order_relaxed);
-        if (b)
-            return i * 64 + (unsigned)__builtin_ctzll(b);
-    }
-    return MQS_PRIO_NONE;
+    return mqs__best_prio_anywhere(rt);
 }
 
 bool mqs_worker_idle(const mqs_runtime_t *rt, int w)
@@ -225,7 +219,7 @@ bool mqs_worker_idle(const mqs_runtime_t *rt, int w)
 
 bool mqs_se_allowed(const struct mqs_sched_entity *se, int w)
 {
-    return se->any_worker || mqs_mask_isset(&se->affinity, w);
+    return mqs__se_allowed(se, w);
 }
 
 bool mqs_se_movable(const struct mqs_sched_entity *se)
@@ -238,6 +232,11 @@ uint64_t mqs_sched_clock(void)
 {
     struct mqs_worker *w = mqs__worker_self();
     return w ? w->now : mqs_now_ns();
+}
+
+uint64_t mqs__rq_clock(const struct mqs_rq *rq)
+{
+    return rq->rt->workers[rq->worker]->now;
 }
 
 static void count_pulls(struct mqs_worker *w, int why, int n)
@@ -446,7 +445,7 @@ void mqs__wake(struct mqs_task *t)
 /* Switch from the current context (task prev, or the loop when prev is
  * NULL) to `to` (a task, or the loop when NULL).  Returns when the
  * context is resumed, possibly on another worker. */
-static void switch_to(struct mqs_worker *w, struct mqs_task *prev,
+static MQS__HOT void switch_to(struct mqs_worker *w, struct mqs_task *prev,
                       struct mqs_task *to)
 {
     void **save = prev ? &prev->sp : &w->loop_sp;
@@ -491,7 +490,7 @@ void mqs__finish_switch(struct mqs_worker *w)
 }
 
 /* Account the run that ends now for task t on worker w. */
-static uint64_t account_run(struct mqs_worker *w, struct mqs_task *t)
+static MQS__HOT uint64_t account_run(struct mqs_worker *w, struct mqs_task *t)
 {
     uint64_t ran = w->now - t->se.exec_start_ns;
     if ((int64_t)ran < 0)
@@ -503,7 +502,7 @@ static uint64_t account_run(struct mqs_worker *w, struct mqs_task *t)
 }
 
 /* Start running t on w at w->now. */
-static void account_start(struct mqs_worker *w, struct mqs_task *t)
+static MQS__HOT void account_start(struct mqs_worker *w, struct mqs_task *t)
 {
     uint64_t waited = w->now - t->se.queued_at_ns;
     if ((int64_t)waited > 0)
@@ -524,7 +523,7 @@ static void account_start(struct mqs_worker *w, struct mqs_task *t)
 }
 
 /* Check what pick returned: queued here (or stolen for us), allowed. */
-static struct mqs_task *checked_pick(struct mqs_worker *w,
+static MQS__HOT struct mqs_task *checked_pick(struct mqs_worker *w,
                                      struct mqs_sched_entity *se)
 {
     if (!se)
@@ -538,7 +537,7 @@ static struct mqs_task *checked_pick(struct mqs_worker *w,
                    "is queued on %d, not here",
                    w->rt->policy->name, w->index, t->name, q);
     t->stolen = false;
-    if (!mqs_se_allowed(se, w->index))
+    if (!mqs__se_allowed(se, w->index))
         mqs__panic("policy %s: pick on worker %d returned task %s outside "
                    "its affinity mask (invariant 4)",
                    w->rt->policy->name, w->index, t->name);
@@ -565,7 +564,7 @@ static struct mqs_task *balance_and_pick(struct mqs_worker *w, int why)
 }
 
 /* Timers and the periodic balancer, due at this scheduling point? */
-static void housekeeping(struct mqs_worker *w)
+static MQS__HOT void housekeeping(struct mqs_worker *w)
 {
     /* Timers are due by the monotonic clock that deadlines are set on:
      * the cycle-counter estimate only says when to look. */
@@ -582,12 +581,12 @@ static void housekeeping(struct mqs_worker *w)
 /* Re-queue a task that yielded: here if allowed, else where it may run.
  * Returns what the policy's yield fast path chose to run next, if it took
  * that path. */
-static struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
+static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
                                              struct mqs_task *prev)
 {
     const struct mqs_policy *p = w->rt->policy;
     mqs__apply_pending(prev);
-    if (!mqs_se_allowed(&prev->se, w->index)) {
+    if (!mqs__se_allowed(&prev->se, w->index)) {
         /* It cannot be queued elsewhere before its context is saved:
          * mqs__finish_switch places it once on_cpu is 0. */
         atomic_store_explicit(&prev->resched_move, true,

@@ -42,10 +42,8 @@ static void set_mask(struct mqs_task *t, const mqs_mask_t *m)
     t->se.any_worker = n == nw;
 }
 
-void mqs__apply_pending(struct mqs_task *t)
+void mqs__apply_pending_slow(struct mqs_task *t)
 {
-    if (!atomic_load_explicit(&t->pend_flags, memory_order_acquire))
-        return;
     mqs__spin_lock(&t->pend_lock);
     int flags = atomic_exchange(&t->pend_flags, 0);
     if (flags & MQS__PEND_SCHED)

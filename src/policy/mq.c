@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "../bitmap.h"
+#include "../internal.h"
 #include "../list.h"
 #include "mqs/policy.h"
 
@@ -87,7 +88,7 @@ static const struct mqs_tunable mq_tunables[] = {
 
 static struct mq_rq *state(struct mqs_rq *rq)
 {
-    return mqs_rq_state(rq);
+    return mqs__rq_state(rq);
 }
 
 static void array_init(struct prio_array *a)
@@ -171,11 +172,11 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
                                                 MQS_ENQ_PREEMPTED));
         if (se->slice_ns <= 0)
             se->slice_ns = normal_slice(m->tun, se->weight);
-        if (m->expired->nr && mqs_sched_clock() - m->expired_since >
+        if (m->expired->nr && mqs__rq_clock(rq) - m->expired_since >
                                   (uint64_t)m->tun->starve_ns)
             expire = true;
         if (expire && m->expired->nr == 0)
-            m->expired_since = mqs_sched_clock();
+            m->expired_since = mqs__rq_clock(rq);
     }
     struct prio_array *a = expire ? m->expired : m->active;
     se->p[0] = (uint64_t)(a - m->arrays);
@@ -213,7 +214,7 @@ static int take_from(struct prio_array *a, const struct take_req *req,
                 mqs_se_entry(pos, struct mqs_sched_entity, node);
             if (n >= max)
                 break;
-            if (!mqs_se_allowed(se, req->dest) || !mqs_se_movable(se))
+            if (!mqs__se_allowed(se, req->dest) || !mqs_se_movable(se))
                 continue;
             array_del(a, se);
             out[n++] = se;
@@ -281,7 +282,7 @@ static struct mqs_sched_entity *mq_pick(struct mqs_rq *rq)
  * of level `local` here? (one word read in the common case) */
 static bool remote_beats(struct mqs_rq *rq, unsigned local)
 {
-    unsigned hint = mqs_best_prio_anywhere(mqs_rq_runtime(rq));
+    unsigned hint = mqs__best_prio_anywhere(rq->rt);
     if (hint >= local)
         return false;
     return hint < MQS_PRIO_NORMAL_MIN ||
@@ -300,7 +301,7 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
     if ((se->cls != MQS_CLASS_FIFO && se->slice_ns <= 0) ||
         array_best(m->active) < lvl || remote_beats(rq, lvl))
         return NULL;
-    if (m->expired->nr && mqs_sched_clock() - m->expired_since >
+    if (m->expired->nr && mqs__rq_clock(rq) - m->expired_since >
                               (uint64_t)m->tun->starve_ns)
         return NULL;
     struct mqs_list *q = &m->active->q[lvl];
@@ -336,7 +337,7 @@ static int idle_allowed(mqs_runtime_t *rt, const struct mqs_sched_entity *se)
 {
     int n = mqs_nr_workers(rt);
     for (int i = 0; i < n; i++)
-        if (mqs_worker_idle(rt, i) && mqs_se_allowed(se, i))
+        if (mqs_worker_idle(rt, i) && mqs__se_allowed(se, i))
             return i;
     return -1;
 }
@@ -349,9 +350,9 @@ static int two_choices(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
     uint64_t h = (uint64_t)(uintptr_t)se * 0x9e3779b97f4a7c15ull;
     int a = waker >= 0 ? waker : (int)((h >> 32) % (uint64_t)n);
     int b = (int)((h >> 16) % (uint64_t)n);
-    for (int i = 0; i < n && !mqs_se_allowed(se, a); i++)
+    for (int i = 0; i < n && !mqs__se_allowed(se, a); i++)
         a = (a + 1) % n;
-    for (int i = 0; i < n && !mqs_se_allowed(se, b); i++)
+    for (int i = 0; i < n && !mqs__se_allowed(se, b); i++)
         b = (b + 1) % n;
     return mqs_rq_nr_queued(mqs_rq_of(rt, b)) <
                    mqs_rq_nr_queued(mqs_rq_of(rt, a))
@@ -363,14 +364,14 @@ static int mq_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
                             int waker, int flags)
 {
     int last = se->last_worker;
-    if (last >= 0 && mqs_se_allowed(se, last) && mqs_worker_idle(rt, last))
+    if (last >= 0 && mqs__se_allowed(se, last) && mqs_worker_idle(rt, last))
         return last;
     int idle = idle_allowed(rt, se);
     if (idle >= 0)
         return idle;
-    if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs_se_allowed(se, waker))
+    if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs__se_allowed(se, waker))
         return waker;
-    if (last >= 0 && mqs_se_allowed(se, last))
+    if (last >= 0 && mqs__se_allowed(se, last))
         return last;
     return two_choices(rt, se, waker);
 }
@@ -397,7 +398,7 @@ static int mq_balance(struct mqs_rq *rq, int why)
     mqs_runtime_t *rt = mqs_rq_runtime(rq);
     int self = mqs_rq_worker(rq);
     if (why == MQS_BALANCE_PERIODIC) {
-        uint64_t now = mqs_sched_clock();
+        uint64_t now = mqs__rq_clock(rq);
         if (now < m->next_periodic)
             return 0;
         m->next_periodic = now + (uint64_t)m->tun->balance_ns;

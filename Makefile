@@ -1,0 +1,88 @@
+# Top-level convenience wrapper: the two README commands and helpers.
+# The build itself is CMake's; everything below only drives it.
+#
+#   make bench   deps, RelWithDebInfo build in build/, run `mqs-bench yield`
+#   make test    deps, then three builds, each running ctest:
+#                  build/       default cc         every test
+#                  build-asan/  $(ASAN_CC), ASan+UBSan   every test
+#                  build-tsan/  $(TSAN_CC), TSan         the concurrency tests
+#                every phase runs even if an earlier one failed; the exit
+#                status is non-zero if any failed.
+#   make clang   clang build in build-clang/ and every test
+#   make clean   remove the build directories
+#
+# Knobs: JOBS (parallel compile, default 2), CTEST_JOBS (test programs at a
+# time, default 1: the tests start their own worker threads), ASAN_CC,
+# TSAN_CC, SAN_STRESS_TASKS (stress size under sanitizers), TSAN_EXCLUDE
+# (ctest -E regex of tests skipped under TSan; empty = run all).
+
+JOBS ?= 2
+CTEST_JOBS ?= 1
+ASAN_CC ?= clang
+TSAN_CC ?= gcc
+SAN_STRESS_TASKS ?= 10000
+TSAN_EXCLUDE ?= ^test_badinput$$
+
+CMAKE ?= cmake
+CTEST ?= ctest
+CTEST_FLAGS = --output-on-failure -j$(CTEST_JOBS)
+
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
+           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+           MQS_STRESS_TASKS=$(SAN_STRESS_TASKS) MQS_TEST_TIMEOUT=300
+TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+           MQS_STRESS_TASKS=$(SAN_STRESS_TASKS) MQS_TEST_TIMEOUT=300
+
+.PHONY: all deps bench test clang clean \
+        build check-default check-asan check-tsan
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+# ---- normal build (default cc, CMake's default build type) ----------
+build: deps
+	$(CMAKE) -S . -B build
+	$(CMAKE) --build build -j$(JOBS)
+
+bench: build
+	build/mqs-bench yield
+
+check-default: build
+	cd build && $(CTEST) $(CTEST_FLAGS)
+
+# ---- sanitizer builds ------------------------------------------------
+check-asan: deps
+	$(CMAKE) -S . -B build-asan -DMQS_SANITIZE=address \
+	  -DCMAKE_C_COMPILER=$(ASAN_CC) -DCMAKE_ASM_COMPILER=$(ASAN_CC)
+	$(CMAKE) --build build-asan -j$(JOBS)
+	cd build-asan && $(ASAN_ENV) $(CTEST) $(CTEST_FLAGS)
+
+check-tsan: deps
+	$(CMAKE) -S . -B build-tsan -DMQS_SANITIZE=thread \
+	  -DCMAKE_C_COMPILER=$(TSAN_CC) -DCMAKE_ASM_COMPILER=$(TSAN_CC)
+	$(CMAKE) --build build-tsan -j$(JOBS)
+	cd build-tsan && $(TSAN_ENV) $(CTEST) $(CTEST_FLAGS) \
+	  $(if $(TSAN_EXCLUDE),-E '$(TSAN_EXCLUDE)')
+
+# Run every phase, then say which failed.
+test: deps
+	@failed=""; \
+	for phase in check-default check-asan check-tsan; do \
+	  echo "==== make $$phase"; \
+	  $(MAKE) --no-print-directory $$phase || failed="$$failed $$phase"; \
+	done; \
+	if [ -n "$$failed" ]; then \
+	  echo "==== make test: FAILED:$$failed"; exit 1; \
+	fi; \
+	echo "==== make test: all phases passed"
+
+# ---- clang build -----------------------------------------------------
+clang: deps
+	$(CMAKE) -S . -B build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_ASM_COMPILER=clang
+	$(CMAKE) --build build-clang -j$(JOBS)
+	cd build-clang && $(CTEST) $(CTEST_FLAGS)
+
+clean:
+	rm -rf build build-asan build-tsan build-clang

@@ -1,0 +1,497 @@
+/*
+ * common.c - the clock, option parsing and progress line shared by the
+ * mqs-bench experiments.
+ *
+ * Options are parsed with getopt_long into a bench_opts struct the
+ * experiment owns: there is no global state besides getopt's own, which
+ * is reset before each parse.  Every value is validated here, so an
+ * experiment never starts measuring with a malformed option: a bad one
+ * prints a single line ("mqs-bench yield: --tasks: '0' is not an integer
+ * in 1..65536") and the process exits with 2.
+ *
+ * --policy lists mix registered policies, which may carry tunables
+ * ("mq:rr_slice_ns=1000000,balance_ms=4"), with pseudo rows the
+ * experiment implements itself ("kernel", "floor").  Commas separate both
+ * list items and tunables; an item that looks like k=v and has no ':' is
+ * taken as one more tunable of the item before it.  Policy names are
+ * checked against the registry and tunables by mqs_config_resolve(), the
+ * same check a runtime would make, so errors surface before any run.
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mqs.h"
+#include "mqs/policy.h"
+
+#define MAX_TASKS_ARG 65536
+
+uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bench_sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int bench_cpus_allowed(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scalar and list parsers                                             */
+/* ------------------------------------------------------------------ */
+
+static int usage_error(const char *exp, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "mqs-bench %s: ", exp);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return BENCH_EXIT_USAGE;
+}
+
+int bench_parse_int(const char *exp, const char *opt, const char *s, long min,
+                    long max, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max)
+        return usage_error(exp, "%s: '%s' is not an integer in %ld..%ld", opt,
+                           s, min, max);
+    *out = (int)v;
+    return 0;
+}
+
+int bench_parse_double(const char *exp, const char *opt, const char *s,
+                       double min, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= min && v <= max))
+        return usage_error(exp, "%s: '%s' is not a number in %g..%g", opt, s,
+                           min, max);
+    *out = v;
+    return 0;
+}
+
+int bench_parse_int_list(const char *exp, const char *opt, const char *s,
+                         long min, long max, int **out, int *n)
+{
+    int cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    int *v = malloc((size_t)cap * sizeof *v);
+    char *copy = strdup(s);
+    int rc = v && copy ? 0 : usage_error(exp, "out of memory");
+    int k = 0;
+    char *save = NULL;
+    for (char *t = copy; rc == 0 && k < cap; t = NULL) {
+        char *item = strtok_r(t, ",", &save);
+        if (!item)
+            break;
+        rc = bench_parse_int(exp, opt, item, min, max, &v[k++]);
+    }
+    if (rc == 0 && (k == 0 || k != cap))
+        rc = usage_error(exp, "%s: '%s' is not a comma-separated list", opt, s);
+    free(copy);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* --policy lists                                                      */
+/* ------------------------------------------------------------------ */
+
+static bool is_pseudo(const char *const *pseudo, const char *name)
+{
+    for (; pseudo && *pseudo; pseudo++)
+        if (strcmp(*pseudo, name) == 0)
+            return true;
+    return false;
+}
+
+/* "k=v" with no ':' is a tunable continuing the previous item. */
+static bool is_tunable(const char *item)
+{
+    return strchr(item, '=') && !strchr(item, ':');
+}
+
+static void list_known(const char *const *pseudo)
+{
+    fputs("  known:", stderr);
+    for (const struct mqs_policy *const *p = mqs_policy_list(); p && *p; p++)
+        fprintf(stderr, " %s", (*p)->name);
+    for (; pseudo && *pseudo; pseudo++)
+        fprintf(stderr, " %s", *pseudo);
+    fputs(" all\n", stderr);
+}
+
+static int rows_push(bench_row_spec_t **rows, int *n, const char *spec,
+                     size_t len, bool pseudo)
+{
+    bench_row_spec_t *r = realloc(*rows, (size_t)(*n + 1) * sizeof *r);
+    if (!r)
+        return -1;
+    *rows = r;
+    r[*n].spec = strndup(spec, len);
+    r[*n].pseudo = pseudo;
+    if (!r[*n].spec)
+        return -1;
+    (*n)++;
+    return 0;
+}
+
+/* Check a policy row "name[:k=v,...]" the way a runtime would. */
+static int check_policy(const char *exp, const char *spec,
+                        const char *const *pseudo)
+{
+    size_t len = strcspn(spec, ":");
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)len, spec);
+    if (!mqs_policy_find(name)) {
+        usage_error(exp, "--policy: unknown policy or row '%s'", name);
+        list_known(pseudo);
+        return BENCH_EXIT_USAGE;
+    }
+    char err[256] = "";
+    mqs_config_t cfg, res;
+    mqs_config_init(&cfg);
+    cfg.policy = spec;
+    cfg.ignore_env = true;
+    cfg.errbuf = err;
+    cfg.errbuf_size = sizeof err;
+    if (mqs_config_resolve(&cfg, &res) != 0)
+        return usage_error(exp, "--policy: '%s': %s", spec,
+                           err[0] ? err : "rejected by the runtime");
+    return 0;
+}
+
+static bool row_listed(const bench_row_spec_t *rows, int n, const char *spec)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(rows[i].spec, spec) == 0)
+            return true;
+    return false;
+}
+
+static int add_all_policies(bench_row_spec_t **rows, int *n)
+{
+    for (const struct mqs_policy *const *p = mqs_policy_list(); p && *p; p++)
+        if (!row_listed(*rows, *n, (*p)->name) &&
+            rows_push(rows, n, (*p)->name, strlen((*p)->name), false))
+            return -1;
+    return 0;
+}
+
+/* One item (already joined with its tunables) of a --policy list. */
+static int add_row(const char *exp, const char *spec, const char *const *pseudo,
+                   bench_row_spec_t **rows, int *n)
+{
+    if (strcmp(spec, "all") == 0)
+        return add_all_policies(rows, n) ? usage_error(exp, "out of memory")
+                                         : 0;
+    if (row_listed(*rows, *n, spec))
+        return usage_error(exp, "--policy: '%s' is listed twice", spec);
+    bool ps = is_pseudo(pseudo, spec);
+    if (!ps) {
+        int rc = check_policy(exp, spec, pseudo);
+        if (rc)
+            return rc;
+    }
+    return rows_push(rows, n, spec, strlen(spec), ps)
+               ? usage_error(exp, "out of memory")
+               : 0;
+}
+
+size_t bench_rows_item_len(const char *s)
+{
+    size_t i = strcspn(s, ",");
+    while (s[i] == ',') {
+        size_t next = strcspn(s + i + 1, ",");
+        char tok[256];
+        snprintf(tok, sizeof tok, "%.*s", (int)next, s + i + 1);
+        if (!is_tunable(tok))
+            break;
+        i += 1 + next;
+    }
+    return i;
+}
+
+static void rows_free(bench_row_spec_t *rows, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(rows[i].spec);
+    free(rows);
+}
+
+int bench_parse_rows(const char *exp, const char *s, const char *const *pseudo,
+                     bench_row_spec_t **out, int *n)
+{
+    bench_row_spec_t *rows = NULL;
+    int k = 0, rc = 0;
+    if (is_tunable(s))
+        rc = usage_error(exp, "--policy: '%s' starts with a tunable", s);
+    for (const char *p = s; rc == 0 && *p;) {
+        size_t len = bench_rows_item_len(p);
+        char *spec = strndup(p, len);
+        if (!spec || len == 0)
+            rc = usage_error(exp, "--policy: empty item in '%s'", s);
+        else
+            rc = add_row(exp, spec, pseudo, &rows, &k);
+        free(spec);
+        p += len;
+        if (*p == ',' && *++p == '\0')
+            rc = rc ? rc : usage_error(exp, "--policy: trailing comma");
+    }
+    if (rc == 0 && k == 0)
+        rc = usage_error(exp, "--policy: no rows in '%s'", s);
+    if (rc) {
+        rows_free(rows, k);
+        return rc;
+    }
+    *out = rows;
+    *n = k;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The common option set                                               */
+/* ------------------------------------------------------------------ */
+
+enum {
+    OPT_TASKS = 256,
+    OPT_POLICY,
+    OPT_WORKERS,
+    OPT_SECONDS,
+    OPT_REPEATS,
+    OPT_CI,
+    OPT_BUDGET,
+    OPT_CSV,
+    OPT_JSON,
+    OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"tasks", required_argument, NULL, OPT_TASKS},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"seconds", required_argument, NULL, OPT_SECONDS},
+    {"repeats", required_argument, NULL, OPT_REPEATS},
+    {"ci-target", required_argument, NULL, OPT_CI},
+    {"budget", required_argument, NULL, OPT_BUDGET},
+    {"csv", no_argument, NULL, OPT_CSV},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static void print_help(const bench_cli_t *cli, FILE *out)
+{
+    fprintf(out,
+            "usage: mqs-bench %s [options]\n%s\n\n"
+            "options:\n"
+            "  --tasks N,N,...     task counts (default %s)\n"
+            "  --policy P,P,...    rows: registered policies (mq, ...), 'all',"
+            "\n"
+            "                      or a pseudo row (",
+            cli->name, cli->summary, cli->default_tasks);
+    for (const char *const *p = cli->pseudo; p && *p; p++)
+        fprintf(out, "%s%s", p == cli->pseudo ? "" : ", ", *p);
+    fprintf(out,
+            "); default %s.\n"
+            "                      A policy may carry tunables, "
+            "name:k=v,k=v: a comma\n"
+            "                      item that is k=v (no ':') continues the "
+            "item before.\n"
+            "  --workers W         workers (default: the runtime's default,"
+            " i.e. the\n"
+            "                      CPUs this process may use)\n"
+            "  --seconds S         length of one measurement (default %g)\n"
+            "  --repeats R         minimum repeats per data point "
+            "(default %d)\n"
+            "  --ci-target F       repeat until the 95%% CI half-width <= F *"
+            " mean\n"
+            "                      (default 0.01)\n"
+            "  --budget S          ... or S seconds are spent on the data "
+            "point; then\n"
+            "                      flag FRC (default max(2, 10 * seconds))\n"
+            "  --csv, --json       machine-readable output (default: an "
+            "aligned table)\n"
+            "  --help              this text\n\n%s",
+            cli->default_policy, cli->default_seconds, cli->default_repeats,
+            cli->details);
+}
+
+static void opts_defaults(const bench_cli_t *cli, bench_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->seconds = cli->default_seconds;
+    o->prec.min_repeats = cli->default_repeats;
+    o->prec.max_repeats = 0; /* set after parsing */
+    o->prec.ci_target = 0.01;
+    o->prec.budget_s = -1; /* "default" until parsed */
+    o->format = BENCH_TABLE;
+}
+
+static int parse_one(const bench_cli_t *cli, int key, const char *arg,
+                     bench_opts_t *o)
+{
+    const char *e = cli->name;
+    switch (key) {
+    case OPT_TASKS:
+        free(o->tasks);
+        o->tasks = NULL;
+        return bench_parse_int_list(e, "--tasks", arg, 1, MAX_TASKS_ARG,
+                                    &o->tasks, &o->ntasks);
+    case OPT_POLICY:
+        rows_free(o->rows, o->nrows);
+        o->rows = NULL;
+        o->nrows = 0;
+        return bench_parse_rows(e, arg, cli->pseudo, &o->rows, &o->nrows);
+    case OPT_WORKERS:
+        return bench_parse_int(e, "--workers", arg, 1, MQS_MAX_WORKERS,
+                               &o->workers);
+    case OPT_SECONDS:
+        return bench_parse_double(e, "--seconds", arg, 0.001, 3600,
+                                  &o->seconds);
+    case OPT_REPEATS:
+        return bench_parse_int(e, "--repeats", arg, 1, 10000,
+                               &o->prec.min_repeats);
+    case OPT_CI:
+        return bench_parse_double(e, "--ci-target", arg, 1e-6, 1,
+                                  &o->prec.ci_target);
+    case OPT_BUDGET:
+        return bench_parse_double(e, "--budget", arg, 0, 86400,
+                                  &o->prec.budget_s);
+    case OPT_CSV:
+    case OPT_JSON: {
+        bench_format_t f = key == OPT_CSV ? BENCH_CSV : BENCH_JSON;
+        if (o->format != BENCH_TABLE && o->format != f)
+            return usage_error(e, "--csv and --json exclude each other");
+        o->format = f;
+        return 0;
+    }
+    }
+    return usage_error(e, "internal: unhandled option %d", key);
+}
+
+static int finish_defaults(const bench_cli_t *cli, bench_opts_t *o)
+{
+    int rc = 0;
+    if (!o->tasks)
+        rc = parse_one(cli, OPT_TASKS, cli->default_tasks, o);
+    if (rc == 0 && !o->rows)
+        rc = parse_one(cli, OPT_POLICY, cli->default_policy, o);
+    if (o->prec.budget_s < 0)
+        o->prec.budget_s = fmax(2.0, 10.0 * o->seconds);
+    /* Enough room that the budget, not the count, ends a data point. */
+    o->prec.max_repeats = o->prec.min_repeats + 1000;
+    return rc;
+}
+
+int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
+                        bench_opts_t *o)
+{
+    opts_defaults(cli, o);
+    optind = 1;
+    opterr = 0;
+    int key, rc = 0;
+    while (rc == 0 &&
+           (key = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+        if (key == 'h' || key == OPT_HELP) {
+            print_help(cli, stdout);
+            rc = BENCH_HELP_SHOWN;
+        } else if (key == '?' || key == ':') {
+            rc =
+                usage_error(cli->name, "%s '%s' (see mqs-bench %s --help)",
+                            key == ':' ? "missing value for" : "unknown option",
+                            argv[optind - 1], cli->name);
+        } else {
+            rc = parse_one(cli, key, optarg, o);
+        }
+    }
+    if (rc == 0 && optind < argc)
+        rc = usage_error(cli->name, "unexpected argument '%s'", argv[optind]);
+    if (rc == 0)
+        rc = finish_defaults(cli, o);
+    if (rc)
+        bench_opts_free(o);
+    return rc;
+}
+
+void bench_opts_free(bench_opts_t *o)
+{
+    free(o->tasks);
+    rows_free(o->rows, o->nrows);
+    o->tasks = NULL;
+    o->rows = NULL;
+    o->ntasks = o->nrows = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Progress line                                                       */
+/* ------------------------------------------------------------------ */
+
+void bench_progress_init(bench_progress_t *p, int total)
+{
+    p->tty = isatty(STDERR_FILENO);
+    p->total = total;
+    p->index = 0;
+    p->width = 0;
+}
+
+void bench_progress_show(bench_progress_t *p, const char *row,
+                         const char *param, int repeat)
+{
+    if (!p->tty)
+        return;
+    char what[32] = "warm-up";
+    if (repeat > 0)
+        snprintf(what, sizeof what, "repeat %d", repeat);
+    int w = fprintf(stderr, "\r[%d/%d] %s %s %s ...", p->index, p->total, row,
+                    param, what);
+    for (int i = w; i < p->width; i++)
+        fputc(' ', stderr);
+    p->width = w > p->width ? w : p->width;
+    fflush(stderr);
+}
+
+void bench_progress_done(bench_progress_t *p)
+{
+    if (!p->tty || p->width == 0)
+        return;
+    fprintf(stderr, "\r%*s\r", p->width, "");
+    fflush(stderr);
+    p->width = 0;
+}

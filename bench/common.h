@@ -1,0 +1,123 @@
+/*
+ * common.h - what every mqs-bench experiment shares: the clock, the
+ * command-line options most experiments take (--tasks, --policy,
+ * --workers, --seconds, --repeats, --ci-target, --budget, --csv, --json),
+ * the progress line, and the entry points the CLI's table of experiments
+ * points at.
+ *
+ * Usage errors print one line naming the option and what it accepts and
+ * make the experiment exit with BENCH_EXIT_USAGE (2); failures while
+ * measuring exit with 1.
+ */
+#ifndef MQS_BENCH_COMMON_H
+#define MQS_BENCH_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "output.h"
+#include "stats.h"
+
+#define BENCH_EXIT_USAGE 2
+/* Returned by bench_parse_options() after printing --help. */
+#define BENCH_HELP_SHOWN (-100)
+
+/* Experiments: int bench_<name>_main(int argc, char **argv), argv[0] is
+ * the experiment's name.  Returns the process exit status. */
+int bench_yield_main(int argc, char **argv);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t bench_now_ns(void);
+/* Sleep for ns nanoseconds (restarted on EINTR). */
+void bench_sleep_ns(uint64_t ns);
+/* CPUs this process may run on (its affinity mask). */
+int bench_cpus_allowed(void);
+
+/* ----- rows: policies and pseudo rows ----- */
+
+/*
+ * One row of an experiment: a registered policy with optional tunables
+ * ("mq", "mq:rr_slice_ns=1000000,balance_ms=4") or a pseudo row the
+ * experiment implements itself ("kernel", "floor").
+ */
+typedef struct bench_row_spec {
+    char *spec;  /* as given (malloc'd): the row's name in the output */
+    bool pseudo; /* one of the experiment's pseudo rows              */
+} bench_row_spec_t;
+
+/* ----- options ----- */
+
+/* What an experiment tells the parser about itself. */
+typedef struct bench_cli {
+    const char *name;           /* "yield"                              */
+    const char *summary;        /* first line of --help                 */
+    const char *details;        /* paragraph(s) after the options       */
+    const char *default_tasks;  /* "1,2,4,...": default --tasks         */
+    const char *default_policy; /* "mq,kernel,floor"                    */
+    const char *const *pseudo;  /* NULL-terminated pseudo row names     */
+    double default_seconds;
+    int default_repeats;
+} bench_cli_t;
+
+typedef struct bench_opts {
+    int *tasks; /* --tasks list                             */
+    int ntasks;
+    bench_row_spec_t *rows; /* --policy list, expanded ("all")          */
+    int nrows;
+    int workers;            /* --workers; 0 = the runtime's default     */
+    double seconds;         /* --seconds per measurement                */
+    bench_precision_t prec; /* --repeats, --ci-target, --budget         */
+    bench_format_t format;  /* table, --csv, --json                     */
+} bench_opts_t;
+
+/*
+ * Parse argv (argv[0] the experiment name) into o.  Returns 0,
+ * BENCH_HELP_SHOWN after printing help on stdout, or BENCH_EXIT_USAGE
+ * after printing what is wrong on stderr.  Free with bench_opts_free().
+ */
+int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
+                        bench_opts_t *o);
+void bench_opts_free(bench_opts_t *o);
+
+/* Parsers used by the above, exposed for tests and other experiments.
+ * Each prints "mqs-bench <exp>: <opt>: ..." on failure and returns
+ * BENCH_EXIT_USAGE. */
+int bench_parse_int(const char *exp, const char *opt, const char *s, long min,
+                    long max, int *out);
+int bench_parse_double(const char *exp, const char *opt, const char *s,
+                       double min, double max, double *out);
+int bench_parse_int_list(const char *exp, const char *opt, const char *s,
+                         long min, long max, int **out, int *n);
+/*
+ * Split a --policy value into row specs: items are separated by commas,
+ * and an item of the form k=v without a ':' continues the tunables of
+ * the item before it ("mq:a=1,b=2,kernel" is two rows).  "all" expands
+ * to every registered policy.  Names are checked against the registry
+ * and pseudo; tunables are checked by mqs_config_resolve().
+ */
+int bench_parse_rows(const char *exp, const char *s, const char *const *pseudo,
+                     bench_row_spec_t **out, int *n);
+
+/* Length of the --policy item starting at s: up to the next comma that
+ * is not followed by a tunable ("mq:a=1,b=2,kernel" -> 10). */
+size_t bench_rows_item_len(const char *s);
+
+/* ----- progress line ----- */
+
+/* "\r[3/12] mq tasks=16 repeat 4 ..." on stderr, only when it is a
+ * terminal (repeat 0 shows as "warm-up"); cleared by
+ * bench_progress_done(). */
+typedef struct bench_progress {
+    bool tty;
+    int total, index; /* data points: total, and the current one (1-based) */
+    int width;        /* of the last line drawn                          */
+} bench_progress_t;
+
+void bench_progress_init(bench_progress_t *p, int total);
+void bench_progress_show(bench_progress_t *p, const char *row,
+                         const char *param, int repeat);
+void bench_progress_done(bench_progress_t *p);
+
+#endif

@@ -1,0 +1,737 @@
+/*
+ * yield.c - `mqs-bench yield`: the experiment behind the 2001 multi-queue
+ * scheduler table.  N tasks loop on yield for a fixed time; the figure is
+ * nanoseconds per yield, wall time x busy workers / total yields, where
+ * busy = min(N, workers) because with fewer tasks than workers the rest
+ * sit idle.  Three kinds of row:
+ *
+ *   <policy>  mqs tasks calling mqs_yield() under that policy ("mq", ...)
+ *   kernel    the same loop on pthreads calling sched_yield(), unpinned
+ *             (with --workers W they share a mask of the first W CPUs)
+ *   floor     a bare ring of N contexts, each switching to the next with
+ *             mqs__ctx_switch on one OS thread: no scheduler at all, the
+ *             physical limit of a yield with N tasks (cache footprint of
+ *             N stacks included).  A ring of one would be no switch at
+ *             all, so tasks=1 measures a ring of two.
+ *
+ * How one measurement runs (mq and kernel): N tasks are started; each
+ * spins on yield until a start flag is set, then yields in a loop,
+ * counting its yields in its own cache-line-padded counter, until a stop
+ * flag.  The main thread (not a worker) sets start, lets every task reach
+ * the counting loop, snapshots all counters, sleeps --seconds, snapshots
+ * again and sets stop.  The yields counted are the differences between
+ * the snapshots and the wall time is between them (each stamp taken as
+ * the midpoint of its snapshot): counting only inside the window keeps
+ * out the ramp-up and the stragglers that see stop late, which a plain
+ * "count until stop" would fold into the figure.  The floor's ring runs
+ * on the main thread and stamps its own start and end; a timer thread
+ * sets its stop flag.
+ *
+ * Precision: one warm-up run, then at least --repeats measurements, more
+ * until the Student t 95% half-width is within --ci-target of the mean or
+ * the budget is spent (then "FRC", as the original tables flagged it).
+ * Fairness is the classic yield tester's: per-task work min/mean, the
+ * number of tasks that got none, and the normalised deviation
+ * (stdev/mean); each is the worst seen over the repeats, since a policy
+ * that starves a different task each run is still unfair.
+ *
+ * The runtime is created once per (policy, N) and tasks are spawned per
+ * measurement, so spawn and exit costs stay outside the window.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common.h"
+#include "ctx.h"
+#include "mqs.h"
+
+#if defined(MQS_ASAN)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#elif defined(MQS_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+#define CACHELINE 64
+#define FLOOR_STACK (16u * 1024u)
+#define KERNEL_STACK (64u * 1024u)
+#define SETTLE_MAX_NS 20000000u /* 20 ms to let every task reach its loop */
+
+static const char *const yield_pseudo[] = {"kernel", "floor", NULL};
+
+enum { X_FAIR_MIN, X_ZERO, X_NDEV, X_REPEATS, X_COUNT };
+static const bench_extra_col_t yield_extras[X_COUNT] = {
+    [X_FAIR_MIN] = {"fairness_min_over_mean", "min/mean", 3},
+    [X_ZERO] = {"zero_work_tasks", "zero", 0},
+    [X_NDEV] = {"norm_dev", "ndev", 3},
+    [X_REPEATS] = {"repeats", NULL, 0},
+};
+
+static const bench_cli_t yield_cli = {
+    .name = "yield",
+    .summary = "ns per yield vs number of tasks: mqs policies, kernel "
+               "sched_yield, bare context-switch floor",
+    .details = "N tasks loop on yield for --seconds.  ns/yield = wall x "
+               "min(N, workers) / total\n"
+               "yields (floor: wall / switches, on one thread).\n\n"
+               "rows:  a policy (mq, ...)  mqs tasks calling mqs_yield()\n"
+               "       kernel  pthreads calling sched_yield(), unpinned; "
+               "with --workers W\n"
+               "               they share a mask of the first W CPUs\n"
+               "       floor   a ring of N contexts on 16 KiB stacks "
+               "switching with no\n"
+               "               scheduler, the physical limit (tasks=1 is "
+               "a ring of 2)\n"
+               "fairness (worst over the repeats): per-task yields "
+               "min/mean, tasks that\n"
+               "got none, normalised deviation stdev/mean.\n\n"
+               "example: mqs-bench yield --policy mq,kernel,floor --tasks "
+               "16,1024 --csv\n",
+    .default_tasks = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096",
+    .default_policy = "mq,kernel,floor",
+    .pseudo = yield_pseudo,
+    .default_seconds = 0.2,
+    .default_repeats = 5,
+};
+
+/* ------------------------------------------------------------------ */
+/* Shared state of one data point                                      */
+/* ------------------------------------------------------------------ */
+
+/* Read by every task, written twice per measurement by the main thread. */
+struct flags {
+    _Atomic int start, stop;
+} __attribute__((aligned(CACHELINE)));
+
+/* One task's counter, written only by that task; on its own line so the
+ * count itself causes no sharing. */
+struct slot {
+    _Atomic uint64_t count;
+    const struct flags *flags;
+} __attribute__((aligned(CACHELINE)));
+
+struct fairness {
+    double min_over_mean, zero, ndev;
+};
+
+struct point;
+
+/* What differs between row kinds.  open: once per (row, N), before the
+ * warm-up (create the runtime, map the floor's stacks); measure: one run
+ * of `seconds`, returning ns per yield; close: undo open. */
+struct kind {
+    int (*open)(struct point *pt);
+    int (*measure)(struct point *pt, double seconds, double *ns);
+    void (*close)(struct point *pt);
+};
+
+/* One data point: a row at one N.  Owned by the main thread; tasks see
+ * only their slot and the flags. */
+struct point {
+    const bench_opts_t *o;
+    const bench_row_spec_t *row;
+    const struct kind *kind;
+    bench_progress_t *progress;
+    char param[32];
+    int ntasks, workers, busy;
+    struct flags *flags;
+    struct slot *slots;
+    /* per-task yields in the last window, and counters at its start */
+    double *work;
+    uint64_t *snap;
+    /* fairness, worst over the repeats so far */
+    struct fairness worst;
+    /* policy rows */
+    mqs_runtime_t *rt;
+    mqs_task_t **tasks;
+    /* kernel row */
+    pthread_t *threads;
+    int nthreads;
+    /* floor row: one mapping holding the N stacks */
+    char *stacks;
+    size_t stacks_len;
+};
+
+/* ------------------------------------------------------------------ */
+/* The measurement window (policy and kernel rows)                     */
+/* ------------------------------------------------------------------ */
+
+static inline void count_one(struct slot *s)
+{
+    atomic_store_explicit(
+        &s->count, atomic_load_explicit(&s->count, memory_order_relaxed) + 1,
+        memory_order_relaxed);
+}
+
+static inline bool flag(const _Atomic int *f)
+{
+    return atomic_load_explicit(f, memory_order_relaxed) != 0;
+}
+
+/* Snapshot the counters; returns the midpoint time of the snapshot.  At
+ * the window's end, store each task's yields in the window into work. */
+static uint64_t snapshot(struct point *pt, bool window_end)
+{
+    uint64_t a = bench_now_ns();
+    for (int i = 0; i < pt->ntasks; i++) {
+        uint64_t c =
+            atomic_load_explicit(&pt->slots[i].count, memory_order_relaxed);
+        if (window_end)
+            pt->work[i] = (double)(c - pt->snap[i]);
+        else
+            pt->snap[i] = c;
+    }
+    return a + (bench_now_ns() - a) / 2;
+}
+
+static void fairness_of(const double *work, int n, struct fairness *f)
+{
+    double mean = bench_mean(work, (size_t)n), min = work[0];
+    f->zero = 0;
+    for (int i = 0; i < n; i++) {
+        min = work[i] < min ? work[i] : min;
+        f->zero += work[i] == 0;
+    }
+    f->min_over_mean = mean > 0 ? min / mean : 0;
+    f->ndev = n > 1 && mean > 0 ? bench_stdev(work, (size_t)n) / mean : 0;
+}
+
+static void fairness_merge(struct fairness *worst, const struct fairness *f)
+{
+    worst->min_over_mean = fmin(worst->min_over_mean, f->min_over_mean);
+    worst->zero = fmax(worst->zero, f->zero);
+    worst->ndev = fmax(worst->ndev, f->ndev);
+}
+
+static void reset_counters(struct point *pt)
+{
+    atomic_store(&pt->flags->start, 0);
+    atomic_store(&pt->flags->stop, 0);
+    for (int i = 0; i < pt->ntasks; i++) {
+        atomic_store_explicit(&pt->slots[i].count, 0, memory_order_relaxed);
+        pt->slots[i].flags = pt->flags;
+    }
+}
+
+/* Everything but spawning and joining: set start, settle, count yields
+ * over `seconds`, set stop.  Returns ns per yield through *ns. */
+static int run_window(struct point *pt, double seconds, double *ns)
+{
+    uint64_t win = (uint64_t)(seconds * 1e9);
+    atomic_store(&pt->flags->start, 1);
+    bench_sleep_ns(win / 10 < SETTLE_MAX_NS ? win / 10 : SETTLE_MAX_NS);
+    uint64_t t0 = snapshot(pt, false);
+    bench_sleep_ns(win);
+    uint64_t t1 = snapshot(pt, true);
+    atomic_store(&pt->flags->stop, 1);
+    double total = 0;
+    for (int i = 0; i < pt->ntasks; i++)
+        total += pt->work[i];
+    if (total <= 0) {
+        fprintf(stderr, "mqs-bench yield: %s %s: no yields counted\n",
+                pt->row->spec, pt->param);
+        return -1;
+    }
+    *ns = (double)(t1 - t0) * pt->busy / total;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Policy rows: mqs tasks                                              */
+/* ------------------------------------------------------------------ */
+
+static void *mq_task(void *arg)
+{
+    struct slot *s = arg;
+    const struct flags *f = s->flags;
+    while (!flag(&f->start))
+        mqs_yield();
+    while (!flag(&f->stop)) {
+        mqs_yield();
+        count_one(s);
+    }
+    return NULL;
+}
+
+/* Does the runtime's policy name match the row "name[:tunables]"?  The
+ * runtime reads MQS_* variables, and MQS_POLICY would silently relabel
+ * every row. */
+static bool same_policy(const char *name, const char *spec)
+{
+    size_t n = strcspn(spec, ":");
+    return name && strlen(name) == n && strncmp(name, spec, n) == 0;
+}
+
+static int mq_open(struct point *pt)
+{
+    char err[256] = "";
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.workers = pt->o->workers;
+    cfg.policy = pt->row->spec;
+    cfg.errbuf = err;
+    cfg.errbuf_size = sizeof err;
+    int rc = mqs_runtime_create(&pt->rt, &cfg);
+    if (rc != 0) {
+        fprintf(stderr, "mqs-bench yield: %s: runtime: %s\n", pt->row->spec,
+                err[0] ? err : mqs_strerror(rc));
+        pt->rt = NULL;
+        return -1;
+    }
+    if (!same_policy(mqs_runtime_policy(pt->rt), pt->row->spec)) {
+        fprintf(stderr,
+                "mqs-bench yield: row %s ran policy %s: MQS_POLICY in the "
+                "environment overrides --policy; unset it\n",
+                pt->row->spec, mqs_runtime_policy(pt->rt));
+        return -1;
+    }
+    pt->workers = mqs_runtime_workers(pt->rt);
+    pt->busy = pt->ntasks < pt->workers ? pt->ntasks : pt->workers;
+    pt->tasks = calloc((size_t)pt->ntasks, sizeof *pt->tasks);
+    return pt->tasks ? 0 : -1;
+}
+
+/* Join the first n tasks; returns the first error. */
+static int mq_join(struct point *pt, int n)
+{
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        int r = mqs_join(pt->tasks[i], NULL);
+        if (r && !rc) {
+            fprintf(stderr, "mqs-bench yield: mqs_join: %s\n", mqs_strerror(r));
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+static int mq_measure(struct point *pt, double seconds, double *ns)
+{
+    reset_counters(pt);
+    for (int i = 0; i < pt->ntasks; i++) {
+        int r = mqs_spawn(pt->rt, &pt->tasks[i], NULL, mq_task, &pt->slots[i]);
+        if (r != 0) {
+            fprintf(stderr, "mqs-bench yield: %s %s: mqs_spawn: %s\n",
+                    pt->row->spec, pt->param, mqs_strerror(r));
+            atomic_store(&pt->flags->stop, 1);
+            atomic_store(&pt->flags->start, 1);
+            mq_join(pt, i);
+            return -1;
+        }
+    }
+    int rc = run_window(pt, seconds, ns);
+    return mq_join(pt, pt->ntasks) ? -1 : rc;
+}
+
+static void mq_close(struct point *pt)
+{
+    if (pt->rt) {
+        int rc = mqs_runtime_destroy(pt->rt);
+        if (rc)
+            fprintf(stderr, "mqs-bench yield: mqs_runtime_destroy: %s\n",
+                    mqs_strerror(rc));
+    }
+    free(pt->tasks);
+    pt->rt = NULL;
+    pt->tasks = NULL;
+}
+
+static const struct kind kind_policy = {mq_open, mq_measure, mq_close};
+
+/* ------------------------------------------------------------------ */
+/* kernel row: pthreads and sched_yield                                */
+/* ------------------------------------------------------------------ */
+
+static void *kernel_thread(void *arg)
+{
+    struct slot *s = arg;
+    const struct flags *f = s->flags;
+    while (!flag(&f->start))
+        sched_yield();
+    while (!flag(&f->stop)) {
+        sched_yield();
+        count_one(s);
+    }
+    return NULL;
+}
+
+/* The CPUs the threads may use: all allowed ones, or with --workers W
+ * the first W of them (a shared mask, not one CPU per thread). */
+static int kernel_cpus(const bench_opts_t *o, cpu_set_t *set)
+{
+    cpu_set_t allowed;
+    CPU_ZERO(set);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return bench_cpus_allowed();
+    int n = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &allowed) || (o->workers && n == o->workers))
+            continue;
+        CPU_SET(c, set);
+        n++;
+    }
+    return n;
+}
+
+static int kernel_open(struct point *pt)
+{
+    cpu_set_t set;
+    pt->workers = kernel_cpus(pt->o, &set);
+    pt->busy = pt->ntasks < pt->workers ? pt->ntasks : pt->workers;
+    pt->threads = calloc((size_t)pt->ntasks, sizeof *pt->threads);
+    return pt->threads ? 0 : -1;
+}
+
+static void kernel_join(struct point *pt)
+{
+    for (int i = 0; i < pt->nthreads; i++)
+        pthread_join(pt->threads[i], NULL);
+    pt->nthreads = 0;
+}
+
+static int kernel_spawn(struct point *pt)
+{
+    pthread_attr_t attr;
+    cpu_set_t set;
+    kernel_cpus(pt->o, &set);
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, KERNEL_STACK);
+    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    int rc = 0;
+    for (int i = 0; i < pt->ntasks && rc == 0; i++) {
+        rc = pthread_create(&pt->threads[i], &attr, kernel_thread,
+                            &pt->slots[i]);
+        if (rc == 0)
+            pt->nthreads++;
+    }
+    pthread_attr_destroy(&attr);
+    if (rc)
+        fprintf(stderr, "mqs-bench yield: kernel %s: pthread_create: %s\n",
+                pt->param, strerror(rc));
+    return rc ? -1 : 0;
+}
+
+static int kernel_measure(struct point *pt, double seconds, double *ns)
+{
+    reset_counters(pt);
+    if (kernel_spawn(pt) != 0) {
+        atomic_store(&pt->flags->stop, 1);
+        atomic_store(&pt->flags->start, 1);
+        kernel_join(pt);
+        return -1;
+    }
+    int rc = run_window(pt, seconds, ns);
+    kernel_join(pt);
+    return rc;
+}
+
+static void kernel_close(struct point *pt)
+{
+    free(pt->threads);
+    pt->threads = NULL;
+}
+
+static const struct kind kind_kernel = {kernel_open, kernel_measure,
+                                        kernel_close};
+
+/* ------------------------------------------------------------------ */
+/* floor row: a bare ring of contexts                                  */
+/* ------------------------------------------------------------------ */
+
+/* A context of the ring, or the main thread's: its saved stack pointer
+ * and what the sanitizers need to follow a switch to it (its stack for
+ * ASan, a fiber handle for TSan). */
+struct fiber {
+    void *sp;
+    const void *stack;
+    size_t stack_size;
+    void *tsan;
+};
+
+struct ring;
+
+struct ring_ctx {
+    struct fiber f;
+    uint64_t count; /* switches it made */
+    struct ring_ctx *next;
+    struct ring *ring;
+} __attribute__((aligned(CACHELINE)));
+
+struct ring {
+    _Atomic int stop; /* set by the timer thread */
+    struct fiber main;
+    uint64_t t0, t1;
+    struct ring_ctx *ctx;
+    int n;
+    double seconds;
+};
+
+/* Switch from one fiber to another, telling the sanitizers in their
+ * builds (a bare mqs__ctx_switch otherwise).  dying: `from` will never be
+ * resumed. */
+static void ring_switch(struct fiber *from, struct fiber *to, bool dying)
+{
+#if defined(MQS_ASAN)
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(dying ? NULL : &fake, to->stack,
+                                   to->stack_size);
+#elif defined(MQS_TSAN)
+    __tsan_switch_to_fiber(to->tsan, 0);
+#endif
+    (void)dying;
+    mqs__ctx_switch(&from->sp, to->sp);
+#if defined(MQS_ASAN)
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+static void ring_entry(void *arg)
+{
+    struct ring_ctx *c = arg;
+    struct ring *r = c->ring;
+#if defined(MQS_ASAN)
+    __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+    if (c == r->ctx)
+        r->t0 = bench_now_ns();
+    while (!flag(&r->stop)) {
+        c->count++;
+        ring_switch(&c->f, &c->next->f, false);
+    }
+    r->t1 = bench_now_ns();
+    ring_switch(&c->f, &r->main, true);
+    abort(); /* never resumed: the next measurement remakes every context */
+}
+
+static void *ring_timer(void *arg)
+{
+    struct ring *r = arg;
+    bench_sleep_ns((uint64_t)(r->seconds * 1e9));
+    atomic_store(&r->stop, 1);
+    return NULL;
+}
+
+static int floor_contexts(const struct point *pt)
+{
+    return pt->ntasks < 2 ? 2 : pt->ntasks;
+}
+
+static int floor_open(struct point *pt)
+{
+    pt->workers = pt->busy = 1;
+    pt->stacks_len = (size_t)floor_contexts(pt) * FLOOR_STACK;
+    pt->stacks = mmap(NULL, pt->stacks_len, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (pt->stacks == MAP_FAILED) {
+        pt->stacks = NULL;
+        perror("mqs-bench yield: floor: mmap");
+        return -1;
+    }
+    return 0;
+}
+
+/* Build the ring on fresh stacks, tops staggered by (i % 64) * 64 bytes
+ * as the runtime staggers task stacks, so that N contexts do not all
+ * collide in the same cache sets. */
+static void ring_make(struct point *pt, struct ring *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        struct ring_ctx *c = &r->ctx[i];
+        char *lo = pt->stacks + (size_t)i * FLOOR_STACK;
+        c->f = (struct fiber){.stack = lo, .stack_size = FLOOR_STACK};
+        c->count = 0;
+        c->ring = r;
+        c->next = &r->ctx[(i + 1) % r->n];
+        c->f.sp = mqs__ctx_make(lo + FLOOR_STACK - (size_t)(i % 64) * 64,
+                                ring_entry, c);
+#if defined(MQS_TSAN)
+        c->f.tsan = __tsan_create_fiber(0);
+#endif
+    }
+}
+
+/* The main thread's side, and (TSan) the fibers' release. */
+static void ring_main(struct ring *r)
+{
+#if defined(MQS_ASAN)
+    pthread_attr_t a;
+    void *lo = NULL;
+    size_t sz = 0;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        pthread_attr_getstack(&a, &lo, &sz);
+        pthread_attr_destroy(&a);
+    }
+    r->main.stack = lo;
+    r->main.stack_size = sz;
+#elif defined(MQS_TSAN)
+    r->main.tsan = __tsan_get_current_fiber();
+#else
+    (void)r;
+#endif
+}
+
+static void ring_unmake(struct ring *r)
+{
+#if defined(MQS_TSAN)
+    for (int i = 0; i < r->n; i++)
+        __tsan_destroy_fiber(r->ctx[i].f.tsan);
+#endif
+    free(r->ctx);
+}
+
+/* Run the ring for `seconds`; ns per switch through *ns. */
+static int floor_measure(struct point *pt, double seconds, double *ns)
+{
+    struct ring r = {.n = floor_contexts(pt), .seconds = seconds};
+    r.ctx = aligned_alloc(CACHELINE, (size_t)r.n * sizeof *r.ctx);
+    if (!r.ctx)
+        return -1;
+    ring_main(&r);
+    ring_make(pt, &r);
+    pthread_t timer;
+    int rc = pthread_create(&timer, NULL, ring_timer, &r);
+    if (rc == 0) {
+        ring_switch(&r.main, &r.ctx[0].f, false);
+        pthread_join(timer, NULL);
+        double total = 0;
+        for (int i = 0; i < r.n; i++) {
+            pt->work[i % pt->ntasks] = (double)r.ctx[i].count;
+            total += (double)r.ctx[i].count;
+        }
+        *ns = total > 0 ? (double)(r.t1 - r.t0) / total : NAN;
+        rc = total > 0 ? 0 : -1;
+    }
+    ring_unmake(&r);
+    return rc;
+}
+
+static void floor_close(struct point *pt)
+{
+    if (pt->stacks) {
+#if defined(MQS_ASAN)
+        __asan_unpoison_memory_region(pt->stacks, pt->stacks_len);
+#endif
+        munmap(pt->stacks, pt->stacks_len);
+    }
+    pt->stacks = NULL;
+}
+
+static const struct kind kind_floor = {floor_open, floor_measure, floor_close};
+
+/* ------------------------------------------------------------------ */
+/* One data point: warm-up, repeats, result                            */
+/* ------------------------------------------------------------------ */
+
+static int measure_repeat(void *arg, int repeat, double *value)
+{
+    struct point *pt = arg;
+    struct fairness f;
+    bench_progress_show(pt->progress, pt->row->spec, pt->param, repeat + 1);
+    if (pt->kind->measure(pt, pt->o->seconds, value) != 0)
+        return -1;
+    fairness_of(pt->work, pt->ntasks, &f);
+    fairness_merge(&pt->worst, &f);
+    return 0;
+}
+
+static int point_alloc(struct point *pt)
+{
+    size_t n = (size_t)pt->ntasks;
+    pt->flags = aligned_alloc(CACHELINE, sizeof *pt->flags);
+    pt->slots = aligned_alloc(CACHELINE, n * sizeof *pt->slots);
+    pt->work = calloc(n, sizeof *pt->work);
+    pt->snap = calloc(n, sizeof *pt->snap);
+    return pt->flags && pt->slots && pt->work && pt->snap ? 0 : -1;
+}
+
+static void point_free(struct point *pt)
+{
+    free(pt->flags);
+    free(pt->slots);
+    free(pt->work);
+    free(pt->snap);
+}
+
+/* Measure and fill *res (value NAN when it failed). */
+static int point_run(struct point *pt, bench_result_t *res)
+{
+    bench_estimate_t est = {.mean = NAN, .ci95 = NAN, .frc = true};
+    pt->worst = (struct fairness){1, 0, 0};
+    int rc = point_alloc(pt) ? -1 : pt->kind->open(pt);
+    if (rc == 0) {
+        double warm;
+        bench_progress_show(pt->progress, pt->row->spec, pt->param, 0);
+        rc = pt->kind->measure(pt, pt->o->seconds / 4, &warm);
+    }
+    if (rc == 0)
+        rc = bench_repeat_until_precise(&pt->o->prec, measure_repeat, pt, &est);
+    pt->kind->close(pt);
+    point_free(pt);
+    bool ok = rc == 0;
+    *res = (bench_result_t){
+        .row = pt->row->spec,
+        .param = pt->param,
+        .workers = pt->workers,
+        .value = ok ? est.mean : NAN,
+        .ci95 = ok ? est.ci95 : NAN,
+        .unit = "ns",
+        .frc = ok && est.frc,
+        .extra = {[X_FAIR_MIN] = ok ? pt->worst.min_over_mean : NAN,
+                  [X_ZERO] = ok ? pt->worst.zero : NAN,
+                  [X_NDEV] = ok ? pt->worst.ndev : NAN,
+                  [X_REPEATS] = ok ? est.n : NAN}};
+    return rc;
+}
+
+static const struct kind *kind_of(const bench_row_spec_t *row)
+{
+    if (!row->pseudo)
+        return &kind_policy;
+    return strcmp(row->spec, "kernel") == 0 ? &kind_kernel : &kind_floor;
+}
+
+static int run_all(const bench_opts_t *o, bench_results_t *rs)
+{
+    bench_progress_t prog;
+    bench_progress_init(&prog, o->nrows * o->ntasks);
+    int failed = 0;
+    for (int r = 0; r < o->nrows; r++) {
+        for (int t = 0; t < o->ntasks; t++) {
+            struct point pt = {.o = o,
+                               .row = &o->rows[r],
+                               .kind = kind_of(&o->rows[r]),
+                               .progress = &prog,
+                               .ntasks = o->tasks[t]};
+            snprintf(pt.param, sizeof pt.param, "tasks=%d", o->tasks[t]);
+            prog.index++;
+            bench_result_t res;
+            failed |= point_run(&pt, &res) != 0;
+            if (bench_results_add(rs, &res) != 0)
+                return -1;
+        }
+    }
+    bench_progress_done(&prog);
+    return failed ? -1 : 0;
+}
+
+int bench_yield_main(int argc, char **argv)
+{
+    bench_opts_t o;
+    int rc = bench_parse_options(&yield_cli, argc, argv, &o);
+    if (rc == BENCH_HELP_SHOWN)
+        return 0;
+    if (rc)
+        return rc;
+    bench_results_t rs;
+    bench_results_init(&rs, "yield", "ns per yield", yield_extras, X_COUNT);
+    int failed = run_all(&o, &rs);
+    int out = bench_results_print(&rs, o.format, stdout);
+    bench_results_free(&rs);
+    bench_opts_free(&o);
+    return failed || out ? 1 : 0;
+}

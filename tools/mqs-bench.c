@@ -1,0 +1,75 @@
+/*
+ * mqs-bench - the classic scheduler experiments, run against mqs's
+ * policies side by side:  mqs-bench <experiment> [options].
+ *
+ * The CLI is a table of experiments (name, one-line description, entry
+ * point); each experiment is one file under bench/ that parses its own
+ * options with the shared helpers in bench/common.c and prints through
+ * bench/output.c, so every experiment reports in the same schema
+ * (aligned table, --csv or --json).  Adding one is a line here and a
+ * declaration in bench/common.h.
+ *
+ * Exit status: 0 success, 1 a measurement failed, 2 a usage error.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "mqs.h"
+
+struct experiment {
+    const char *name;
+    const char *description;
+    int (*run)(int argc, char **argv);
+};
+
+static const struct experiment experiments[] = {
+    {"yield",
+     "ns per yield vs tasks: policies, kernel sched_yield, bare switch floor",
+     bench_yield_main},
+};
+
+#define NEXPERIMENTS (sizeof experiments / sizeof experiments[0])
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: mqs-bench <experiment> [options]\n"
+                 "       mqs-bench <experiment> --help\n\n"
+                 "experiments:\n");
+    for (size_t i = 0; i < NEXPERIMENTS; i++)
+        fprintf(out, "  %-10s %s\n", experiments[i].name,
+                experiments[i].description);
+    fprintf(out,
+            "\nmqs %d.%d.%d; output: an aligned table, --csv or "
+            "--json.  Exit status: 0 ok,\n1 a measurement failed, 2 a "
+            "usage error.\n",
+            MQS_VERSION_MAJOR, MQS_VERSION_MINOR, MQS_VERSION_PATCH);
+}
+
+static const struct experiment *find_experiment(const char *name)
+{
+    for (size_t i = 0; i < NEXPERIMENTS; i++)
+        if (strcmp(experiments[i].name, name) == 0)
+            return &experiments[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return BENCH_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    const struct experiment *e = find_experiment(argv[1]);
+    if (!e) {
+        fprintf(stderr, "mqs-bench: unknown experiment '%s'\n\n", argv[1]);
+        usage(stderr);
+        return BENCH_EXIT_USAGE;
+    }
+    return e->run(argc - 1, argv + 1);
+}
