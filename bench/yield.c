@@ -484,16 +484,17 @@ static void ring_switch(struct fiber *from, struct fiber *to, bool dying)
     __tsan_switch_to_fiber(to->tsan, 0);
 #endif
     (void)dying;
-    mqs__ctx_switch(&from->sp, to->sp);
+    mqs__ctx_switch(&from->sp, to->sp, NULL);
 #if defined(MQS_ASAN)
     __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
 }
 
-static void ring_entry(void *arg)
+static void ring_entry(void *arg, void *pass)
 {
     struct ring_ctx *c = arg;
     struct ring *r = c->ring;
+    (void)pass;
 #if defined(MQS_ASAN)
     __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
 #endif

@@ -54,6 +54,20 @@ static inline unsigned mqs__bit_next(const uint64_t *map, unsigned words,
     }
 }
 
+/* Is any bit below `limit` set?  (For priority maps: is anything more
+ * urgent than level `limit` there?)  Branch-light for limits < 192. */
+static inline bool mqs__bit_any_below(const uint64_t *map, unsigned words,
+                                      unsigned limit)
+{
+    unsigned full = limit >> 6, i;
+    for (i = 0; i < full && i < words; i++)
+        if (map[i])
+            return true;
+    if (i >= words || (limit & 63) == 0)
+        return false;
+    return (map[i] & ((UINT64_C(1) << (limit & 63)) - 1)) != 0;
+}
+
 static inline unsigned mqs__bit_count(const uint64_t *map, unsigned words)
 {
     unsigned n = 0;

@@ -8,13 +8,18 @@
  * frame from there.  Caller-saved state is already dead at a call, so
  * nothing else needs saving: this is the whole cost of a switch.
  *
+ * The switcher's third argument comes out as the return value in the
+ * context that resumes (the scheduler passes its worker, so a task that
+ * resumes on another OS thread learns where it is without a TLS lookup).
+ *
  * mqs__ctx_make prepares a fresh stack so that the first switch to it
- * calls entry(arg) on it; entry must never return.
+ * calls entry(arg, pass) on it; entry must never return.
  */
 #ifndef MQS_CTX_H
 #define MQS_CTX_H
 
-void mqs__ctx_switch(void **save, void *to);
-void *mqs__ctx_make(void *stack_top, void (*entry)(void *), void *arg);
+void *mqs__ctx_switch(void **save, void *to, void *pass);
+void *mqs__ctx_make(void *stack_top, void (*entry)(void *, void *),
+                    void *arg);
 
 #endif

@@ -169,8 +169,6 @@ struct mqs_rq {
     /* Published summary, written under lock, read without it. */
     atomic_uint nr_queued;
     atomic_uint best_prio;
-    /* The running task (for wake_preempt), written by the owner. */
-    _Atomic(struct mqs_task *) curr;
 } MQS__ALIGNED;
 
 struct mqs__timer_heap {
@@ -297,6 +295,20 @@ static inline unsigned mqs__best_prio_anywhere(const mqs_runtime_t *rt)
             return i * 64 + (unsigned)__builtin_ctzll(b);
     }
     return MQS_PRIO_NONE;
+}
+
+/* Is any level below `limit` queued on some run queue (the hint)? */
+static inline bool mqs__levels_any_below(const mqs_runtime_t *rt,
+                                         unsigned limit)
+{
+    unsigned i = 0;
+    for (; i < limit / 64 && i < 3; i++)
+        if (atomic_load_explicit(&rt->level_bits[i], memory_order_relaxed))
+            return true;
+    if (i >= 3 || limit % 64 == 0)
+        return false;
+    return (atomic_load_explicit(&rt->level_bits[i], memory_order_relaxed) &
+            ((UINT64_C(1) << (limit % 64)) - 1)) != 0;
 }
 
 /* ------------------------------------------------------------------ */

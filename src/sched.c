@@ -445,8 +445,9 @@ void mqs__wake(struct mqs_task *t)
 /* Switch from the current context (task prev, or the loop when prev is
  * NULL) to `to` (a task, or the loop when NULL).  Returns when the
  * context is resumed, possibly on another worker. */
-static MQS__HOT void switch_to(struct mqs_worker *w, struct mqs_task *prev,
-                      struct mqs_task *to)
+static MQS__HOT struct mqs_worker *switch_to(struct mqs_worker *w,
+                                             struct mqs_task *prev,
+                                             struct mqs_task *to)
 {
     void **save = prev ? &prev->sp : &w->loop_sp;
     void *fake = NULL;
@@ -459,8 +460,9 @@ static MQS__HOT void switch_to(struct mqs_worker *w, struct mqs_task *prev,
     else
         mqs__switch_enter(&fake, w->loop_stack_lo, w->loop_stack_size,
                           w->tsan_fiber);
-    mqs__ctx_switch(save, to ? to->sp : w->loop_sp);
+    w = mqs__ctx_switch(save, to ? to->sp : w->loop_sp, w);
     mqs__switch_leave(fake);
+    return w;
 }
 
 void mqs__finish_switch(struct mqs_worker *w)
@@ -519,7 +521,6 @@ static MQS__HOT void account_start(struct mqs_worker *w, struct mqs_task *t)
     atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
     atomic_store_explicit(&t->state, MQS__RUNNING, memory_order_relaxed);
     w->curr = t;
-    atomic_store_explicit(&w->rq.curr, t, memory_order_relaxed);
 }
 
 /* Check what pick returned: queued here (or stolen for us), allowed. */
@@ -645,10 +646,8 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
         account_start(w, next);
     else {
         w->curr = NULL;
-        atomic_store_explicit(&w->rq.curr, NULL, memory_order_relaxed);
     }
-    switch_to(w, prev, next);
-    w = mqs__worker_self();
+    w = switch_to(w, prev, next);
     mqs__finish_switch(w);
 }
 
@@ -714,7 +713,6 @@ void mqs__worker_loop(struct mqs_worker *w)
         MQS__STAT_ADD(w->stats.switches, 1);
         w->now = mqs__clock_ns(&w->clock);
         account_start(w, next);
-        switch_to(w, NULL, next);
-        w = mqs__worker_self();
+        w = switch_to(w, NULL, next);
     }
 }

@@ -99,7 +99,7 @@ static int check_attr(const mqs_runtime_t *rt, const mqs_task_attr_t *a)
     return 0;
 }
 
-static void task_main(void *arg);
+static void task_main(void *arg, void *worker);
 
 static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
                       const mqs_task_attr_t *a, mqs_task_fn fn, void *arg)
@@ -234,11 +234,11 @@ void mqs__task_exit(struct mqs_task *t)
     mqs__panic("task %s ran after it exited", t->name);
 }
 
-static void task_main(void *arg)
+static void task_main(void *arg, void *worker)
 {
     struct mqs_task *t = arg;
     mqs__switch_leave(NULL);
-    mqs__finish_switch(mqs__worker_self());
+    mqs__finish_switch(worker);
     t->result = t->fn(t->arg);
     mqs__task_exit(t);
 }

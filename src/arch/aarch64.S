@@ -12,7 +12,8 @@
     .globl mqs__ctx_switch
     .type mqs__ctx_switch, %function
     .p2align 4
-/* void mqs__ctx_switch(void **save, void *to) */
+/* void *mqs__ctx_switch(void **save, void *to, void *pass)
+ * Returns, in the resumed context, the `pass` of whoever switched to it. */
 mqs__ctx_switch:
     sub sp, sp, #176
     stp x19, x20, [sp, #0]
@@ -43,12 +44,14 @@ mqs__ctx_switch:
     ldr x9, [sp, #160]
     msr fpcr, x9
     add sp, sp, #176
+    mov x0, x2
     ret
     .size mqs__ctx_switch, .-mqs__ctx_switch
 
     .type ctx_start, %function
     .p2align 4
 ctx_start:
+    mov x1, x2               /* entry(arg, pass of the first switch) */
     mov x0, x20
     blr x19
     brk #0

@@ -14,7 +14,8 @@
     .globl mqs__ctx_switch
     .type mqs__ctx_switch, @function
     .p2align 4
-/* void mqs__ctx_switch(void **save, void *to) */
+/* void *mqs__ctx_switch(void **save, void *to, void *pass)
+ * Returns, in the resumed context, the `pass` of whoever switched to it. */
 mqs__ctx_switch:
     .cfi_startproc
     pushq %rbp
@@ -37,6 +38,7 @@ mqs__ctx_switch:
     popq %r12
     popq %rbx
     popq %rbp
+    movq %rdx, %rax
     ret
     .cfi_endproc
     .size mqs__ctx_switch, .-mqs__ctx_switch
@@ -47,6 +49,7 @@ ctx_start:
     .cfi_startproc
     .cfi_undefined rip
     movq %r13, %rdi
+    movq %rdx, %rsi          /* entry(arg, pass of the first switch)    */
     callq *%r12
     ud2
     .cfi_endproc

@@ -64,6 +64,7 @@ struct prio_array {
 struct mq_rq {
     struct prio_array arrays[2];
     struct prio_array *active, *expired;
+    unsigned active_idx;      /* active == &arrays[active_idx] */
     unsigned nr;
     uint64_t expired_since;   /* when the expired array became non-empty */
     uint64_t next_periodic;
@@ -179,7 +180,7 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
             m->expired_since = mqs__rq_clock(rq);
     }
     struct prio_array *a = expire ? m->expired : m->active;
-    se->p[0] = (uint64_t)(a - m->arrays);
+    se->p[0] = expire ? m->active_idx ^ 1 : m->active_idx;
     array_add(a, se, head);
     m->nr++;
     publish(rq);
@@ -264,6 +265,7 @@ static struct mqs_sched_entity *mq_pick(struct mqs_rq *rq)
         struct prio_array *t = m->active;
         m->active = m->expired;
         m->expired = t;
+        m->active_idx ^= 1;
     }
     unsigned local = array_best(m->active);
     struct mqs_sched_entity *se = pull_urgent(rq, local);
@@ -279,14 +281,18 @@ static struct mqs_sched_entity *mq_pick(struct mqs_rq *rq)
 }
 
 /* Is a remote task urgent enough to be pulled instead of running one
- * of level `local` here? (one word read in the common case) */
+ * of level `local` here?  Realtime: any more urgent level; normal: one
+ * more urgent by over affinity_boost levels, and any realtime one.  One
+ * or two words of the runtime-wide level map are read. */
 static bool remote_beats(struct mqs_rq *rq, unsigned local)
 {
-    unsigned hint = mqs__best_prio_anywhere(rq->rt);
-    if (hint >= local)
-        return false;
-    return hint < MQS_PRIO_NORMAL_MIN ||
-           hint + (unsigned)state(rq)->tun->affinity_boost < local;
+    unsigned limit = local;
+    if (local >= MQS_PRIO_NORMAL_MIN) {
+        unsigned boost = (unsigned)state(rq)->tun->affinity_boost;
+        limit = local - boost > MQS_PRIO_NORMAL_MIN ? local - boost
+                                                    : MQS_PRIO_NORMAL_MIN;
+    }
+    return mqs__levels_any_below(rq->rt, limit);
 }
 
 /* A yield that leaves the queue's shape unchanged: se still has slice,
@@ -299,7 +305,8 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
     struct mq_rq *m = state(rq);
     unsigned lvl = se->prio;
     if ((se->cls != MQS_CLASS_FIFO && se->slice_ns <= 0) ||
-        array_best(m->active) < lvl || remote_beats(rq, lvl))
+        mqs__bit_any_below(m->active->bits, WORDS, lvl) ||
+        remote_beats(rq, lvl))
         return NULL;
     if (m->expired->nr && mqs__rq_clock(rq) - m->expired_since >
                               (uint64_t)m->tun->starve_ns)
@@ -309,7 +316,7 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
         return se;
     struct mqs_list *first = q->next;
     mqs__list_del(first);
-    se->p[0] = (uint64_t)(m->active - m->arrays);
+    se->p[0] = m->active_idx;
     mqs__list_add_tail(q, &se->node);
     return mqs_se_entry(first, struct mqs_sched_entity, node);
 }
