@@ -54,18 +54,24 @@ static inline unsigned mqs__bit_next(const uint64_t *map, unsigned words,
     }
 }
 
-/* Is any bit below `limit` set?  (For priority maps: is anything more
- * urgent than level `limit` there?)  Branch-light for limits < 192. */
-static inline bool mqs__bit_any_below(const uint64_t *map, unsigned words,
-                                      unsigned limit)
+/* Mask of the bits of word `word` that lie below bit index `limit`. */
+static inline uint64_t mqs__below_mask(unsigned limit, unsigned word)
 {
-    unsigned full = limit >> 6, i;
-    for (i = 0; i < full && i < words; i++)
-        if (map[i])
-            return true;
-    if (i >= words || (limit & 63) == 0)
-        return false;
-    return (map[i] & ((UINT64_C(1) << (limit & 63)) - 1)) != 0;
+    unsigned lo = word * 64;
+    if (limit <= lo)
+        return 0;
+    if (limit >= lo + 64)
+        return ~UINT64_C(0);
+    return (UINT64_C(1) << (limit - lo)) - 1;
+}
+
+/* Is any bit below `limit` set in a 3-word (192-bit) map?  (For priority
+ * maps: is anything more urgent than level `limit` there?) */
+static inline bool mqs__bit_any_below3(const uint64_t *map, unsigned limit)
+{
+    return ((map[0] & mqs__below_mask(limit, 0)) |
+            (map[1] & mqs__below_mask(limit, 1)) |
+            (map[2] & mqs__below_mask(limit, 2))) != 0;
 }
 
 static inline unsigned mqs__bit_count(const uint64_t *map, unsigned words)

@@ -21,6 +21,7 @@
 
 #include "mqs.h"
 #include "mqs/policy.h"
+#include "bitmap.h"
 #include "clock.h"
 #include "fiber.h"
 #include "list.h"
@@ -301,14 +302,11 @@ static inline unsigned mqs__best_prio_anywhere(const mqs_runtime_t *rt)
 static inline bool mqs__levels_any_below(const mqs_runtime_t *rt,
                                          unsigned limit)
 {
-    unsigned i = 0;
-    for (; i < limit / 64 && i < 3; i++)
-        if (atomic_load_explicit(&rt->level_bits[i], memory_order_relaxed))
-            return true;
-    if (i >= 3 || limit % 64 == 0)
-        return false;
-    return (atomic_load_explicit(&rt->level_bits[i], memory_order_relaxed) &
-            ((UINT64_C(1) << (limit % 64)) - 1)) != 0;
+    uint64_t any = 0;
+    for (unsigned i = 0; i < 3; i++)
+        any |= atomic_load_explicit(&rt->level_bits[i], memory_order_relaxed) &
+               mqs__below_mask(limit, i);
+    return any != 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -45,10 +45,12 @@
 
 #define LEVELS MQS_PRIO_LEVELS
 #define WORDS MQS__BITMAP_WORDS(LEVELS)
+_Static_assert(WORDS == 3, "priority maps are three words");
 #define STEAL_MAX 16
 
 struct mq_tunables {
     int64_t slice_ns;
+    int64_t latency_ns;
     int64_t rr_slice_ns;
     int64_t affinity_boost;
     int64_t balance_ns;
@@ -65,6 +67,8 @@ struct mq_rq {
     struct prio_array arrays[2];
     struct prio_array *active, *expired;
     unsigned active_idx;      /* active == &arrays[active_idx] */
+    unsigned mask_lvl;        /* level the masks below are for */
+    uint64_t local_mask[WORDS], remote_mask[WORDS];
     unsigned nr;
     uint64_t expired_since;   /* when the expired array became non-empty */
     uint64_t next_periodic;
@@ -75,6 +79,9 @@ static const struct mqs_tunable mq_tunables[] = {
     {"slice_ns", 10000, 1000000000, 1000000,
      offsetof(struct mq_tunables, slice_ns),
      "time slice of a nice-0 task; others scale by weight"},
+    {"latency_ns", 100000, 10000000000, 20000000,
+     offsetof(struct mq_tunables, latency_ns),
+     "longest round through one queue's normal tasks; shortens slices"},
     {"rr_slice_ns", 100000, 1000000000, 100000000,
      offsetof(struct mq_tunables, rr_slice_ns), "SCHED_RR time slice"},
     {"affinity_boost", 0, 40, 1, offsetof(struct mq_tunables, affinity_boost),
@@ -108,6 +115,7 @@ static void mq_init_rq(struct mqs_rq *rq)
     m->active = &m->arrays[0];
     m->expired = &m->arrays[1];
     m->tun = mqs_policy_state(mqs_rq_runtime(rq));
+    m->mask_lvl = MQS_PRIO_NONE;
 }
 
 static void array_add(struct prio_array *a, struct mqs_sched_entity *se,
@@ -153,9 +161,20 @@ static struct prio_array *home_array(struct mq_rq *m,
     return &m->arrays[se->p[0]];
 }
 
-static int64_t normal_slice(const struct mq_tunables *t, uint32_t weight)
+/* A nice-0 task gets slice_ns, but never so much that one round through
+ * the nr tasks of this queue takes longer than latency_ns (CFS's latency
+ * target applied to O(1) slices): with thousands of tasks a round stays
+ * short, so a task that loses a slice (to an expiry, or to the host
+ * descheduling the worker while it ran) waits one short round, not
+ * seconds.  Others scale by weight, down to 10 us. */
+static int64_t normal_slice(const struct mq_tunables *t, uint32_t weight,
+                            unsigned nr)
 {
-    int64_t s = t->slice_ns * (int64_t)weight / 1024;
+    int64_t base = t->slice_ns;
+    int64_t cap = t->latency_ns / (int64_t)(nr ? nr : 1);
+    if (cap < base)
+        base = cap;
+    int64_t s = base * (int64_t)weight / 1024;
     return s < 10000 ? 10000 : s;
 }
 
@@ -172,7 +191,7 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
         expire = se->slice_ns <= 0 && (flags & (MQS_ENQ_YIELD |
                                                 MQS_ENQ_PREEMPTED));
         if (se->slice_ns <= 0)
-            se->slice_ns = normal_slice(m->tun, se->weight);
+            se->slice_ns = normal_slice(m->tun, se->weight, m->nr + 1);
         if (m->expired->nr && mqs__rq_clock(rq) - m->expired_since >
                                   (uint64_t)m->tun->starve_ns)
             expire = true;
@@ -282,17 +301,29 @@ static struct mqs_sched_entity *mq_pick(struct mqs_rq *rq)
 
 /* Is a remote task urgent enough to be pulled instead of running one
  * of level `local` here?  Realtime: any more urgent level; normal: one
- * more urgent by over affinity_boost levels, and any realtime one.  One
- * or two words of the runtime-wide level map are read. */
-static bool remote_beats(struct mqs_rq *rq, unsigned local)
+ * more urgent by over affinity_boost levels, and any realtime one. */
+static unsigned pull_limit(struct mqs_rq *rq, unsigned local)
 {
-    unsigned limit = local;
-    if (local >= MQS_PRIO_NORMAL_MIN) {
-        unsigned boost = (unsigned)state(rq)->tun->affinity_boost;
-        limit = local - boost > MQS_PRIO_NORMAL_MIN ? local - boost
-                                                    : MQS_PRIO_NORMAL_MIN;
+    if (local < MQS_PRIO_NORMAL_MIN)
+        return local;
+    unsigned boost = (unsigned)state(rq)->tun->affinity_boost;
+    return local - boost > MQS_PRIO_NORMAL_MIN ? local - boost
+                                               : MQS_PRIO_NORMAL_MIN;
+}
+
+/* The masks "levels more urgent than lvl" (local) and "levels worth a
+ * pull from level lvl" (remote), cached for the last level that yielded
+ * here: in a steady state every yield asks about the same level. */
+static void yield_masks(struct mqs_rq *rq, struct mq_rq *m, unsigned lvl)
+{
+    if (m->mask_lvl == lvl)
+        return;
+    unsigned limit = pull_limit(rq, lvl);
+    for (unsigned i = 0; i < WORDS; i++) {
+        m->local_mask[i] = mqs__below_mask(lvl, i);
+        m->remote_mask[i] = mqs__below_mask(limit, i);
     }
-    return mqs__levels_any_below(rq->rt, limit);
+    m->mask_lvl = lvl;
 }
 
 /* A yield that leaves the queue's shape unchanged: se still has slice,
@@ -304,9 +335,17 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
 {
     struct mq_rq *m = state(rq);
     unsigned lvl = se->prio;
-    if ((se->cls != MQS_CLASS_FIFO && se->slice_ns <= 0) ||
-        mqs__bit_any_below(m->active->bits, WORDS, lvl) ||
-        remote_beats(rq, lvl))
+    if (se->cls != MQS_CLASS_FIFO && se->slice_ns <= 0)
+        return NULL;
+    yield_masks(rq, m, lvl);
+    const uint64_t *b = m->active->bits;
+    uint64_t urgent = (b[0] & m->local_mask[0]) | (b[1] & m->local_mask[1]) |
+                      (b[2] & m->local_mask[2]);
+    for (unsigned i = 0; i < WORDS; i++)
+        urgent |= atomic_load_explicit(&rq->rt->level_bits[i],
+                                       memory_order_relaxed) &
+                  m->remote_mask[i];
+    if (urgent)
         return NULL;
     if (m->expired->nr && mqs__rq_clock(rq) - m->expired_since >
                               (uint64_t)m->tun->starve_ns)
