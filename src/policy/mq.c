@@ -396,6 +396,8 @@ static int two_choices(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
     uint64_t h = (uint64_t)(uintptr_t)se * 0x9e3779b97f4a7c15ull;
     int a = waker >= 0 ? waker : (int)((h >> 32) % (uint64_t)n);
     int b = (int)((h >> 16) % (uint64_t)n);
+    if (b == a)
+        b = (a + 1) % n;
     for (int i = 0; i < n && !mqs__se_allowed(se, a); i++)
         a = (a + 1) % n;
     for (int i = 0; i < n && !mqs__se_allowed(se, b); i++)
