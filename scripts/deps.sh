@@ -53,8 +53,19 @@ if ! command -v apt-get >/dev/null 2>&1; then
     exit 1
 fi
 
-echo "deps.sh: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# A package this release does not have (libclang-rt-dev is split out of
+# clang only from Debian 12 on) is skipped with a note, not fatal.
+install=""
+for pkg in $missing; do
+    if apt-cache show "$pkg" >/dev/null 2>&1; then
+        install="$install $pkg"
+    else
+        echo "deps.sh: no package $pkg in this release, skipped" >&2
+    fi
+done
+[ -z "$install" ] && exit 0
+echo "deps.sh: installing$install"
 # shellcheck disable=SC2086 # word splitting of the package list is wanted
-apt-get install -y -qq --no-install-recommends $missing
+apt-get install -y -qq --no-install-recommends $install

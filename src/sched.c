@@ -663,22 +663,29 @@ static bool has_work(struct mqs_worker *w)
                atomic_load_explicit(&w->timers.next, memory_order_relaxed);
 }
 
-/* Spin for idle_spin_ns, balance, then park until kicked or the next
- * timer.  Returns a task stolen for this worker, or NULL to look again. */
+/* Steal, spin for idle_spin_ns (stealing again whenever kicked: a busy
+ * worker kicks an idle one when work piles up), then park until kicked or
+ * the next timer.  Returns a task stolen for this worker, or NULL to look
+ * at the local queue again. */
 static struct mqs_task *idle_wait(struct mqs_worker *w)
 {
     uint64_t t0 = mqs__clock_ns(&w->clock);
     unsigned seen = atomic_load(&w->park_futex);
-    struct mqs_task *t = NULL;
     mqs__publish_idle(w->rt, w->index, true);
-    while (mqs__clock_ns(&w->clock) - t0 < (uint64_t)w->rt->idle_spin_ns) {
-        if (has_work(w) || atomic_load_explicit(&w->park_futex,
-                                                memory_order_relaxed) != seen)
+    struct mqs_task *t = balance_and_pick(w, MQS_BALANCE_IDLE);
+    while (!t && mqs__clock_ns(&w->clock) - t0 < (uint64_t)w->rt->idle_spin_ns) {
+        if (has_work(w))
             goto out;
+        unsigned now_seen = atomic_load_explicit(&w->park_futex,
+                                                 memory_order_relaxed);
+        if (now_seen != seen) {
+            seen = now_seen;
+            t = balance_and_pick(w, MQS_BALANCE_IDLE);
+            continue;
+        }
         for (int i = 0; i < 32; i++)
             mqs__cpu_relax();
     }
-    t = balance_and_pick(w, MQS_BALANCE_IDLE);
     if (t)
         goto out;
     atomic_store(&w->parked, 1);
