@@ -409,7 +409,8 @@ typedef struct mqs_task_stats {
 
 /* Errors: MQS_EINVAL (worker out of range). */
 int mqs_worker_stats(const mqs_runtime_t *rt, int worker, mqs_worker_stats_t *out);
-/* Sum over all workers. */
+/* Sum over all workers, plus the spawns made from threads outside the
+ * runtime (counted in `spawns` here and in no worker). */
 int mqs_runtime_stats(const mqs_runtime_t *rt, mqs_worker_stats_t *out);
 /* Counters of a live task (a consistent snapshot once it has ended). */
 int mqs_task_stats(const mqs_task_t *task, mqs_task_stats_t *out);

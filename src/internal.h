@@ -313,8 +313,9 @@ static inline bool mqs__levels_any_below(const mqs_runtime_t *rt,
 /* Internal calls                                                      */
 /* ------------------------------------------------------------------ */
 
-/* The time of the current scheduling point on rq's worker (rq's owner
- * only). */
+/* The time of the current scheduling point on rq's worker.  Only the
+ * owning worker may call it (the field is its private, unsynchronised
+ * state); other threads use mqs_sched_clock(). */
 uint64_t mqs__rq_clock(const struct mqs_rq *rq);
 
 /* The calling thread's worker, or NULL.  Never inlined: a task may resume

@@ -192,11 +192,13 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
                                                 MQS_ENQ_PREEMPTED));
         if (se->slice_ns <= 0)
             se->slice_ns = normal_slice(m->tun, se->weight, m->nr + 1);
-        if (m->expired->nr && mqs__rq_clock(rq) - m->expired_since >
+        /* enqueue may run on any thread: the caller's clock, not the
+         * owner's (which only the owner may read). */
+        if (m->expired->nr && mqs_sched_clock() - m->expired_since >
                                   (uint64_t)m->tun->starve_ns)
             expire = true;
         if (expire && m->expired->nr == 0)
-            m->expired_since = mqs__rq_clock(rq);
+            m->expired_since = mqs_sched_clock();
     }
     struct prio_array *a = expire ? m->expired : m->active;
     se->p[0] = expire ? m->active_idx ^ 1 : m->active_idx;
