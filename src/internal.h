@@ -323,6 +323,14 @@ uint64_t mqs__rq_clock(const struct mqs_rq *rq);
 struct mqs_worker *mqs__worker_self(void);
 /* The running task, or NULL outside a task. */
 struct mqs_task *mqs__current(void);
+/* The same TLS read, inlined: only for the top of an entry point, before
+ * anything in that function can switch (after a switch, the compiler may
+ * reuse the address it computed for the previous OS thread). */
+extern _Thread_local struct mqs_worker *mqs__tls_worker;
+static inline struct mqs_worker *mqs__worker_entry(void)
+{
+    return mqs__tls_worker;
+}
 
 /* sched.c */
 void mqs__worker_set_self(struct mqs_worker *w);

@@ -45,18 +45,18 @@
 #include "ctx.h"
 #include "internal.h"
 
-static _Thread_local struct mqs_worker *tls_worker;
+_Thread_local struct mqs_worker *mqs__tls_worker;
 
 __attribute__((noinline)) struct mqs_worker *mqs__worker_self(void)
 {
-    struct mqs_worker *w = tls_worker;
+    struct mqs_worker *w = mqs__tls_worker;
     __asm__ volatile("" ::: "memory");
     return w;
 }
 
 void mqs__worker_set_self(struct mqs_worker *w)
 {
-    tls_worker = w;
+    mqs__tls_worker = w;
 }
 
 struct mqs_task *mqs__current(void)

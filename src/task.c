@@ -287,7 +287,7 @@ int mqs_join(mqs_task_t *t, void **result)
 
 int mqs_yield(void)
 {
-    struct mqs_worker *w = mqs__worker_self();
+    struct mqs_worker *w = mqs__worker_entry();
     if (!w || !w->curr)
         return MQS_EPERM;
     struct mqs_task *t = w->curr;

@@ -69,6 +69,8 @@ struct mq_rq {
     unsigned active_idx;      /* active == &arrays[active_idx] */
     unsigned mask_lvl;        /* level the masks below are for */
     uint64_t local_mask[WORDS], remote_mask[WORDS];
+    int64_t slice_cap;        /* nice-0 slice for the current length */
+    unsigned cap_nr;          /* length slice_cap was computed for */
     unsigned nr;
     uint64_t expired_since;   /* when the expired array became non-empty */
     uint64_t next_periodic;
@@ -94,6 +96,8 @@ static const struct mqs_tunable mq_tunables[] = {
     {NULL, 0, 0, 0, 0, NULL},
 };
 
+static int64_t slice_cap(const struct mq_tunables *t, unsigned nr);
+
 static struct mq_rq *state(struct mqs_rq *rq)
 {
     return mqs__rq_state(rq);
@@ -116,6 +120,7 @@ static void mq_init_rq(struct mqs_rq *rq)
     m->expired = &m->arrays[1];
     m->tun = mqs_policy_state(mqs_rq_runtime(rq));
     m->mask_lvl = MQS_PRIO_NONE;
+    m->slice_cap = slice_cap(m->tun, 1);
 }
 
 static void array_add(struct prio_array *a, struct mqs_sched_entity *se,
@@ -142,9 +147,20 @@ static unsigned array_best(const struct prio_array *a)
     return mqs__bit_first(a->bits, WORDS, MQS_PRIO_NONE);
 }
 
+/* Longest nice-0 slice while nr tasks share this queue. */
+static int64_t slice_cap(const struct mq_tunables *t, unsigned nr)
+{
+    int64_t cap = t->latency_ns / (int64_t)(nr ? nr : 1);
+    return cap < t->slice_ns ? cap : t->slice_ns;
+}
+
 static void publish(struct mqs_rq *rq)
 {
     struct mq_rq *m = state(rq);
+    if (m->cap_nr != m->nr) {
+        m->cap_nr = m->nr;
+        m->slice_cap = slice_cap(m->tun, m->nr + 1);
+    }
     unsigned a = array_best(m->active);
     if (m->expired->nr) {
         unsigned x = array_best(m->expired);
@@ -167,15 +183,16 @@ static struct prio_array *home_array(struct mq_rq *m,
  * short, so a task that loses a slice (to an expiry, or to the host
  * descheduling the worker while it ran) waits one short round, not
  * seconds.  Others scale by weight, down to 10 us. */
+static int64_t weighted(int64_t nice0_slice, uint32_t weight)
+{
+    int64_t s = (int64_t)(((uint64_t)nice0_slice * weight) >> 10);
+    return s < 10000 ? 10000 : s;
+}
+
 static int64_t normal_slice(const struct mq_tunables *t, uint32_t weight,
                             unsigned nr)
 {
-    int64_t base = t->slice_ns;
-    int64_t cap = t->latency_ns / (int64_t)(nr ? nr : 1);
-    if (cap < base)
-        base = cap;
-    int64_t s = base * (int64_t)weight / 1024;
-    return s < 10000 ? 10000 : s;
+    return weighted(slice_cap(t, nr), weight);
 }
 
 static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -362,12 +379,21 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
     return mqs_se_entry(first, struct mqs_sched_entity, node);
 }
 
+/* Charge the run; a normal task's remaining slice is also trimmed to
+ * what the queue's current length allows, so tasks that got a long slice
+ * while the queue was short (the first of many spawned at once) do not
+ * keep it once the queue is long. */
 static void mq_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         uint64_t ran_ns)
 {
-    (void)rq;
-    if (se->cls != MQS_CLASS_FIFO)
-        se->slice_ns -= (int64_t)ran_ns;
+    if (se->cls == MQS_CLASS_FIFO)
+        return;
+    se->slice_ns -= (int64_t)ran_ns;
+    if (se->cls == MQS_CLASS_NORMAL) {
+        int64_t cap = weighted(state(rq)->slice_cap, se->weight);
+        if (se->slice_ns > cap)
+            se->slice_ns = cap;
+    }
 }
 
 static bool mq_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
