@@ -217,6 +217,15 @@ bool mqs_worker_idle(const mqs_runtime_t *rt, int w)
                                  memory_order_relaxed) >> (w & 63)) & 1;
 }
 
+bool mqs_worker_claim_idle(mqs_runtime_t *rt, int w)
+{
+    uint64_t bit = UINT64_C(1) << (w & 63);
+    _Atomic uint64_t *word = &rt->idle_bits[w >> 6];
+    if (!(atomic_load_explicit(word, memory_order_relaxed) & bit))
+        return false;
+    return (atomic_fetch_and(word, ~bit) & bit) != 0;
+}
+
 bool mqs_se_allowed(const struct mqs_sched_entity *se, int w)
 {
     return mqs__se_allowed(se, w);
@@ -310,6 +319,19 @@ static int first_allowed(mqs_runtime_t *rt, const struct mqs_sched_entity *se)
 static bool should_preempt(struct mqs_rq *rq, struct mqs_task *curr,
                            struct mqs_task *woken);
 
+/* If some worker idles, kick it so that it comes and steals. */
+static void kick_idle(mqs_runtime_t *rt)
+{
+    for (int i = 0; i < MQS__MASK_WORDS && i * 64 < rt->nworkers; i++) {
+        uint64_t idle = atomic_load_explicit(&rt->idle_bits[i],
+                                             memory_order_relaxed);
+        if (idle) {
+            mqs__kick(rt->workers[i * 64 + __builtin_ctzll(idle)]);
+            return;
+        }
+    }
+}
+
 /* The default placement (no select_worker op): an idle allowed worker,
  * else the waker's for a sync wake-up, else the last one, else the first
  * allowed. */
@@ -317,10 +339,11 @@ static int default_select(mqs_runtime_t *rt, struct mqs_sched_entity *se,
                           int waker, int flags)
 {
     int last = se->last_worker;
-    if (last >= 0 && mqs_se_allowed(se, last) && mqs_worker_idle(rt, last))
+    if (last >= 0 && mqs_se_allowed(se, last) &&
+        mqs_worker_claim_idle(rt, last))
         return last;
     for (int i = 0; i < rt->nworkers; i++)
-        if (mqs_se_allowed(se, i) && mqs_worker_idle(rt, i))
+        if (mqs_se_allowed(se, i) && mqs_worker_claim_idle(rt, i))
             return i;
     if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs_se_allowed(se, waker))
         return waker;
@@ -387,21 +410,16 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
     if (target == waker)
         return preempt;
     /* Pairs with the parker's seq_cst store of `parked` before it
-     * re-reads nr_queued: one of the two sees the other (Dekker). */
+     * re-reads nr_queued: one of the two sees the other (Dekker).  The
+     * target may have been claimed idle by the placement (its mark is
+     * gone): whether it sleeps is read from `parked` itself. */
     atomic_thread_fence(memory_order_seq_cst);
-    if (mqs_worker_idle(rt, target)) {
+    if (atomic_load(&tw->parked))
         mqs__kick(tw);
-        return false;
-    }
-    /* The target is busy: if some worker idles, let it come and steal. */
-    for (int i = 0; i < MQS__MASK_WORDS && i * 64 < rt->nworkers; i++) {
-        uint64_t idle = atomic_load_explicit(&rt->idle_bits[i],
-                                             memory_order_relaxed);
-        if (idle) {
-            mqs__kick(rt->workers[i * 64 + __builtin_ctzll(idle)]);
-            break;
-        }
-    }
+    /* Work piles up on the target while some worker idles: let that one
+     * come and steal. */
+    if (atomic_load_explicit(&tw->rq.nr_queued, memory_order_relaxed) > 1)
+        kick_idle(rt);
     return false;
 }
 
@@ -574,6 +592,9 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
     if (w->now >= w->next_balance) {
         w->now = mqs__clock_resync(&w->clock);
         w->next_balance = w->now + 1000000;
+        /* Work waits here while a worker idles: wake it to steal. */
+        if (atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed))
+            kick_idle(w->rt);
         if (w->rt->policy->balance && w->rt->nworkers > 1)
             w->rt->policy->balance(&w->rq, MQS_BALANCE_PERIODIC);
     }

@@ -223,6 +223,10 @@ unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt);
 
 /* Is worker w idle (spinning or parked, nothing queued)? */
 bool mqs_worker_idle(const mqs_runtime_t *rt, int w);
+/* Take worker w's idle mark, so that placements racing with this one do
+ * not all count on the same idle worker; true if w was idle.  The worker
+ * marks itself idle again when it next runs out of work. */
+bool mqs_worker_claim_idle(mqs_runtime_t *rt, int w);
 
 /* May se run on worker w, and is it free to move (not mid-switch)? */
 bool mqs_se_allowed(const struct mqs_sched_entity *se, int w);
