@@ -379,26 +379,6 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
     return mqs_se_entry(first, struct mqs_sched_entity, node);
 }
 
-/*
- * What a run costs the task's slice.  A run far longer than the task's
- * recent runs is most likely the host taking the worker's CPU away (an
- * interrupt, another process): the yield loop that runs 25 ns at a time
- * should not lose its slice to a 50 us stall it never used.  The charge
- * is therefore capped at 8x the task's average run (p[1], an EWMA with
- * weight 1/8) plus 1 us; the average itself follows real changes within
- * a few runs (a task that starts computing for 1 ms between yields is
- * under-charged for about its first ten such runs).  Run-time statistics
- * are not filtered: only the slice is.
- */
-static uint64_t charge(struct mqs_sched_entity *se, uint64_t ran)
-{
-    uint64_t avg = se->p[1];
-    uint64_t cap = 8 * avg + 1000;
-    uint64_t seen = ran < 4 * cap ? ran : 4 * cap;
-    se->p[1] = avg + ((int64_t)(seen - avg) >> 3);
-    return ran < cap ? ran : cap;
-}
-
 /* Charge the run; a normal task's remaining slice is also trimmed to
  * what the queue's current length allows, so tasks that got a long slice
  * while the queue was short (the first of many spawned at once) do not
@@ -408,7 +388,7 @@ static void mq_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
 {
     if (se->cls == MQS_CLASS_FIFO)
         return;
-    se->slice_ns -= (int64_t)charge(se, ran_ns);
+    se->slice_ns -= (int64_t)ran_ns;
     if (se->cls == MQS_CLASS_NORMAL) {
         int64_t cap = weighted(state(rq)->slice_cap, se->weight);
         if (se->slice_ns > cap)
