@@ -308,12 +308,35 @@ void mqs_rq_add_stolen(struct mqs_rq *rq, struct mqs_sched_entity *se)
 /* Placement and enqueue                                               */
 /* ------------------------------------------------------------------ */
 
-static int first_allowed(mqs_runtime_t *rt, const struct mqs_sched_entity *se)
+/* The first worker se may use at or after `from`, wrapping around. */
+static int allowed_from(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
+                        int from)
 {
-    for (int i = 0; i < rt->nworkers; i++)
-        if (mqs_se_allowed(se, i))
-            return i;
+    for (int i = 0; i < rt->nworkers; i++) {
+        int w = (from + i) % rt->nworkers;
+        if (mqs__se_allowed(se, w))
+            return w;
+    }
     return 0;
+}
+
+/* Two hashed candidates, the less loaded wins (power of two choices:
+ * near-even spread without reading every queue). */
+static int two_choices(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
+                       int waker)
+{
+    int n = rt->nworkers;
+    uint64_t h = (uint64_t)(uintptr_t)se * 0x9e3779b97f4a7c15ull;
+    int a = waker >= 0 ? waker : (int)((h >> 32) % (uint64_t)n);
+    int b = (int)((h >> 16) % (uint64_t)n);
+    if (b == a)
+        b = (a + 1) % n;
+    a = allowed_from(rt, se, a);
+    b = allowed_from(rt, se, b);
+    return mqs_rq_nr_queued(&rt->workers[b]->rq) <
+                   mqs_rq_nr_queued(&rt->workers[a]->rq)
+               ? b
+               : a;
 }
 
 static bool should_preempt(struct mqs_rq *rq, struct mqs_task *curr,
@@ -332,26 +355,22 @@ static void kick_idle(mqs_runtime_t *rt)
     }
 }
 
-/* The default placement (no select_worker op): an idle allowed worker,
- * else the waker's for a sync wake-up, else the last one, else the first
- * allowed. */
-static int default_select(mqs_runtime_t *rt, struct mqs_sched_entity *se,
-                          int waker, int flags)
+int mqs_select_default(mqs_runtime_t *rt, struct mqs_sched_entity *se,
+                       int waker, int flags)
 {
     int last = se->last_worker;
-    if (last >= 0 && mqs_se_allowed(se, last) &&
+    if (last >= 0 && mqs__se_allowed(se, last) &&
         mqs_worker_claim_idle(rt, last))
         return last;
     for (int i = 0; i < rt->nworkers; i++)
-        if (mqs_se_allowed(se, i) && mqs_worker_claim_idle(rt, i))
+        if (mqs__se_allowed(se, i) && mqs_worker_idle(rt, i) &&
+            mqs_worker_claim_idle(rt, i))
             return i;
-    if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs_se_allowed(se, waker))
+    if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs__se_allowed(se, waker))
         return waker;
-    if (last >= 0 && mqs_se_allowed(se, last))
+    if (last >= 0 && mqs__se_allowed(se, last))
         return last;
-    if (waker >= 0 && mqs_se_allowed(se, waker))
-        return waker;
-    return first_allowed(rt, se);
+    return two_choices(rt, se, waker);
 }
 
 static int select_worker(mqs_runtime_t *rt, struct mqs_task *t, int waker,
@@ -359,7 +378,7 @@ static int select_worker(mqs_runtime_t *rt, struct mqs_task *t, int waker,
 {
     const struct mqs_policy *p = rt->policy;
     int w = p->select_worker ? p->select_worker(rt, &t->se, waker, flags)
-                             : default_select(rt, &t->se, waker, flags);
+                             : mqs_select_default(rt, &t->se, waker, flags);
     if (w < 0 || w >= rt->nworkers || !mqs_se_allowed(&t->se, w))
         mqs__panic("policy %s: select_worker put task %s on worker %d, "
                    "outside its affinity or the %d workers",

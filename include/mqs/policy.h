@@ -139,9 +139,7 @@ struct mqs_policy {
     /* Choose the worker for a task that becomes runnable (spawn, wake-up),
      * from any thread, no lock held.  waker is the worker of the caller
      * (-1 from a non-worker thread).  The result must be in the task's
-     * affinity mask: the core checks it.  Absent: an idle worker the task
-     * may use, else the waker's worker for a SYNC wake-up, else the last
-     * worker, else the first allowed worker. */
+     * affinity mask: the core checks it.  Absent: mqs_select_default(). */
     int (*select_worker)(mqs_runtime_t *rt, struct mqs_sched_entity *se,
                          int waker, int flags);
 
@@ -220,6 +218,13 @@ unsigned mqs_rq_nr_queued(const struct mqs_rq *rq);
 unsigned mqs_rq_best_prio(const struct mqs_rq *rq);
 /* Most urgent level queued on any rq (a hint), MQS_PRIO_NONE if none. */
 unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt);
+
+/* The default placement: an idle worker the task may use (its last one
+ * first; the idle mark is claimed), else the waker's worker for a SYNC
+ * wake-up, else the last worker (cache affinity), else the less loaded of
+ * two hashed candidates.  Policies may call it and adjust. */
+int mqs_select_default(mqs_runtime_t *rt, struct mqs_sched_entity *se,
+                       int waker, int flags);
 
 /* Is worker w idle (spinning or parked, nothing queued)? */
 bool mqs_worker_idle(const mqs_runtime_t *rt, int w);

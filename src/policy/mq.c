@@ -31,9 +31,10 @@
  * balance_ns, pulling half the difference from the busiest queue): the
  * "pooled MQ" idea of a slow balancer plus fast local choice.
  *
- * Wake placement: an idle worker the task may use (its last one first),
- * else the waker's worker for a synchronous wake-up, else its last worker
- * (cache affinity), else the less loaded of two hashed candidates.
+ * Wake placement is the core's default (mqs_select_default): an idle
+ * worker the task may use (its last one first), else the waker's worker
+ * for a synchronous wake-up, else its last worker (cache affinity), else
+ * the less loaded of two hashed candidates.
  */
 #include <stddef.h>
 #include <string.h>
@@ -434,57 +435,6 @@ static bool mq_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
     return (int64_t)(now - se->exec_start_ns) >= se->slice_ns;
 }
 
-/* ----- placement ----- */
-
-/* An idle worker se may use, claimed so that concurrent placements
- * spread instead of piling onto the same one; -1 if none. */
-static int idle_allowed(mqs_runtime_t *rt, const struct mqs_sched_entity *se)
-{
-    int n = mqs_nr_workers(rt);
-    for (int i = 0; i < n; i++)
-        if (mqs__se_allowed(se, i) && mqs_worker_idle(rt, i) &&
-            mqs_worker_claim_idle(rt, i))
-            return i;
-    return -1;
-}
-
-/* Two hashed candidates, the less loaded wins (power of two choices). */
-static int two_choices(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
-                       int waker)
-{
-    int n = mqs_nr_workers(rt);
-    uint64_t h = (uint64_t)(uintptr_t)se * 0x9e3779b97f4a7c15ull;
-    int a = waker >= 0 ? waker : (int)((h >> 32) % (uint64_t)n);
-    int b = (int)((h >> 16) % (uint64_t)n);
-    if (b == a)
-        b = (a + 1) % n;
-    for (int i = 0; i < n && !mqs__se_allowed(se, a); i++)
-        a = (a + 1) % n;
-    for (int i = 0; i < n && !mqs__se_allowed(se, b); i++)
-        b = (b + 1) % n;
-    return mqs_rq_nr_queued(mqs_rq_of(rt, b)) <
-                   mqs_rq_nr_queued(mqs_rq_of(rt, a))
-               ? b
-               : a;
-}
-
-static int mq_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
-                            int waker, int flags)
-{
-    int last = se->last_worker;
-    if (last >= 0 && mqs__se_allowed(se, last) &&
-        mqs_worker_claim_idle(rt, last))
-        return last;
-    int idle = idle_allowed(rt, se);
-    if (idle >= 0)
-        return idle;
-    if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs__se_allowed(se, waker))
-        return waker;
-    if (last >= 0 && mqs__se_allowed(se, last))
-        return last;
-    return two_choices(rt, se, waker);
-}
-
 /* ----- balancing ----- */
 
 static int busiest(mqs_runtime_t *rt, int self, unsigned *nr)
@@ -543,7 +493,6 @@ const struct mqs_policy mqs_policy_mq = {
     .rt_size = sizeof(struct mq_tunables),
     .tunables = mq_tunables,
     .init_rq = mq_init_rq,
-    .select_worker = mq_select_worker,
     .enqueue = mq_enqueue,
     .dequeue = mq_dequeue,
     .pick = mq_pick,
