@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "helpers.h"
 #include "mqs.h"
 
 /* ------------------------------------------------------------------ */
@@ -38,51 +39,16 @@ static const char *policy(void)
     return p && *p ? p : "mq";
 }
 
-static mqs_runtime_t *rt_new(int workers)
+/* A runtime of the policy under test, with small stacks. */
+static mqs_runtime_t *rt_new_policy(int workers)
 {
     mqs_config_t cfg;
-    char err[256] = "";
     mqs_config_init(&cfg);
     cfg.ignore_env = true;
     cfg.workers = workers;
     cfg.policy = policy();
     cfg.stack_size = 64 * 1024;
-    cfg.errbuf = err;
-    cfg.errbuf_size = sizeof err;
-    mqs_runtime_t *rt = NULL;
-    int rc = mqs_runtime_create(&rt, &cfg);
-    if (rc != 0)
-        CHECK__FAIL("mqs_runtime_create(policy %s, %d workers): %s: %s",
-                    policy(), workers, mqs_strerror(rc), err);
-    return rt;
-}
-
-static mqs_task_t *spawn_attr(mqs_runtime_t *rt, const mqs_task_attr_t *a,
-                              mqs_task_fn fn, void *arg)
-{
-    mqs_task_t *t = NULL;
-    CHECK_OK(mqs_spawn(rt, &t, a, fn, arg));
-    return t;
-}
-
-static mqs_task_t *spawn(mqs_runtime_t *rt, mqs_task_fn fn, void *arg)
-{
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    return spawn_attr(rt, &a, fn, arg);
-}
-
-static mqs_task_t *spawn_rt(mqs_runtime_t *rt, mqs_class_t cls, int prio,
-                            mqs_task_fn fn, void *arg)
-{
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.sched_class = cls;
-    if (cls == MQS_CLASS_NORMAL)
-        a.nice = prio;
-    else
-        a.rt_priority = prio;
-    return spawn_attr(rt, &a, fn, arg);
+    return rt_create(&cfg);
 }
 
 static mqs_task_t *spawn_on(mqs_runtime_t *rt, int worker, mqs_task_fn fn,
@@ -95,27 +61,6 @@ static mqs_task_t *spawn_on(mqs_runtime_t *rt, int worker, mqs_task_fn fn,
     mqs_task_attr_init(&a);
     a.affinity = &masks[worker];
     return spawn_attr(rt, &a, fn, arg);
-}
-
-static void *join(mqs_task_t *t)
-{
-    void *r = NULL;
-    CHECK_OK(mqs_join(t, &r));
-    return r;
-}
-
-static void wait_count(atomic_int *c, int v)
-{
-    while (atomic_load(c) < v)
-        sched_yield();
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 static uint64_t conf_seed(void)
@@ -190,7 +135,7 @@ TEST(nothing_lost_many_tasks)
     lost_seed = conf_seed();
     for (int i = 0; i < LOST_TASKS; i++)
         CHECK_OK(mqs_sem_init(&lost_sem[i], 0));
-    mqs_runtime_t *rt = rt_new(4);
+    mqs_runtime_t *rt = rt_new_policy(4);
     static mqs_task_t *t[LOST_TASKS];
     for (int i = 0; i < LOST_TASKS; i++)
         t[i] = spawn(rt, lost_fn, (void *)(intptr_t)i);
@@ -242,7 +187,7 @@ static void *pong(void *arg)
 /* Every wake-up races with its target going to sleep on another worker. */
 TEST(nothing_lost_pingpong_across_workers)
 {
-    mqs_runtime_t *rt = rt_new(2);
+    mqs_runtime_t *rt = rt_new_policy(2);
     static struct pingpong p;
     CHECK_OK(mqs_sem_init(&p.a, 0));
     CHECK_OK(mqs_sem_init(&p.b, 0));
@@ -297,7 +242,7 @@ static void *timed_giver(void *arg)
 /* Posts race with timeouts: each post is consumed exactly once. */
 TEST(nothing_lost_wakeup_vs_timeout)
 {
-    mqs_runtime_t *rt = rt_new(2);
+    mqs_runtime_t *rt = rt_new_policy(2);
     static struct timed_race p;
     CHECK_OK(mqs_sem_init(&p.s, 0));
     mqs_task_t *x = spawn_on(rt, 0, timed_taker, &p);
@@ -356,7 +301,7 @@ static void *log_arg(void *arg)
 
 TEST(rt_order_one_worker)
 {
-    mqs_runtime_t *rt = rt_new(1);
+    mqs_runtime_t *rt = rt_new_policy(1);
     mqs_task_t *h = spawn(rt, holder, (void *)(intptr_t)NORMAL_A);
     wait_count(&holder_running, 1);
     /* queued while the holder runs: a normal task, then RT tasks in a
@@ -369,7 +314,7 @@ TEST(rt_order_one_worker)
     int seq40 = 0;
     for (size_t i = 0; i < sizeof prios / sizeof prios[0]; i++) {
         int v = prios[i] * 10 + (prios[i] == 40 ? seq40++ : 0);
-        t[n++] = spawn_rt(rt, i % 2 ? MQS_CLASS_RR : MQS_CLASS_FIFO, prios[i],
+        t[n++] = spawn_prio(rt, i % 2 ? MQS_CLASS_RR : MQS_CLASS_FIFO, prios[i],
                           log_arg, (void *)(intptr_t)v);
     }
     atomic_store(&holder_release, 1);
@@ -407,10 +352,10 @@ static void *saw_rt_done(void *arg)
  * tasks are runnable. */
 TEST(rt_yield_keeps_worker_from_normal)
 {
-    mqs_runtime_t *rt = rt_new(1);
+    mqs_runtime_t *rt = rt_new_policy(1);
     mqs_task_t *h = spawn(rt, holder, (void *)(intptr_t)NORMAL_A);
     wait_count(&holder_running, 1);
-    mqs_task_t *r = spawn_rt(rt, MQS_CLASS_FIFO, 50, rt_yielder, NULL);
+    mqs_task_t *r = spawn_prio(rt, MQS_CLASS_FIFO, 50, rt_yielder, NULL);
     mqs_task_t *m = spawn(rt, saw_rt_done, NULL);
     mqs_task_attr_t a;
     mqs_task_attr_init(&a);
@@ -452,10 +397,10 @@ TEST(rt_woken_runs_before_waker_continues)
 {
     for (int round = 0; round < 20; round++) {
         atomic_store(&order_n, 0);
-        mqs_runtime_t *rt = rt_new(1);
+        mqs_runtime_t *rt = rt_new_policy(1);
         static struct wake_rt p;
         CHECK_OK(mqs_sem_init(&p.s, 0));
-        mqs_task_t *r = spawn_rt(rt, MQS_CLASS_FIFO, 20, rt_sleeper, &p);
+        mqs_task_t *r = spawn_prio(rt, MQS_CLASS_FIFO, 20, rt_sleeper, &p);
         /* the RT task runs first and blocks; then the waker runs */
         mqs_task_t *w = spawn(rt, normal_waker, &p);
         join(w);
@@ -553,14 +498,14 @@ static long nonvoluntary_switches(int tid)
 
 TEST(rt_waits_at_most_one_step_on_two_workers)
 {
-    mqs_runtime_t *rt = rt_new(2);
+    mqs_runtime_t *rt = rt_new_policy(2);
     CHECK_OK(mqs_sem_init(&rw.wake, 0));
     mqs_task_t *hogs[2 * HOGS];
     for (int i = 0; i < 2 * HOGS; i++)
         hogs[i] = spawn_on(rt, i % 2, hog, (void *)(intptr_t)(i % 2));
     while (!atomic_load(&rw.tid[0]) || !atomic_load(&rw.tid[1]))
         sched_yield();
-    mqs_task_t *r = spawn_rt(rt, MQS_CLASS_FIFO, 10, rt_measured, NULL);
+    mqs_task_t *r = spawn_prio(rt, MQS_CLASS_FIFO, 10, rt_measured, NULL);
     static bool disturbed[RT_ROUNDS];
     for (int i = 0; i < RT_ROUNDS; i++) {
         long nv0 = nonvoluntary_switches(rw.tid[0]);
@@ -688,13 +633,13 @@ static bool run_share(int workers, int ntasks, const int *nice, long limit,
     memset(&sh, 0, sizeof sh);
     sh.limit = limit;
     sh.work_ns = work_ns;
-    mqs_runtime_t *rt = rt_new(workers);
+    mqs_runtime_t *rt = rt_new_policy(workers);
     int tids[MQS_MAX_WORKERS];
     long long wait0[MQS_MAX_WORKERS];
     worker_tids(rt, workers, tids);
     mqs_task_t *t[SHARE_MAX_TASKS];
     for (int i = 0; i < ntasks; i++)
-        t[i] = spawn_rt(rt, MQS_CLASS_NORMAL, nice ? nice[i] : 0, share_fn,
+        t[i] = spawn_prio(rt, MQS_CLASS_NORMAL, nice ? nice[i] : 0, share_fn,
                         (void *)(intptr_t)i);
     for (int w = 0; w < workers; w++)
         wait0[w] = os_wait_ns(tids[w]);
@@ -850,7 +795,7 @@ static void random_mask(mqs_mask_t *m, uint64_t *s)
 TEST(affinity_masks_respected)
 {
     uint64_t seed = conf_seed();
-    mqs_runtime_t *rt = rt_new(AFF_WORKERS);
+    mqs_runtime_t *rt = rt_new_policy(AFF_WORKERS);
     static struct aff a[AFF_TASKS];
     static mqs_sem_t sems[AFF_TASKS];
     mqs_task_t *t[AFF_TASKS];
@@ -898,7 +843,7 @@ static void *sd_worker(void *arg)
 
 TEST(shutdown_waits_for_every_task)
 {
-    mqs_runtime_t *rt = rt_new(2);
+    mqs_runtime_t *rt = rt_new_policy(2);
     mqs_task_attr_t a;
     mqs_task_attr_init(&a);
     for (int i = 0; i < 200; i++) {
@@ -940,7 +885,7 @@ static void *sd_spinner(void *arg)
 
 TEST(shutdown_report_lists_every_live_task)
 {
-    mqs_runtime_t *rt = rt_new(2);
+    mqs_runtime_t *rt = rt_new_policy(2);
     static mqs_sem_t sem;
     CHECK_OK(mqs_sem_init(&sem, 0));
     mqs_task_attr_t a;
@@ -977,7 +922,7 @@ TEST(shutdown_report_lists_every_live_task)
 
 TEST(shutdown_deadlock_reported)
 {
-    mqs_runtime_t *rt = rt_new(2);
+    mqs_runtime_t *rt = rt_new_policy(2);
     static mqs_sem_t sem;
     CHECK_OK(mqs_sem_init(&sem, 0));
     mqs_task_attr_t a;
@@ -1012,8 +957,6 @@ TEST(shutdown_deadlock_reported)
 /* 6. Bad input                                                        */
 /* ------------------------------------------------------------------ */
 
-static void *ret_arg(void *arg) { return arg; }
-
 static void *sem_then_ret(void *arg)
 {
     CHECK_OK(mqs_sem_wait(arg));
@@ -1022,7 +965,7 @@ static void *sem_then_ret(void *arg)
 
 TEST(bad_input_changes_nothing)
 {
-    mqs_runtime_t *rt = rt_new(2);
+    mqs_runtime_t *rt = rt_new_policy(2);
     const char *pn = policy();
     CHECK_EQ(strncmp(mqs_runtime_policy(rt), pn, strcspn(pn, ":")), 0);
     mqs_worker_stats_t s0, s1;
@@ -1050,7 +993,7 @@ TEST(bad_input_changes_nothing)
 
     static mqs_sem_t sem;
     CHECK_OK(mqs_sem_init(&sem, 0));
-    t = spawn_rt(rt, MQS_CLASS_RR, 7, sem_then_ret, &sem);
+    t = spawn_prio(rt, MQS_CLASS_RR, 7, sem_then_ret, &sem);
     CHECK_ERR(mqs_task_set_sched(t, MQS_CLASS_FIFO, 100), MQS_EINVAL);
     CHECK_ERR(mqs_task_set_sched(t, MQS_CLASS_NORMAL, -21), MQS_EINVAL);
     CHECK_ERR(mqs_task_set_affinity(t, &m), MQS_EINVAL);

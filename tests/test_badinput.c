@@ -14,26 +14,11 @@
 #include <string.h>
 
 #include "check.h"
+#include "helpers.h"
 #include "mqs.h"
 #include "mqs/policy.h"
 
 #define SENTINEL ((void *)(uintptr_t)0x5a5a5a5a)
-
-static mqs_runtime_t *rt_new(int workers)
-{
-    mqs_config_t cfg;
-    char err[256] = "";
-    mqs_config_init(&cfg);
-    cfg.ignore_env = true;
-    cfg.workers = workers;
-    cfg.errbuf = err;
-    cfg.errbuf_size = sizeof err;
-    mqs_runtime_t *rt = NULL;
-    int rc = mqs_runtime_create(&rt, &cfg);
-    if (rc != 0)
-        CHECK__FAIL("mqs_runtime_create: %s: %s", mqs_strerror(rc), err);
-    return rt;
-}
 
 static uint64_t spawns_of(mqs_runtime_t *rt)
 {
@@ -41,8 +26,6 @@ static uint64_t spawns_of(mqs_runtime_t *rt)
     CHECK_OK(mqs_runtime_stats(rt, &s));
     return s.spawns;
 }
-
-static void *ret_arg(void *arg) { return arg; }
 
 static void *block_on(void *arg)
 {

@@ -7,72 +7,14 @@
  */
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "check.h"
 #include "internal.h"
+#include "helpers.h"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 /* ------------------------------------------------------------------ */
-
-static mqs_runtime_t *rt_new(int workers)
-{
-    mqs_config_t cfg;
-    mqs_config_init(&cfg);
-    cfg.workers = workers;
-    cfg.ignore_env = true;
-    mqs_runtime_t *rt = NULL;
-    CHECK_OK(mqs_runtime_create(&rt, &cfg));
-    return rt;
-}
-
-static mqs_task_t *spawn_prio(mqs_runtime_t *rt, mqs_class_t cls, int prio,
-                              mqs_task_fn fn, void *arg)
-{
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.sched_class = cls;
-    if (cls == MQS_CLASS_NORMAL)
-        a.nice = prio;
-    else
-        a.rt_priority = prio;
-    mqs_task_t *t = NULL;
-    CHECK_OK(mqs_spawn(rt, &t, &a, fn, arg));
-    return t;
-}
-
-static mqs_task_t *spawn(mqs_runtime_t *rt, mqs_task_fn fn, void *arg)
-{
-    return spawn_prio(rt, MQS_CLASS_NORMAL, 0, fn, arg);
-}
-
-static void *join(mqs_task_t *t)
-{
-    void *r = NULL;
-    CHECK_OK(mqs_join(t, &r));
-    return r;
-}
-
-static void pause_a_bit(void)
-{
-    if (mqs_self()) {
-        mqs_yield();
-    } else {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
-}
-
-/* Wait until t, which set *announced just before a blocking call, is
- * blocked in it. */
-static void wait_blocked(mqs_task_t *t, atomic_int *announced)
-{
-    while (!atomic_load(announced) ||
-           atomic_load_explicit(&t->state, memory_order_acquire) !=
-               MQS__BLOCKED)
-        pause_a_bit();
-}
 
 static void run_in_task_nice(int workers, int nice, mqs_task_fn fn,
                              void *arg)
@@ -80,11 +22,6 @@ static void run_in_task_nice(int workers, int nice, mqs_task_fn fn,
     mqs_runtime_t *rt = rt_new(workers);
     CHECK(join(spawn_prio(rt, MQS_CLASS_NORMAL, nice, fn, arg)) == NULL);
     CHECK_OK(mqs_runtime_destroy(rt));
-}
-
-static void run_in_task(int workers, mqs_task_fn fn, void *arg)
-{
-    run_in_task_nice(workers, 0, fn, arg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -437,21 +374,30 @@ static const int prio_val[PW] = {10, 18, 0, 10, -10, 50, 0};
 /* Waiter ids in the order they must be served. */
 static const int prio_expect[PW] = {5, 3, 4, 2, 6, 0, 1};
 
+/* Spawn waiter i at prio_cls[i]/prio_val[i] running fn(&o[i]), each
+ * blocked in its channel call before the next starts: they arrive in
+ * index order, whatever their priorities. */
+static void block_by_prio(mqs_task_t *t[PW], struct one o[PW], mqs_task_fn fn)
+{
+    mqs_runtime_t *rt = mqs_runtime_self();
+    for (int i = 0; i < PW; i++) {
+        t[i] = spawn_prio(rt, prio_cls[i], prio_val[i], fn, &o[i]);
+        wait_blocked(t[i], &o[i].announced);
+    }
+}
+
 /* Receivers of different priorities block one after another on an empty
  * channel; values 0..PW-1 sent in order must reach them by priority. */
 static void *prio_recv_task(void *arg)
 {
     size_t cap = (size_t)(uintptr_t)arg;
-    mqs_runtime_t *rt = mqs_runtime_self();
     struct one o[PW];
     mqs_task_t *t[PW];
     mqs_chan_t *ch;
     CHECK_OK(mqs_chan_create(&ch, sizeof(uint64_t), cap));
-    for (int i = 0; i < PW; i++) {
+    for (int i = 0; i < PW; i++)
         o[i] = (struct one){.ch = ch, .got = 999};
-        t[i] = spawn_prio(rt, prio_cls[i], prio_val[i], recv_one, &o[i]);
-        wait_blocked(t[i], &o[i].announced);
-    }
+    block_by_prio(t, o, recv_one);
     for (uint64_t v = 0; v < PW; v++)
         CHECK_OK(mqs_chan_send(ch, &v));
     for (int i = 0; i < PW; i++) {
@@ -468,7 +414,6 @@ static void *prio_recv_task(void *arg)
 static void *prio_send_task(void *arg)
 {
     size_t cap = (size_t)(uintptr_t)arg;
-    mqs_runtime_t *rt = mqs_runtime_self();
     struct one o[PW];
     mqs_task_t *t[PW];
     mqs_chan_t *ch;
@@ -476,11 +421,9 @@ static void *prio_send_task(void *arg)
     uint64_t fill = 1000;
     for (size_t i = 0; i < cap; i++)
         CHECK_OK(mqs_chan_send(ch, &fill));
-    for (int i = 0; i < PW; i++) {
+    for (int i = 0; i < PW; i++)
         o[i] = (struct one){.ch = ch, .got = (uint64_t)i};
-        t[i] = spawn_prio(rt, prio_cls[i], prio_val[i], send_one, &o[i]);
-        wait_blocked(t[i], &o[i].announced);
-    }
+    block_by_prio(t, o, send_one);
     uint64_t v;
     for (size_t i = 0; i < cap; i++) {
         CHECK_OK(mqs_chan_recv(ch, &v));

@@ -19,29 +19,12 @@
 #include <fcntl.h>
 
 #include "check.h"
+#include "helpers.h"
 #include "mqs.h"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 /* ------------------------------------------------------------------ */
-
-static mqs_runtime_t *rt_new(int workers)
-{
-    mqs_config_t cfg;
-    char err[256] = "";
-    mqs_config_init(&cfg);
-    cfg.ignore_env = true;
-    cfg.workers = workers;
-    cfg.errbuf = err;
-    cfg.errbuf_size = sizeof err;
-    mqs_runtime_t *rt = NULL;
-    int rc = mqs_runtime_create(&rt, &cfg);
-    if (rc != 0)
-        CHECK__FAIL("mqs_runtime_create(%d workers): %s: %s", workers,
-                    mqs_strerror(rc), err);
-    CHECK(rt != NULL);
-    return rt;
-}
 
 static mqs_task_t *spawn_named(mqs_runtime_t *rt, const char *name,
                                mqs_task_fn fn, void *arg)
@@ -49,29 +32,7 @@ static mqs_task_t *spawn_named(mqs_runtime_t *rt, const char *name,
     mqs_task_attr_t attr;
     mqs_task_attr_init(&attr);
     attr.name = name;
-    mqs_task_t *t = NULL;
-    CHECK_OK(mqs_spawn(rt, &t, &attr, fn, arg));
-    CHECK(t != NULL);
-    return t;
-}
-
-static mqs_task_t *spawn(mqs_runtime_t *rt, mqs_task_fn fn, void *arg)
-{
-    return spawn_named(rt, NULL, fn, arg);
-}
-
-static void *join(mqs_task_t *t)
-{
-    void *res = (void *)(intptr_t)-12345;
-    CHECK_OK(mqs_join(t, &res));
-    return res;
-}
-
-/* Wait (from a non-task thread) until *flag reaches at least v. */
-static void wait_flag(atomic_int *flag, int v)
-{
-    while (atomic_load(flag) < v)
-        sched_yield();
+    return spawn_attr(rt, &attr, fn, arg);
 }
 
 /* Run fn with fd 2 redirected to a temporary file; return what was
@@ -124,8 +85,6 @@ static int count_lines_with(const char *text, const char *needle)
     }
     return n;
 }
-
-static void *ret_arg(void *arg) { return arg; }
 
 /* ------------------------------------------------------------------ */
 /* Configuration                                                       */
@@ -529,7 +488,7 @@ TEST(destroy_report_names_blocked_tasks)
     CHECK_OK(mqs_spawn(rt, &t2, &attr, stuck_on_chan, ch));
     /* Both have started; the next scheduling point of each is its
      * blocking call, where the report stops the worker. */
-    wait_flag(&stuck_started, 2);
+    wait_count(&stuck_started, 2);
 
     char *text = NULL;
     size_t len = 0;
@@ -578,7 +537,7 @@ TEST(destroy_detects_deadlock)
     attr.name = "forever-blocked";
     attr.detached = true;
     CHECK_OK(mqs_spawn(rt, NULL, &attr, stuck_on_sem, &sem));
-    wait_flag(&stuck_started, 1);
+    wait_count(&stuck_started, 1);
     struct capture c = stderr_begin();
     int rc = mqs_runtime_destroy(rt);
     char *text = stderr_end(c);
@@ -1049,7 +1008,7 @@ TEST(set_affinity_respected)
         atomic_store(&ea.started, 0);
         ea.target = workers - 1;
         mqs_task_t *e = spawn(rt, affine_external, &ea);
-        wait_flag(&ea.started, 1);
+        wait_count(&ea.started, 1);
         mqs_mask_t m;
         mqs_mask_zero(&m);
         mqs_mask_set(&m, ea.target);

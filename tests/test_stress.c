@@ -16,19 +16,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "helpers.h"
 #include "mqs.h"
 
 #define BATCH 1000
 #define NCHAN 4
 #define CONSUMERS_PER_CHAN 2
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 struct stress {
     int workers;
@@ -197,17 +190,7 @@ static void run_stress(int workers, long ntasks)
            workers, ntasks, (unsigned long long)S.seed);
     fflush(stdout);
 
-    mqs_config_t cfg;
-    char err[256] = "";
-    mqs_config_init(&cfg);
-    cfg.ignore_env = true;
-    cfg.workers = workers;
-    cfg.errbuf = err;
-    cfg.errbuf_size = sizeof err;
-    mqs_runtime_t *rt = NULL;
-    int rc = mqs_runtime_create(&rt, &cfg);
-    if (rc)
-        CHECK__FAIL("create: %s", err);
+    mqs_runtime_t *rt = rt_new(workers);
 
     static const size_t caps[NCHAN] = {0, 1, 8, 64};
     mqs_task_t *cons[NCHAN * CONSUMERS_PER_CHAN];

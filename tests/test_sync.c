@@ -6,83 +6,10 @@
  * rest on counts and orderings, never on how long something took.
  */
 #include <stdatomic.h>
-#include <time.h>
 
 #include "check.h"
 #include "internal.h"
-
-/* ------------------------------------------------------------------ */
-/* Helpers                                                             */
-/* ------------------------------------------------------------------ */
-
-static mqs_runtime_t *rt_new(int workers)
-{
-    mqs_config_t cfg;
-    mqs_config_init(&cfg);
-    cfg.workers = workers;
-    cfg.ignore_env = true;
-    mqs_runtime_t *rt = NULL;
-    CHECK_OK(mqs_runtime_create(&rt, &cfg));
-    return rt;
-}
-
-static mqs_task_t *spawn_prio(mqs_runtime_t *rt, mqs_class_t cls, int prio,
-                              mqs_task_fn fn, void *arg)
-{
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.sched_class = cls;
-    if (cls == MQS_CLASS_NORMAL)
-        a.nice = prio;
-    else
-        a.rt_priority = prio;
-    mqs_task_t *t = NULL;
-    CHECK_OK(mqs_spawn(rt, &t, &a, fn, arg));
-    return t;
-}
-
-static mqs_task_t *spawn(mqs_runtime_t *rt, mqs_task_fn fn, void *arg)
-{
-    return spawn_prio(rt, MQS_CLASS_NORMAL, 0, fn, arg);
-}
-
-static void *join(mqs_task_t *t)
-{
-    void *r = NULL;
-    CHECK_OK(mqs_join(t, &r));
-    return r;
-}
-
-/* Let others run: yield in a task, nanosleep on other threads.  Pollers
- * are never more urgent than what they wait for, so a yield lets it run. */
-static void pause_a_bit(void)
-{
-    if (mqs_self()) {
-        mqs_yield();
-    } else {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
-}
-
-/* Wait until t, which set *announced just before a blocking call, is
- * blocked (in that call: nothing else blocks in between). */
-static void wait_blocked(mqs_task_t *t, atomic_int *announced)
-{
-    while (!atomic_load(announced) ||
-           atomic_load_explicit(&t->state, memory_order_acquire) !=
-               MQS__BLOCKED)
-        pause_a_bit();
-}
-
-/* Run fn(arg) as one task on a fresh runtime with `workers` workers. */
-static void run_in_task(int workers, mqs_task_fn fn, void *arg)
-{
-    mqs_runtime_t *rt = rt_new(workers);
-    mqs_task_t *t = spawn(rt, fn, arg);
-    CHECK(join(t) == NULL);
-    CHECK_OK(mqs_runtime_destroy(rt));
-}
+#include "helpers.h"
 
 /* ------------------------------------------------------------------ */
 /* Mutex                                                               */

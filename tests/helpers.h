@@ -1,0 +1,148 @@
+/*
+ * helpers.h - small helpers the test programs share: make a runtime,
+ * spawn a task with given attributes, join it, wait for a counter, a
+ * seeded random number generator.  Each one fails the current case
+ * (check.h) instead of returning an error, so cases read as the steps
+ * they take.
+ *
+ * Include it after check.h (the helpers use CHECK_OK and CHECK__FAIL).
+ * Every helper is static inline, so a program that uses only some of them
+ * still builds with -Wall -Wextra -Werror.  The ones that look at a
+ * task's state need internal.h and exist only where it was included
+ * first; the rest go through the public header.  Helpers that only one
+ * program uses stay in that program.
+ */
+#ifndef MQS_TEST_HELPERS_H
+#define MQS_TEST_HELPERS_H
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "mqs.h"
+
+/* Create a runtime from cfg, failing the case with the message
+ * mqs_runtime_create wrote (cfg->errbuf is pointed at a local buffer). */
+static inline mqs_runtime_t *rt_create(mqs_config_t *cfg)
+{
+    char err[256] = "";
+    cfg->errbuf = err;
+    cfg->errbuf_size = sizeof err;
+    mqs_runtime_t *rt = NULL;
+    int rc = mqs_runtime_create(&rt, cfg);
+    cfg->errbuf = NULL;
+    cfg->errbuf_size = 0;
+    if (rc != 0)
+        CHECK__FAIL("mqs_runtime_create(policy %s, %d workers): %s: %s",
+                    cfg->policy ? cfg->policy : "default", cfg->workers,
+                    mqs_strerror(rc), err);
+    CHECK(rt != NULL);
+    return rt;
+}
+
+/* A runtime with `workers` workers (0: one per CPU), the default policy
+ * and the environment ignored. */
+static inline mqs_runtime_t *rt_new(int workers)
+{
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = workers;
+    return rt_create(&cfg);
+}
+
+static inline mqs_task_t *spawn_attr(mqs_runtime_t *rt,
+                                     const mqs_task_attr_t *a,
+                                     mqs_task_fn fn, void *arg)
+{
+    mqs_task_t *t = NULL;
+    CHECK_OK(mqs_spawn(rt, &t, a, fn, arg));
+    CHECK(t != NULL);
+    return t;
+}
+
+/* A task with default attributes. */
+static inline mqs_task_t *spawn(mqs_runtime_t *rt, mqs_task_fn fn, void *arg)
+{
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    return spawn_attr(rt, &a, fn, arg);
+}
+
+/* A task of class cls; prio is its nice value for MQS_CLASS_NORMAL, its
+ * realtime priority otherwise. */
+static inline mqs_task_t *spawn_prio(mqs_runtime_t *rt, mqs_class_t cls,
+                                     int prio, mqs_task_fn fn, void *arg)
+{
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.sched_class = cls;
+    if (cls == MQS_CLASS_NORMAL)
+        a.nice = prio;
+    else
+        a.rt_priority = prio;
+    return spawn_attr(rt, &a, fn, arg);
+}
+
+/* Join t and return its result.  The result starts as a value no task
+ * returns, so a join that succeeds without writing it shows. */
+static inline void *join(mqs_task_t *t)
+{
+    void *res = (void *)(intptr_t)-12345;
+    CHECK_OK(mqs_join(t, &res));
+    return res;
+}
+
+/* Run fn(arg) as one task on a fresh runtime with `workers` workers;
+ * fn must return NULL. */
+static inline void run_in_task(int workers, mqs_task_fn fn, void *arg)
+{
+    mqs_runtime_t *rt = rt_new(workers);
+    CHECK(join(spawn(rt, fn, arg)) == NULL);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+static inline void *ret_arg(void *arg) { return arg; }
+
+/* Wait, from a thread that is not a task, until *c reaches at least v. */
+static inline void wait_count(atomic_int *c, int v)
+{
+    while (atomic_load(c) < v)
+        sched_yield();
+}
+
+/* splitmix64: a seeded stream, so a printed seed replays a run. */
+static inline uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Let others run: yield in a task, nanosleep on other threads.  Pollers
+ * are never more urgent than what they wait for, so a yield lets it run. */
+static inline void pause_a_bit(void)
+{
+    if (mqs_self()) {
+        mqs_yield();
+    } else {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+#ifdef MQS_INTERNAL_H
+/* Wait until t, which set *announced just before a blocking call, is
+ * blocked (in that call: nothing else blocks in between). */
+static inline void wait_blocked(mqs_task_t *t, atomic_int *announced)
+{
+    while (!atomic_load(announced) ||
+           atomic_load_explicit(&t->state, memory_order_acquire) !=
+               MQS__BLOCKED)
+        pause_a_bit();
+}
+#endif
+
+#endif /* MQS_TEST_HELPERS_H */
