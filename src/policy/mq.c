@@ -346,34 +346,6 @@ static void yield_masks(struct mqs_rq *rq, struct mq_rq *m, unsigned lvl)
     m->mask_lvl = lvl;
 }
 
-/*
- * A normal task whose slice ran out while every queued normal task shares
- * its level (the expired array empty, no other normal level active):
- * moving it to the expired array would only re-deal the same round-robin
- * among equals, so its slice is renewed where it is.  Slices exist to
- * weigh one nice level against another; among equal weights, turns are
- * the fair measure, and turns do not suffer when the host takes the CPU
- * from whichever task happened to be running (time charged to it that it
- * never used).  As soon as another level waits, expiry works as before.
- */
-static bool renew_in_place(struct mq_rq *m, struct mqs_sched_entity *se)
-{
-    if (se->cls != MQS_CLASS_NORMAL || m->expired->nr)
-        return false;
-    const uint64_t *b = m->active->bits;
-    /* normal levels 100..139: bits 36..63 of word 1, 0..11 of word 2 */
-    uint64_t w1 = b[1] & (~UINT64_C(0) << (MQS_PRIO_NORMAL_MIN - 64));
-    uint64_t w2 = b[2] & ((UINT64_C(1) << (MQS_PRIO_IDLE - 128)) - 1);
-    if (se->prio < 128)
-        w1 &= ~(UINT64_C(1) << (se->prio - 64));
-    else
-        w2 &= ~(UINT64_C(1) << (se->prio - 128));
-    if (w1 | w2)
-        return false;
-    se->slice_ns = weighted(m->slice_cap, se->weight);
-    return true;
-}
-
 /* A yield that leaves the queue's shape unchanged: se still has slice,
  * nothing more urgent waits here or elsewhere; rotate se behind the tasks
  * of its level (or keep running it when it is alone there).  Counts,
@@ -383,8 +355,7 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
 {
     struct mq_rq *m = state(rq);
     unsigned lvl = se->prio;
-    if (se->cls != MQS_CLASS_FIFO && se->slice_ns <= 0 &&
-        !renew_in_place(m, se))
+    if (se->cls != MQS_CLASS_FIFO && se->slice_ns <= 0)
         return NULL;
     yield_masks(rq, m, lvl);
     const uint64_t *b = m->active->bits;
