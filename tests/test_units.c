@@ -1,0 +1,198 @@
+/*
+ * test_units.c - unit tests of the core's header-only helpers and small
+ * modules, on known inputs: priority bitmaps, intrusive lists, the
+ * scheduler clock, stack layout, and the timer heap's ordering (through
+ * sleeping tasks, checked by wake order, not by time).
+ */
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+#include "helpers.h"
+
+/* ------------------------------------------------------------------ */
+/* bitmap.h                                                            */
+/* ------------------------------------------------------------------ */
+
+TEST(bitmap_first_next_count)
+{
+    uint64_t map[3] = {0, 0, 0};
+    CHECK_EQ(mqs__bit_first(map, 3, 999), 999);
+    mqs__bit_set(map, 140);
+    mqs__bit_set(map, 120);
+    mqs__bit_set(map, 5);
+    CHECK(mqs__bit_test(map, 120));
+    CHECK(!mqs__bit_test(map, 121));
+    CHECK_EQ(mqs__bit_first(map, 3, 999), 5);
+    CHECK_EQ(mqs__bit_next(map, 3, 6, 999), 120);
+    CHECK_EQ(mqs__bit_next(map, 3, 120, 999), 120);
+    CHECK_EQ(mqs__bit_next(map, 3, 121, 999), 140);
+    CHECK_EQ(mqs__bit_next(map, 3, 141, 999), 999);
+    CHECK_EQ(mqs__bit_next(map, 3, 500, 999), 999);
+    CHECK_EQ(mqs__bit_count(map, 3), 3);
+    mqs__bit_clear(map, 5);
+    CHECK_EQ(mqs__bit_first(map, 3, 999), 120);
+}
+
+TEST(bitmap_below_masks)
+{
+    CHECK_EQ(mqs__below_mask(0, 0), 0);
+    CHECK_EQ(mqs__below_mask(1, 0), 1);
+    CHECK(mqs__below_mask(64, 0) == ~UINT64_C(0));
+    CHECK_EQ(mqs__below_mask(64, 1), 0);
+    CHECK_EQ(mqs__below_mask(66, 1), 3);
+    CHECK_EQ(mqs__below_mask(100, 2), 0);
+    uint64_t map[3] = {0, 0, 0};
+    mqs__bit_set(map, 120);
+    CHECK(!mqs__bit_any_below3(map, 120));
+    CHECK(mqs__bit_any_below3(map, 121));
+    CHECK(mqs__bit_any_below3(map, 191));
+    mqs__bit_set(map, 0);
+    CHECK(mqs__bit_any_below3(map, 1));
+    CHECK(!mqs__bit_any_below3(map, 0));
+}
+
+/* ------------------------------------------------------------------ */
+/* list.h                                                              */
+/* ------------------------------------------------------------------ */
+
+struct item {
+    int v;
+    struct mqs_list node;
+};
+
+static int list_values(struct mqs_list *h, int *out, int max)
+{
+    int n = 0;
+    struct mqs_list *pos;
+    mqs__list_for_each(pos, h)
+    {
+        if (n < max)
+            out[n] = mqs_se_entry(pos, struct item, node)->v;
+        n++;
+    }
+    return n;
+}
+
+TEST(list_order_and_removal)
+{
+    struct mqs_list h;
+    struct item it[4] = {{1, {0, 0}}, {2, {0, 0}}, {3, {0, 0}}, {4, {0, 0}}};
+    int v[8];
+    mqs__list_init(&h);
+    CHECK(mqs__list_empty(&h));
+    CHECK(mqs__list_pop(&h) == NULL);
+    mqs__list_add_tail(&h, &it[1].node);
+    mqs__list_add_head(&h, &it[0].node);
+    mqs__list_add_tail(&h, &it[3].node);
+    mqs__list_add_before(&it[3].node, &it[2].node);
+    CHECK_EQ(list_values(&h, v, 8), 4);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(v[i], i + 1);
+    mqs__list_del(&it[1].node);
+    CHECK(it[1].node.next == &it[1].node); /* self-linked after del */
+    CHECK_EQ(list_values(&h, v, 8), 3);
+    CHECK_EQ(v[1], 3);
+    struct mqs_list *first = mqs__list_pop(&h);
+    CHECK(first == &it[0].node);
+    CHECK_EQ(list_values(&h, v, 8), 2);
+}
+
+/* ------------------------------------------------------------------ */
+/* clock                                                               */
+/* ------------------------------------------------------------------ */
+
+TEST(clock_tracks_monotonic)
+{
+    mqs__clock_t c;
+    mqs__clock_init(&c);
+    uint64_t prev = mqs__clock_ns(&c);
+    for (int i = 0; i < 100000; i++) {
+        uint64_t now = mqs__clock_ns(&c);
+        CHECK_GE(now, prev);
+        prev = now;
+    }
+    /* After a re-anchor the two clocks agree to within 50 us (generous:
+     * two reads apart on a shared machine). */
+    uint64_t mono = mqs__clock_resync(&c);
+    uint64_t est = mqs__clock_ns(&c);
+    CHECK_GE(est + 50000, mono);
+    CHECK_LE(est, mono + 50000);
+}
+
+/* ------------------------------------------------------------------ */
+/* stack.c                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Write one byte at p in a forked child: true when the write faulted
+ * (the child died of the signal, or a sanitizer's handler reported it
+ * and exited non-zero). */
+static bool faults_in_child(char *p)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        *(volatile char *)p = 1;
+        _exit(0);
+    }
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    return WIFSIGNALED(st) || WEXITSTATUS(st) != 0;
+}
+
+TEST(stack_layout_guard_and_stagger)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    struct mqs_task *a = mqs__stack_alloc(NULL, 64 * 1024, 1);
+    struct mqs_task *b = mqs__stack_alloc(NULL, 64 * 1024, 2);
+    CHECK(a != NULL && b != NULL);
+    /* usable stack starts one page above the mapping (the guard) */
+    CHECK((char *)a->stack_lo == (char *)a->map_base + ps);
+    CHECK_GE((char *)a->stack_hi - (char *)a->stack_lo, 64 * 1024);
+    /* the struct sits at the top, inside the mapping */
+    CHECK((char *)a + sizeof *a <= (char *)a->map_base + a->map_size);
+    /* the guard page really faults; the lowest usable byte does not */
+    CHECK(faults_in_child((char *)a->map_base));
+    CHECK(!faults_in_child((char *)a->stack_lo));
+    /* consecutive serials get different page offsets for their tops */
+    CHECK_NE((uintptr_t)a->stack_hi % (uintptr_t)ps,
+             (uintptr_t)b->stack_hi % (uintptr_t)ps);
+    CHECK_EQ((uintptr_t)a->stack_hi % 64, 0);
+    munmap(a->map_base, a->map_size);
+    munmap(b->map_base, b->map_size);
+}
+
+/* ------------------------------------------------------------------ */
+/* timer.c, through sleeps: wake order follows the deadlines            */
+/* ------------------------------------------------------------------ */
+
+#define SLEEPERS 8
+static atomic_int woke_seq, go;
+static int woke_at[SLEEPERS];
+
+static void *sleeper(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    while (!atomic_load(&go)) /* all start sleeping together */
+        CHECK_OK(mqs_yield());
+    /* deadlines 5 ms apart, in reverse spawn order */
+    CHECK_OK(mqs_sleep((uint64_t)(SLEEPERS - i) * 5000000));
+    woke_at[i] = atomic_fetch_add(&woke_seq, 1);
+    return NULL;
+}
+
+TEST(timer_heap_wakes_in_deadline_order)
+{
+    mqs_runtime_t *rt = rt_new(1);
+    mqs_task_t *t[SLEEPERS];
+    for (int i = 0; i < SLEEPERS; i++)
+        t[i] = spawn(rt, sleeper, (void *)(intptr_t)i);
+    atomic_store(&go, 1);
+    for (int i = 0; i < SLEEPERS; i++)
+        join(t[i]);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    /* the last spawned has the earliest deadline: it wakes first */
+    for (int i = 0; i < SLEEPERS; i++)
+        CHECK_EQ(woke_at[i], SLEEPERS - 1 - i);
+}
