@@ -65,21 +65,4 @@ static inline uint64_t mqs__below_mask(unsigned limit, unsigned word)
     return (UINT64_C(1) << (limit - lo)) - 1;
 }
 
-/* Is any bit below `limit` set in a 3-word (192-bit) map?  (For priority
- * maps: is anything more urgent than level `limit` there?) */
-static inline bool mqs__bit_any_below3(const uint64_t *map, unsigned limit)
-{
-    return ((map[0] & mqs__below_mask(limit, 0)) |
-            (map[1] & mqs__below_mask(limit, 1)) |
-            (map[2] & mqs__below_mask(limit, 2))) != 0;
-}
-
-static inline unsigned mqs__bit_count(const uint64_t *map, unsigned words)
-{
-    unsigned n = 0;
-    for (unsigned i = 0; i < words; i++)
-        n += (unsigned)__builtin_popcountll(map[i]);
-    return n;
-}
-
 #endif

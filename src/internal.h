@@ -201,7 +201,6 @@ struct mqs_worker {
     uint64_t now;                  /* timestamp of this scheduling point  */
     uint64_t next_balance;
     mqs__clock_t clock;
-    bool in_loop_ctx;
 
     struct mqs__timer_heap timers;
     struct mqs__stack_cache stacks;
@@ -221,7 +220,6 @@ struct mqs_worker {
     int cpu;                       /* pinned CPU or -1                    */
     void *altstack;
     size_t altstack_size;
-    void *loop_fake_stack;         /* ASan: the loop's own stack          */
     void *loop_stack_lo;
     size_t loop_stack_size;
     void *tsan_fiber;
@@ -248,7 +246,6 @@ struct mqs_runtime {
     mqs__clock_t clock;
 
     atomic_int stopping;           /* 1: workers leave their loop         */
-    atomic_int report_mode;        /* destroy without waiting             */
     _Atomic uint64_t next_id;
     _Atomic int64_t live MQS__ALIGNED;   /* tasks spawned and not ended */
     atomic_uint live_futex;
@@ -296,17 +293,6 @@ static inline unsigned mqs__best_prio_anywhere(const mqs_runtime_t *rt)
             return i * 64 + (unsigned)__builtin_ctzll(b);
     }
     return MQS_PRIO_NONE;
-}
-
-/* Is any level below `limit` queued on some run queue (the hint)? */
-static inline bool mqs__levels_any_below(const mqs_runtime_t *rt,
-                                         unsigned limit)
-{
-    uint64_t any = 0;
-    for (unsigned i = 0; i < 3; i++)
-        any |= atomic_load_explicit(&rt->level_bits[i], memory_order_relaxed) &
-               mqs__below_mask(limit, i);
-    return any != 0;
 }
 
 /* ------------------------------------------------------------------ */
