@@ -163,7 +163,10 @@ struct mqs_task {
 /* ------------------------------------------------------------------ */
 
 struct mqs_rq {
-    mqs__spinlock_t lock;
+    /* The lock that protects this queue: &own_lock, or worker 0's for a
+     * policy with MQS_POLICY_SHARED_RQ (one lock over every queue). */
+    mqs__spinlock_t *lock;
+    mqs__spinlock_t own_lock;
     int worker;
     mqs_runtime_t *rt;
     void *pstate;                  /* policy's per-rq state               */

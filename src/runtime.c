@@ -116,7 +116,8 @@ static struct mqs_worker *worker_new(mqs_runtime_t *rt, int i)
     w->rt = rt;
     w->cpu = -1;
     w->clock = rt->clock;
-    mqs__spin_init(&w->rq.lock);
+    mqs__spin_init(&w->rq.own_lock);
+    w->rq.lock = &w->rq.own_lock;
     w->rq.worker = i;
     w->rq.rt = rt;
     atomic_init(&w->rq.best_prio, MQS_PRIO_NONE);
@@ -201,6 +202,11 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     for (int i = 0; i < rt->nworkers; i++)
         if (!(rt->workers[i] = worker_new(rt, i)))
             return MQS_ENOMEM;
+    /* A policy with one queue for the runtime (2.4's runqueue_lock, BFS)
+     * has every rq under worker 0's lock. */
+    for (int i = 1; (rt->policy->flags & MQS_POLICY_SHARED_RQ) &&
+                    i < rt->nworkers; i++)
+        rt->workers[i]->rq.lock = &rt->workers[0]->rq.own_lock;
     if (rt->policy->init && (rc = rt->policy->init(rt, rt->pstate)))
         return rc;
     for (int i = 0; rt->policy->init_rq && i < rt->nworkers; i++)

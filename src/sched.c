@@ -153,15 +153,15 @@ void *mqs_policy_state(mqs_runtime_t *rt)
 }
 void mqs_rq_lock(struct mqs_rq *rq)
 {
-    mqs__spin_lock(&rq->lock);
+    mqs__spin_lock(rq->lock);
 }
 void mqs_rq_unlock(struct mqs_rq *rq)
 {
-    mqs__spin_unlock(&rq->lock);
+    mqs__spin_unlock(rq->lock);
 }
 bool mqs_rq_trylock(struct mqs_rq *rq)
 {
-    return mqs__spin_trylock(&rq->lock);
+    return mqs__spin_trylock(rq->lock);
 }
 unsigned mqs_rq_nr_queued(const struct mqs_rq *rq)
 {
@@ -271,7 +271,7 @@ int mqs_rq_steal(struct mqs_rq *rq, struct mqs_rq *victim, int why,
                              struct mqs_sched_entity **, int),
                  void *arg, struct mqs_sched_entity **out, int max)
 {
-    if (victim == rq || max <= 0 || !mqs__spin_trylock(&victim->lock))
+    if (victim == rq || max <= 0 || !mqs__spin_trylock(victim->lock))
         return 0;
     int n = take(victim, arg, out, max);
     for (int i = 0; i < n; i++) {
@@ -286,7 +286,7 @@ int mqs_rq_steal(struct mqs_rq *rq, struct mqs_rq *victim, int why,
         atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
         t->stolen = true;
     }
-    mqs__spin_unlock(&victim->lock);
+    mqs__spin_unlock(victim->lock);
     if (n > 0)
         count_pulls(rq->rt->workers[rq->worker], why, n);
     return n;
@@ -411,7 +411,7 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
     struct mqs_worker *tw = rt->workers[target];
     t->se.queued_at_ns = self ? self->now : mqs__clock_ns(&rt->clock);
     bool preempt = false;
-    mqs__spin_lock(&tw->rq.lock);
+    mqs__spin_lock(tw->rq.lock);
     rq_enqueue_locked(&tw->rq, t, flags);
     /* Decided under the lock: once it is dropped t may run elsewhere,
      * end and be freed. */
@@ -419,7 +419,7 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
         atomic_load_explicit(&self->curr->state, memory_order_relaxed) ==
             MQS__RUNNING)
         preempt = should_preempt(&tw->rq, self->curr, t);
-    mqs__spin_unlock(&tw->rq.lock);
+    mqs__spin_unlock(tw->rq.lock);
     if (self && (flags & MQS_ENQ_WAKEUP)) {
         if (target == waker)
             MQS__STAT_ADD(self->stats.wakeups_local, 1);
@@ -568,7 +568,8 @@ static MQS__HOT struct mqs_task *checked_pick(struct mqs_worker *w,
         return NULL;
     struct mqs_task *t = mqs_se_entry(se, struct mqs_task, se);
     int q = atomic_load_explicit(&t->queued_on, memory_order_relaxed);
-    if (q == w->index)
+    if (q == w->index ||
+        (q >= 0 && (w->rt->policy->flags & MQS_POLICY_SHARED_RQ)))
         atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
     else if (!(q == -1 && t->stolen))
         mqs__panic("policy %s: pick on worker %d returned task %s, which "
@@ -585,9 +586,9 @@ static MQS__HOT struct mqs_task *checked_pick(struct mqs_worker *w,
 /* pick with the rq lock taken here. */
 static struct mqs_task *pick_locked(struct mqs_worker *w)
 {
-    mqs__spin_lock(&w->rq.lock);
+    mqs__spin_lock(w->rq.lock);
     struct mqs_task *t = checked_pick(w, w->rt->policy->pick(&w->rq));
-    mqs__spin_unlock(&w->rq.lock);
+    mqs__spin_unlock(w->rq.lock);
     return t;
 }
 
@@ -653,7 +654,7 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     const struct mqs_policy *p = w->rt->policy;
     w->now = mqs__clock_ns(&w->clock);
     housekeeping(w);
-    mqs__spin_lock(&w->rq.lock);
+    mqs__spin_lock(w->rq.lock);
     uint64_t ran = account_run(w, prev);
     if (p->put_prev)
         p->put_prev(&w->rq, &prev->se, ran);
@@ -671,7 +672,7 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
         : atomic_load_explicit(&w->rt->stopping, memory_order_relaxed)
             ? NULL
             : checked_pick(w, p->pick(&w->rq));
-    mqs__spin_unlock(&w->rq.lock);
+    mqs__spin_unlock(w->rq.lock);
     if (next == prev) {
         account_start(w, prev);
         return;

@@ -62,10 +62,10 @@ static struct mqs_rq *lock_task_rq(struct mqs_task *t)
         if (q < 0)
             return NULL;
         struct mqs_rq *rq = &t->rt->workers[q]->rq;
-        mqs__spin_lock(&rq->lock);
+        mqs__spin_lock(rq->lock);
         if (atomic_load(&t->queued_on) == q)
             return rq;
-        mqs__spin_unlock(&rq->lock);
+        mqs__spin_unlock(rq->lock);
     }
 }
 
@@ -80,11 +80,11 @@ static void requeue_if_queued(struct mqs_task *t)
     mqs__apply_pending(t);
     if (mqs_se_allowed(&t->se, rq->worker)) {
         p->enqueue(rq, &t->se, MQS_ENQ_RESTORE);
-        mqs__spin_unlock(&rq->lock);
+        mqs__spin_unlock(rq->lock);
         return;
     }
     atomic_store(&t->queued_on, -1);
-    mqs__spin_unlock(&rq->lock);
+    mqs__spin_unlock(rq->lock);
     /* It may have been queued by its own yield and still be on its stack:
      * wait until it is off before another worker can pick it. */
     while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))

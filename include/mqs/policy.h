@@ -110,9 +110,26 @@ enum mqs_balance_why {
     MQS_BALANCE_PERIODIC = 2,   /* periodic balancer (balance_interval)    */
 };
 
+/* Policy flags (struct mqs_policy.flags). */
+enum mqs_policy_flags {
+    /*
+     * One run queue for the whole runtime (the 2.4 stock scheduler, BFS).
+     * Every rq is then protected by the same lock (worker 0's), so holding
+     * any rq's lock excludes every other queue operation, and pick on one
+     * worker may return a task queued through another worker's rq: the
+     * core accepts it.  The policy keeps its queue in its per-runtime
+     * state and must publish (mqs_rq_publish) on every rq whenever the
+     * queue changes, since a worker parks when its own rq publishes
+     * nothing.  mqs_rq_steal between two rqs always fails (same lock):
+     * such a policy has no balance op.
+     */
+    MQS_POLICY_SHARED_RQ = 1u << 0,
+};
+
 struct mqs_policy {
     const char *name;
     const char *description;
+    unsigned flags; /* enum mqs_policy_flags */
 
     /* Bytes of policy state per run queue and per runtime; the core
      * allocates them zeroed, cache-line aligned, before init_rq. */
