@@ -46,9 +46,11 @@ int bench_results_add(bench_results_t *rs, const bench_result_t *r)
     bench_result_t c = *r;
     c.row = strdup(r->row);
     c.param = strdup(r->param);
-    if (!c.row || !c.param) {
+    c.note = r->note ? strdup(r->note) : NULL;
+    if (!c.row || !c.param || (r->note && !c.note)) {
         free(c.row);
         free(c.param);
+        free((char *)c.note);
         return -1;
     }
     rs->r[rs->n++] = c;
@@ -60,6 +62,7 @@ void bench_results_free(bench_results_t *rs)
     for (int i = 0; i < rs->n; i++) {
         free(rs->r[i].row);
         free(rs->r[i].param);
+        free((char *)rs->r[i].note);
     }
     free(rs->r);
     rs->r = NULL;
@@ -104,7 +107,7 @@ static void print_csv(const bench_results_t *rs, FILE *out)
     fputs("experiment,row,workers,param,value,unit,ci95,frc", out);
     for (int e = 0; e < rs->nextra; e++)
         fprintf(out, ",%s", rs->extras[e].name);
-    fputc('\n', out);
+    fputs(",note\n", out);
     for (int i = 0; i < rs->n; i++) {
         const bench_result_t *r = &rs->r[i];
         csv_str(out, rs->experiment);
@@ -123,6 +126,8 @@ static void print_csv(const bench_results_t *rs, FILE *out)
             fputc(',', out);
             num(out, r->extra[e], "nan");
         }
+        fputc(',', out);
+        csv_str(out, r->note ? r->note : "");
         fputc('\n', out);
     }
 }
@@ -176,6 +181,11 @@ static void print_json_one(const bench_results_t *rs, const bench_result_t *r,
         json_key(out, rs->extras[e].name);
         num(out, r->extra[e], "null");
     }
+    json_key(out, "note");
+    if (r->note)
+        json_str(out, r->note);
+    else
+        fputs("null", out);
     fputc('}', out);
 }
 
@@ -250,7 +260,7 @@ static void value_cell(char *buf, const bench_result_t *r)
         return;
     }
     if (isnan(r->value)) {
-        snprintf(buf, CELL, "n/a");
+        snprintf(buf, CELL, "%s", r->note ? r->note : "n/a");
         return;
     }
     int d = decimals_for(r->value);

@@ -14,7 +14,8 @@
  *          ("tasks | mq | kernel | floor"), value ±ci and FRC, then the
  *          extra columns grouped by row kind; the 2001 table's shape.
  *   csv    a header line, then one line per (row, param) in the order
- *          added; exactly the columns above, extras after; fields with a
+ *          added; exactly the columns above, extras after, then `note`
+ *          (empty unless the row has no value, e.g. "not installed"); fields with a
  *          comma or quote are quoted (RFC 4180); frc is 0 or 1.
  *   json   an array of objects with the same keys; NAN/inf are null.
  */
@@ -46,6 +47,10 @@ typedef struct bench_result {
     const char *unit; /* static string */
     bool frc;
     double extra[BENCH_MAX_EXTRA];
+    /* Why there is no value ("not installed", "not supported"), or NULL;
+     * copied by bench_results_add.  Shown in place of the value in the
+     * table, in the last column ("note") of CSV and JSON. */
+    const char *note;
 } bench_result_t;
 
 typedef struct bench_results {

@@ -15,6 +15,7 @@
 
 #include "../bench/common.c"
 #include "../bench/output.c"
+#include "../bench/peer.c"
 #include "../bench/stats.c"
 
 /* |a - b| <= tol, printing both sides. */
@@ -259,10 +260,10 @@ TEST(csv_header_is_exact)
     char *s = render(&rs, BENCH_CSV);
     const char *header = "experiment,row,workers,param,value,unit,ci95,frc,"
                          "fairness_min_over_mean,zero_work_tasks,norm_dev,"
-                         "repeats\n";
+                         "repeats,note\n";
     CHECK(strncmp(s, header, strlen(header)) == 0);
     CHECK_STR_CONTAINS(s,
-                       "\nyield,mq,2,tasks=16,41.25,ns,0.13,0,0.5,3,0.25,5\n");
+                       "\nyield,mq,2,tasks=16,41.25,ns,0.13,0,0.5,3,0.25,5,\n");
     CHECK_STR_CONTAINS(s, "\nyield,kernel,2,tasks=16,2400,ns,30,1,");
     CHECK_STR_CONTAINS(s, "\nyield,mq,2,tasks=1024,50.5,ns,nan,0,");
     int lines = 0;
@@ -295,7 +296,7 @@ TEST(json_has_the_same_keys)
                           "\"value\": 41.25, \"unit\": \"ns\", \"ci95\": "
                           "0.13, \"frc\": false, \"fairness_min_over_mean\": "
                           "0.5, \"zero_work_tasks\": 3, \"norm_dev\": 0.25, "
-                          "\"repeats\": 5}");
+                          "\"repeats\": 5, \"note\": null}");
     CHECK_STR_CONTAINS(s, "\"frc\": true");
     CHECK_STR_CONTAINS(s, "\"ci95\": null");
     CHECK_STR_CONTAINS(s, "}\n]\n");
@@ -435,4 +436,57 @@ TEST(options_defaults_and_errors)
     CHECK_EQ(parse(&o, 2, bad5), 2);
     char *bad6[] = {"t", "stray", NULL};
     CHECK_EQ(parse(&o, 2, bad6), 2);
+}
+
+/* ----- rows without a value, and peer output lines ----- */
+
+TEST(note_replaces_a_missing_value)
+{
+    bench_results_t rs;
+    bench_results_init(&rs, "yield", "ns per yield", test_extras, 4);
+    bench_result_t r = {.row = (char *)"go", .param = (char *)"tasks=16",
+                        .workers = 2, .value = NAN, .ci95 = NAN, .unit = "ns",
+                        .note = "not installed"};
+    for (int e = 0; e < 4; e++)
+        r.extra[e] = NAN;
+    CHECK_EQ(bench_results_add(&rs, &r), 0);
+    char *csv = render(&rs, BENCH_CSV);
+    CHECK_STR_CONTAINS(csv, ",not installed\n");
+    char *json = render(&rs, BENCH_JSON);
+    CHECK_STR_CONTAINS(json, "\"note\": \"not installed\"");
+    char *table = render(&rs, BENCH_TABLE);
+    CHECK_STR_CONTAINS(table, "not installed");
+    free(csv);
+    free(json);
+    free(table);
+    bench_results_free(&rs);
+}
+
+TEST(peer_lines_parse_into_keys)
+{
+    bench_peer_result_t r;
+    CHECK_EQ(bench_peer_parse("ns=130.5 fairness=0.97 zero=0\n", &r), 0);
+    CHECK_EQ(r.n, 3);
+    CHECK(bench_peer_get(&r, "ns") == 130.5);
+    CHECK(bench_peer_get(&r, "zero") == 0);
+    CHECK(isnan(bench_peer_get(&r, "absent")));
+    CHECK_EQ(bench_peer_parse("ns=abc", &r), -1);
+    CHECK_EQ(bench_peer_parse("novalue", &r), -1);
+    CHECK_EQ(bench_peer_parse("=3", &r), -1);
+    CHECK_EQ(bench_peer_parse("", &r), 0);
+    CHECK_EQ(r.n, 0);
+}
+
+TEST(missing_peer_says_not_installed)
+{
+    setenv("MQS_PEER_DIR", "/nonexistent-mqs-peer-dir", 1);
+    bench_peer_result_t r;
+    char why[64] = "";
+    const char *args[] = {"tasks=1", NULL};
+    CHECK_EQ(bench_peer_run("go", "yield", args, &r, why, sizeof why),
+             BENCH_PEER_MISSING);
+    CHECK_STR_CONTAINS(why, "not installed");
+    CHECK(bench_peer_is("go"));
+    CHECK(bench_peer_is("fiber"));
+    CHECK(!bench_peer_is("mq"));
 }
