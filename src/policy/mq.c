@@ -42,6 +42,7 @@
 #include "../bitmap.h"
 #include "../internal.h"
 #include "../list.h"
+#include "../prio_array.h"
 #include "mqs/policy.h"
 
 #define LEVELS MQS_PRIO_LEVELS
@@ -58,15 +59,10 @@ struct mq_tunables {
     int64_t starve_ns;
 };
 
-struct prio_array {
-    uint64_t bits[WORDS];
-    unsigned nr;
-    struct mqs_list q[LEVELS];
-};
 
 struct mq_rq {
-    struct prio_array arrays[2];
-    struct prio_array *active, *expired;
+    struct mqs__prio_array arrays[2];
+    struct mqs__prio_array *active, *expired;
     unsigned active_idx;      /* active == &arrays[active_idx] */
     unsigned mask_lvl;        /* level the masks below are for */
     uint64_t local_mask[WORDS], remote_mask[WORDS];
@@ -104,19 +100,11 @@ static struct mq_rq *state(struct mqs_rq *rq)
     return mqs__rq_state(rq);
 }
 
-static void array_init(struct prio_array *a)
-{
-    memset(a->bits, 0, sizeof a->bits);
-    a->nr = 0;
-    for (int i = 0; i < LEVELS; i++)
-        mqs__list_init(&a->q[i]);
-}
-
 static void mq_init_rq(struct mqs_rq *rq)
 {
     struct mq_rq *m = state(rq);
-    array_init(&m->arrays[0]);
-    array_init(&m->arrays[1]);
+    mqs__parr_init(&m->arrays[0]);
+    mqs__parr_init(&m->arrays[1]);
     m->active = &m->arrays[0];
     m->expired = &m->arrays[1];
     m->tun = mqs_policy_state(mqs_rq_runtime(rq));
@@ -124,28 +112,20 @@ static void mq_init_rq(struct mqs_rq *rq)
     m->slice_cap = slice_cap(m->tun, 1);
 }
 
-static void array_add(struct prio_array *a, struct mqs_sched_entity *se,
+static void array_add(struct mqs__prio_array *a, struct mqs_sched_entity *se,
                       bool head)
 {
-    if (head)
-        mqs__list_add_head(&a->q[se->prio], &se->node);
-    else
-        mqs__list_add_tail(&a->q[se->prio], &se->node);
-    mqs__bit_set(a->bits, se->prio);
-    a->nr++;
+    mqs__parr_add(a, se, se->prio, head);
 }
 
-static void array_del(struct prio_array *a, struct mqs_sched_entity *se)
+static void array_del(struct mqs__prio_array *a, struct mqs_sched_entity *se)
 {
-    mqs__list_del(&se->node);
-    if (mqs__list_empty(&a->q[se->prio]))
-        mqs__bit_clear(a->bits, se->prio);
-    a->nr--;
+    mqs__parr_del(a, se, se->prio);
 }
 
-static unsigned array_best(const struct prio_array *a)
+static unsigned array_best(const struct mqs__prio_array *a)
 {
-    return mqs__bit_first(a->bits, WORDS, MQS_PRIO_NONE);
+    return mqs__parr_best(a);
 }
 
 /* Longest nice-0 slice while nr tasks share this queue. */
@@ -172,7 +152,7 @@ static void publish(struct mqs_rq *rq)
 
 /* Which array holds se: p[0] is the index of the physical array, so a
  * swap of active and expired touches no task. */
-static struct prio_array *home_array(struct mq_rq *m,
+static struct mqs__prio_array *home_array(struct mq_rq *m,
                                      struct mqs_sched_entity *se)
 {
     return &m->arrays[se->p[0]];
@@ -218,7 +198,7 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
         if (expire && m->expired->nr == 0)
             m->expired_since = mqs_sched_clock();
     }
-    struct prio_array *a = expire ? m->expired : m->active;
+    struct mqs__prio_array *a = expire ? m->expired : m->active;
     se->p[0] = expire ? m->active_idx ^ 1 : m->active_idx;
     array_add(a, se, head);
     m->nr++;
@@ -242,7 +222,7 @@ struct take_req {
     int dest;         /* worker they go to */
 };
 
-static int take_from(struct prio_array *a, const struct take_req *req,
+static int take_from(struct mqs__prio_array *a, const struct take_req *req,
                      struct mqs_sched_entity **out, int n, int max)
 {
     for (unsigned lvl = array_best(a); lvl < req->below && n < max;
@@ -301,7 +281,7 @@ static struct mqs_sched_entity *mq_pick(struct mqs_rq *rq)
 {
     struct mq_rq *m = state(rq);
     if (m->active->nr == 0 && m->expired->nr) {
-        struct prio_array *t = m->active;
+        struct mqs__prio_array *t = m->active;
         m->active = m->expired;
         m->expired = t;
         m->active_idx ^= 1;
@@ -472,3 +452,7 @@ const struct mqs_policy mqs_policy_mq = {
     .tick = mq_tick,
     .balance = mq_balance,
 };
+
+#undef LEVELS
+#undef WORDS
+#undef STEAL_MAX
