@@ -137,7 +137,8 @@ typedef struct report {
 
 #define REPORT_RESERVE 0.10     /* of the budget kept for setup and plots */
 #define REPORT_REPEATS 3        /* --repeats given to every step          */
-#define REPORT_MIN_SECONDS 0.01 /* shortest --seconds the planner gives   */
+#define REPORT_MIN_SECONDS 0.05 /* shortest --seconds the planner gives   */
+#define REPORT_RUN_COST_S 0.05  /* a run's start-up beyond --seconds      */
 #define REPORT_GUESS_TASKS 4    /* entries when --help does not say       */
 #define REPORT_GUESS_ROWS 4     /* rows when --help does not say          */
 
@@ -162,13 +163,15 @@ const char *report_step_tasks(const report_step_t *s);
  * Plan every step whose status is REPORT_PLANNED (absent ones are left
  * out and their share goes to the others): points from its lists, its
  * share of budget_s x (1 - REPORT_RESERVE) by weight, and --seconds,
- * --repeats and --budget that fit it: a data point costs at most a
- * warm-up, the repeats and one overshoot, so seconds <= share / points /
- * (repeats + 2) and the per-point budget is the rest.  Then the argv
- * and the command shown.  0, or -1 with the reason in err (a budget too
- * small for some step at REPORT_MIN_SECONDS: it says how much is needed).
+ * --repeats and --budget such that points x report_point_cost() fits the
+ * share (given_s is that product).  Then the argv and the command
+ * shown.  0, or -1 with the reason in err (a budget too small for some
+ * step at REPORT_MIN_SECONDS: it says how much is needed).
  */
 int report_plan(report_t *rp, char *err, size_t errlen);
+
+/* The most one data point of a step can take with these options. */
+double report_point_cost(double seconds, double budget);
 
 /* argv joined with spaces, each word shell-quoted when it needs it. */
 char *report_shell_join(char *const *argv);

@@ -53,19 +53,29 @@ static bool rplan_between(const char *text, const char *marker,
     return true;
 }
 
+/* The line of text that starts with start, or NULL. */
+static const char *rplan_line(const char *text, const char *start)
+{
+    size_t n = strlen(start);
+    for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+        if (strncmp(p, start, n) == 0)
+            return p;
+    return NULL;
+}
+
 void report_parse_help(const char *help, report_defaults_t *d)
 {
     memset(d, 0, sizeof *d);
     if (!help)
         return;
-    const char *t = strstr(help, "\n  --tasks ");
+    const char *t = rplan_line(help, "  --tasks ");
     if (t)
-        rplan_between(t + 1, "(default ", ")", d->tasks, sizeof d->tasks);
+        rplan_between(t, "(default ", ")", d->tasks, sizeof d->tasks);
     rplan_between(help, "); default ", ".\n", d->policy, sizeof d->policy);
     rplan_between(help, "or a pseudo row (", ")", d->pseudo, sizeof d->pseudo);
-    const char *s = strstr(help, "\n  --seconds ");
+    const char *s = rplan_line(help, "  --seconds ");
     char num[64];
-    if (s && rplan_between(s + 1, "(default ", ")", num, sizeof num))
+    if (s && rplan_between(s, "(default ", ")", num, sizeof num))
         d->seconds = strtod(num, NULL);
 }
 
@@ -172,37 +182,49 @@ static double rplan_weights(const report_t *rp)
     return w;
 }
 
+/* What a data point can cost at most: the warm-up and the run in flight
+ * when the budget ends (2 x seconds), the budget, and each run's start-up
+ * (spawning, settling, joining), of which there are 2 + budget/seconds. */
+double report_point_cost(double seconds, double budget)
+{
+    return 2 * seconds + budget + (2 + budget / seconds) * REPORT_RUN_COST_S;
+}
+
 /* The smallest budget (seconds) that gives every step REPORT_MIN_SECONDS
- * per run. */
+ * per run and REPORT_REPEATS runs in its per-point budget. */
 static double rplan_needed(const report_t *rp, double wsum)
 {
-    double need = 0;
+    double need = 0, point = report_point_cost(
+                         REPORT_MIN_SECONDS, REPORT_REPEATS * REPORT_MIN_SECONDS);
     for (int i = 0; i < rp->nsteps; i++) {
         const report_step_t *s = &rp->steps[i];
-        if (s->status != REPORT_PLANNED)
-            continue;
-        double step = s->points * (REPORT_REPEATS + 2) * REPORT_MIN_SECONDS;
-        need = fmax(need, step * wsum / s->def->weight);
+        if (s->status == REPORT_PLANNED)
+            need = fmax(need, s->points * point * wsum / s->def->weight);
     }
     return need / (1 - REPORT_RESERVE);
 }
 
-/* Size a step from its share: --seconds so that a point's worst case
- * (warm-up, repeats, overshoot) fits, --budget the rest of the point's
- * share but no more than the experiments' own default (max(2, 10 x
- * seconds)): past that a point that missed its CI target will not meet it
- * by running longer, it is noise.  given_s is then what the step can take
- * at most, which is the share or less. */
+/* Size a step from its share.  --seconds: the cap, or less so that half
+ * the point's share covers the warm-up, the repeats and the overshoot
+ * (the other half pays the runs' start-up and more repeats).  --budget:
+ * the rest of the point's share (solving report_point_cost = share), but
+ * no less than the repeats and no more than the experiments' own default
+ * (max(2, 10 x seconds)): past that, a point that missed its CI target
+ * will not meet it by running longer, it is noise.  given_s is then what
+ * the step can take at most: the share, or less. */
 static void rplan_size(report_step_t *s, double share)
 {
-    double point = share / s->points;
+    double point = share / s->points, o = REPORT_RUN_COST_S;
     s->repeats = REPORT_REPEATS;
-    s->seconds = fmin(rplan_cap(s), point / (s->repeats + 2));
+    s->seconds = fmin(rplan_cap(s), point / (2.0 * (s->repeats + 2)));
+    s->seconds = fmax(REPORT_MIN_SECONDS, s->seconds);
     /* three decimals on the command line: round down, not up */
-    s->seconds = floor(s->seconds * 1000) / 1000;
-    double budget = fmin(point - 2 * s->seconds, fmax(2.0, 10 * s->seconds));
-    s->point_budget_s = floor(budget * 100) / 100;
-    s->given_s = s->points * (2 * s->seconds + s->point_budget_s);
+    s->seconds = floor(s->seconds * 1000 + 1e-6) / 1000;
+    double b = (point - 2 * s->seconds - 2 * o) / (1 + o / s->seconds);
+    b = fmin(b, fmax(2.0, 10 * s->seconds));
+    b = fmax(b, s->repeats * s->seconds);
+    s->point_budget_s = floor(b * 100 + 1e-6) / 100;
+    s->given_s = s->points * report_point_cost(s->seconds, s->point_budget_s);
 }
 
 /* ------------------------------------------------------------------ */
