@@ -431,6 +431,17 @@ static void plot_q_lines(FILE *out, const char *text)
         plot_q(out, "");
 }
 
+/* Length of the "key" that every category shares as "key=...", or 0. */
+static size_t plot_cat_key(const struct plot_panel *pl)
+{
+    const char *eq = pl->ncat ? strchr(pl->cats[0], '=') : NULL;
+    size_t n = eq ? (size_t)(eq - pl->cats[0]) : 0;
+    for (int c = 1; n && c < pl->ncat; c++)
+        if (strncmp(pl->cats[c], pl->cats[0], n + 1) != 0)
+            n = 0;
+    return n;
+}
+
 static void plot_x_axis(FILE *out, const struct plot_panel *pl)
 {
     const bench_plot_shape_t *sh = &pl->shape;
@@ -438,9 +449,10 @@ static void plot_x_axis(FILE *out, const struct plot_panel *pl)
         fprintf(out, "set logscale x %d\n", sh->logx_base);
     if (sh->kind == BENCH_PLOT_GROUPS) {
         fprintf(out, "set xrange [-0.5:%g]\nset xtics (", pl->ncat - 0.5);
+        size_t key = plot_cat_key(pl);
         for (int c = 0; c < pl->ncat; c++) {
             fputs(c ? ", " : "", out);
-            plot_q(out, pl->cats[c]);
+            plot_q(out, pl->cats[c] + (key ? key + 1 : 0));
             fprintf(out, " %d", c);
         }
         fputs(")\n", out);
@@ -459,6 +471,9 @@ static int plot_x_label(FILE *out, const bench_results_t *rs,
     else if (pl->shape.kind == BENCH_PLOT_LINES && pl->ns > 0) {
         const char *p = rs->r[pl->s[0].idx[0]].param, *eq = strchr(p, '=');
         snprintf(what, sizeof what, "%.*s", eq ? (int)(eq - p) : 0, p);
+    } else if (pl->shape.kind == BENCH_PLOT_GROUPS) {
+        snprintf(what, sizeof what, "%.*s", (int)plot_cat_key(pl),
+                 pl->ncat ? pl->cats[0] : "");
     }
     if (plot_caption(rs, pl->unit, &cap) != 0)
         return -1;

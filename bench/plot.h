@@ -15,7 +15,9 @@
  *           factor of 10), y = P on a "nines" scale, -log10(1 - P/100),
  *           so 50, 90, 99 and 99.9 are evenly spaced; CI as x error bars.
  *   groups  anything else ("placement=same"): one group of points per
- *           param, one point per row kind, CI as error bars.
+ *           param, one point per row kind, CI as error bars; when every
+ *           param is key=name with one key, the key labels the axis and
+ *           the names the groups.
  *
  * y is logarithmic when every value minus its CI is positive and the
  * values span more than a factor of BENCH_PLOT_LOGY_SPAN: the floor and a

@@ -171,8 +171,8 @@ TEST(plot_names_are_groups)
     CHECK_EQ(sh.kind, BENCH_PLOT_GROUPS);
     CHECK(!sh.logx);
     char *s = script_of(&rs);
-    CHECK_STR_CONTAINS(s, "set xtics ('placement=same' 0, "
-                          "'placement=cross' 1)");
+    CHECK_STR_CONTAINS(s, "set xtics ('same' 0, 'cross' 1)");
+    CHECK_STR_CONTAINS(s, "set xlabel 'placement'.");
     CHECK_STR_CONTAINS(s, "with yerrorbars");
     /* two series side by side in each group: offsets -0.175 and 0.175 */
     CHECK_STR_CONTAINS(s, "$P0S0 << EOD\n-0.175 900 5\n0.825 4000 5\n");
