@@ -178,6 +178,12 @@ TEST(plot_names_are_groups)
     CHECK_STR_CONTAINS(s, "$P0S0 << EOD\n-0.175 900 5\n0.825 4000 5\n");
     CHECK_STR_CONTAINS(s, "$P0S1 << EOD\n0.175 3000 5\n1.175 6000 5\n");
     free(s);
+    /* params with different keys keep their whole names */
+    add_result(&rs, "mq", "size=big", 100, 5, "ns", NULL);
+    s = script_of(&rs);
+    CHECK_STR_CONTAINS(s, "set xtics ('placement=same' 0, 'placement=cross' "
+                          "1, 'size=big' 2)");
+    free(s);
     bench_results_free(&rs);
 }
 
