@@ -81,7 +81,8 @@ typedef struct report_step {
     char policy[512];      /* the standard rows this build has           */
     char dropped[256];     /* standard rows it has not ("go, fiber")     */
     int points;            /* data points: --tasks entries x rows        */
-    double given_s;        /* its share of the budget                    */
+    double share_s;        /* its share of the budget                    */
+    double given_s;        /* the most it can take (<= share_s)          */
     double seconds;        /* --seconds                                  */
     double point_budget_s; /* --budget: seconds per data point           */
     int repeats;           /* --repeats                                  */
@@ -162,7 +163,8 @@ const char *report_step_tasks(const report_step_t *s);
 /*
  * Plan every step whose status is REPORT_PLANNED (absent ones are left
  * out and their share goes to the others): points from its lists, its
- * share of budget_s x (1 - REPORT_RESERVE) by weight, and --seconds,
+ * share of budget_s x (1 - REPORT_RESERVE) by weight (but never below
+ * the least the step can run with at REPORT_MIN_SECONDS), and --seconds,
  * --repeats and --budget such that points x report_point_cost() fits the
  * share (given_s is that product).  Then the argv and the command
  * shown.  0, or -1 with the reason in err (a budget too small for some

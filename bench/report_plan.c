@@ -10,7 +10,9 @@
  *     seconds (warm-up) + max(repeats x seconds, budget) + seconds
  * and a step's time is that times its points (--tasks entries x rows).
  * The planner splits the budget (less REPORT_RESERVE for start-up and
- * plotting) by the weights of the standard set, divides each share by
+ * plotting) by the weights of the standard set (a step whose weighted
+ * share is below its minimum gets the minimum, and the others share the
+ * rest), divides each share by
  * the step's points, and picks --seconds <= share / points / (repeats +
  * 2) and --budget = the rest of the point's share (capped at the
  * experiments' own default), so the bound above is within the share.  The points are counted from the lists the step will run
@@ -173,15 +175,6 @@ static double rplan_cap(const report_step_t *s)
     return s->defaults.seconds > 0 ? s->defaults.seconds : 0.2;
 }
 
-static double rplan_weights(const report_t *rp)
-{
-    double w = 0;
-    for (int i = 0; i < rp->nsteps; i++)
-        if (rp->steps[i].status == REPORT_PLANNED)
-            w += rp->steps[i].def->weight;
-    return w;
-}
-
 /* What a data point can cost at most: the warm-up and the run in flight
  * when the budget ends (2 x seconds), the budget, and each run's start-up
  * (spawning, settling, joining), of which there are 2 + budget/seconds. */
@@ -190,18 +183,65 @@ double report_point_cost(double seconds, double budget)
     return 2 * seconds + budget + (2 + budget / seconds) * REPORT_RUN_COST_S;
 }
 
-/* The smallest budget (seconds) that gives every step REPORT_MIN_SECONDS
- * per run and REPORT_REPEATS runs in its per-point budget. */
-static double rplan_needed(const report_t *rp, double wsum)
+/* The least a step can be planned with: every run REPORT_MIN_SECONDS
+ * long, the per-point budget just the repeats. */
+static double rplan_min_share(const report_step_t *s)
 {
-    double need = 0, point = report_point_cost(
-                         REPORT_MIN_SECONDS, REPORT_REPEATS * REPORT_MIN_SECONDS);
+    return s->points * report_point_cost(REPORT_MIN_SECONDS,
+                                         REPORT_REPEATS * REPORT_MIN_SECONDS);
+}
+
+/* The sum of the minimum shares of the steps to plan. */
+static double rplan_min_total(const report_t *rp)
+{
+    double sum = 0;
+    for (int i = 0; i < rp->nsteps; i++)
+        if (rp->steps[i].status == REPORT_PLANNED)
+            sum += rplan_min_share(&rp->steps[i]);
+    return sum;
+}
+
+/* One pass of the split: the unfixed steps share what the fixed ones
+ * leave, by weight; one whose share is below its minimum is fixed at it.
+ * True when a step was fixed (the split must be redone). */
+static bool rplan_split_pass(report_t *rp, double usable, bool *fixed)
+{
+    double left = usable, w = 0;
+    bool again = false;
     for (int i = 0; i < rp->nsteps; i++) {
-        const report_step_t *s = &rp->steps[i];
-        if (s->status == REPORT_PLANNED)
-            need = fmax(need, s->points * point * wsum / s->def->weight);
+        report_step_t *s = &rp->steps[i];
+        if (s->status == REPORT_PLANNED && fixed[i])
+            left -= s->share_s;
+        else if (s->status == REPORT_PLANNED)
+            w += s->def->weight;
     }
-    return need / (1 - REPORT_RESERVE);
+    for (int i = 0; i < rp->nsteps; i++) {
+        report_step_t *s = &rp->steps[i];
+        if (s->status != REPORT_PLANNED || fixed[i])
+            continue;
+        s->share_s = left * s->def->weight / w;
+        if (s->share_s < rplan_min_share(s)) {
+            s->share_s = rplan_min_share(s);
+            fixed[i] = again = true;
+        }
+    }
+    return again;
+}
+
+/* Split usable seconds between the steps by weight, except that a step
+ * whose weighted share would be below its minimum gets its minimum and
+ * the others share the rest: one experiment with many points must not
+ * make the whole report refuse a budget that fits.  The caller has
+ * checked that the minimums fit. */
+static int rplan_split(report_t *rp, double usable)
+{
+    bool *fixed = calloc((size_t)rp->nsteps + 1, sizeof *fixed);
+    if (!fixed)
+        return -1;
+    while (rplan_split_pass(rp, usable, fixed))
+        ;
+    free(fixed);
+    return 0;
 }
 
 /* Size a step from its share.  --seconds: the cap, or less so that half
@@ -326,25 +366,28 @@ static int rplan_command(const report_t *rp, report_step_t *s)
 
 int report_plan(report_t *rp, char *err, size_t errlen)
 {
-    double wsum = rplan_weights(rp);
     double usable = rp->budget_s * (1 - REPORT_RESERVE);
     for (int i = 0; i < rp->nsteps; i++) {
         rplan_filter_rows(&rp->steps[i]);
         rp->steps[i].points = rplan_points(rp, &rp->steps[i]);
     }
-    double need = rplan_needed(rp, wsum);
-    if (wsum > 0 && need > rp->budget_s) {
+    double need = rplan_min_total(rp) / (1 - REPORT_RESERVE);
+    if (need > rp->budget_s) {
         snprintf(err, errlen,
                  "a budget of %.1f minutes is too small for the standard "
                  "set here: it needs at least %.1f",
                  rp->budget_s / 60, ceil(need / 6) / 10);
         return -1;
     }
+    if (rplan_split(rp, usable) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     for (int i = 0; i < rp->nsteps; i++) {
         report_step_t *s = &rp->steps[i];
         if (s->status != REPORT_PLANNED)
             continue;
-        rplan_size(s, usable * s->def->weight / wsum);
+        rplan_size(s, s->share_s);
         if (rplan_argv(rp, s) || rplan_command(rp, s)) {
             snprintf(err, errlen, "out of memory");
             return -1;

@@ -566,6 +566,7 @@ TEST(plan_fits_each_step_in_its_share)
     for (int i = 0; i < 4; i++) {
         report_step_t *s = &rp.steps[i];
         double share = usable * s->def->weight / 5.0;
+        CHECK(fabs(s->share_s - share) < 1e-9);
         total += s->given_s;
         CHECK(s->given_s <= share + 1e-9);
         CHECK(s->seconds >= REPORT_MIN_SECONDS);
@@ -633,6 +634,51 @@ TEST(plan_passes_policy_and_workers_through)
     CHECK_STR_CONTAINS(rp.steps[0].command,
                        "mqs-bench yield --policy mq:rr_slice_ns=1000000,kernel"
                        " --tasks 1,2,8 --workers 2 --seconds ");
+    report_free(&rp);
+}
+
+TEST(plan_gives_a_big_step_its_minimum_and_splits_the_rest)
+{
+    report_t rp;
+    char err[256] = "";
+    plan_steps(&rp, 120, -1);
+    /* ring: 200 x 2 = 400 points, a minimum of 200 s: more than 120 s */
+    char big[512] = "1";
+    for (int i = 2; i <= 200; i++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), ",%d", i % 9 + 1);
+    CHECK_EQ(report_count_list(big), 200);
+    snprintf(rp.steps[3].defaults.tasks, sizeof rp.steps[3].defaults.tasks,
+             "%s", big);
+    CHECK_EQ(report_plan(&rp, err, sizeof err), -1);
+    CHECK_STR_CONTAINS(err, "needs at least");
+    report_free(&rp);
+
+    /* 100 points (min 50 s) in 600 s: its weighted share (108 s) is
+     * enough; with weight 0.1 (10.8 s) it gets its minimum instead */
+    static const report_def_t defs[] = {
+        {"a", NULL, NULL, 2.0, 0}, {"b", NULL, NULL, 2.0, 0},
+        {"c", NULL, NULL, 0.9, 0}, {"d", NULL, NULL, 0.1, 0}};
+    plan_steps(&rp, 600, -1);
+    for (int i = 0; i < 4; i++)
+        rp.steps[i].def = &defs[i];
+    snprintf(rp.steps[3].defaults.tasks, sizeof rp.steps[3].defaults.tasks,
+             "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,"
+             "24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,"
+             "44,45,46,47,48,49,50");
+    CHECK_EQ(report_plan(&rp, err, sizeof err), 0);
+    report_step_t *d = &rp.steps[3];
+    CHECK_EQ(d->points, 100);
+    double min = 100 * report_point_cost(REPORT_MIN_SECONDS,
+                                         REPORT_REPEATS * REPORT_MIN_SECONDS);
+    CHECK(fabs(d->share_s - min) < 1e-9);
+    CHECK(d->given_s <= d->share_s + 1e-9);
+    double sum = 0;
+    for (int i = 0; i < 4; i++)
+        sum += rp.steps[i].share_s;
+    CHECK(fabs(sum - 600 * (1 - REPORT_RESERVE)) < 1e-6);
+    /* a and b keep equal weights, so equal shares of the rest */
+    CHECK(fabs(rp.steps[0].share_s - rp.steps[1].share_s) < 1e-9);
+    CHECK(fabs(rp.steps[0].share_s - (540 - min) * 2.0 / 4.9) < 1e-6);
     report_free(&rp);
 }
 
