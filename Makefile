@@ -2,6 +2,9 @@
 # The build itself is CMake's; everything below only drives it.
 #
 #   make bench   deps, RelWithDebInfo build in build/, run `mqs-bench yield`
+#   make report  deps, build, `mqs-bench report --out report` (the standard
+#                set within REPORT_BUDGET minutes, default 9; report/ is
+#                git-ignored); open report/index.html
 #   make test    deps, then three builds, each running ctest:
 #                  build/       default cc         every test
 #                  build-asan/  $(ASAN_CC), ASan+UBSan   every test
@@ -33,7 +36,7 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
 TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
            MQS_STRESS_TASKS=$(SAN_STRESS_TASKS) MQS_TEST_TIMEOUT=300
 
-.PHONY: all deps bench test clang clean \
+.PHONY: all deps bench report test clang clean \
         build check-default check-asan check-tsan
 
 all: build
@@ -48,6 +51,10 @@ build: deps
 
 bench: build
 	build/mqs-bench yield
+
+REPORT_BUDGET ?= 9
+report: build
+	build/mqs-bench report --out report --budget $(REPORT_BUDGET)
 
 check-default: build
 	cd build && $(CTEST) $(CTEST_FLAGS)

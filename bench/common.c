@@ -32,6 +32,7 @@
 
 #include "mqs.h"
 #include "mqs/policy.h"
+#include "plot.h"
 
 #define MAX_TASKS_ARG 65536
 
@@ -299,6 +300,7 @@ enum {
     OPT_BUDGET,
     OPT_CSV,
     OPT_JSON,
+    OPT_PLOT,
     OPT_HELP,
 };
 
@@ -312,6 +314,7 @@ static const struct option long_opts[] = {
     {"budget", required_argument, NULL, OPT_BUDGET},
     {"csv", no_argument, NULL, OPT_CSV},
     {"json", no_argument, NULL, OPT_JSON},
+    {"plot", required_argument, NULL, OPT_PLOT},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -348,6 +351,8 @@ static void print_help(const bench_cli_t *cli, FILE *out)
             "                      flag FRC (default max(2, 10 * seconds))\n"
             "  --csv, --json       machine-readable output (default: an "
             "aligned table)\n"
+            "  --plot FILE.svg     also draw the results with gnuplot "
+            "(needs gnuplot)\n"
             "  --help              this text\n\n%s",
             cli->default_policy, cli->default_seconds, cli->default_repeats,
             cli->details);
@@ -402,6 +407,12 @@ static int parse_one(const bench_cli_t *cli, int key, const char *arg,
         o->format = f;
         return 0;
     }
+    case OPT_PLOT:
+        if (!*arg)
+            return usage_error(e, "--plot: needs a file name");
+        free(o->plot);
+        o->plot = strdup(arg);
+        return o->plot ? 0 : usage_error(e, "out of memory");
     }
     return usage_error(e, "internal: unhandled option %d", key);
 }
@@ -417,6 +428,9 @@ static int finish_defaults(const bench_cli_t *cli, bench_opts_t *o)
         o->prec.budget_s = fmax(2.0, 10.0 * o->seconds);
     /* Enough room that the budget, not the count, ends a data point. */
     o->prec.max_repeats = o->prec.min_repeats + 1000;
+    /* Say a missing gnuplot now, not after minutes of measuring. */
+    if (rc == 0 && o->plot && !bench_plot_have_gnuplot(cli->name))
+        rc = 1;
     return rc;
 }
 
@@ -454,9 +468,26 @@ void bench_opts_free(bench_opts_t *o)
 {
     free(o->tasks);
     rows_free(o->rows, o->nrows);
+    free(o->plot);
     o->tasks = NULL;
     o->rows = NULL;
+    o->plot = NULL;
     o->ntasks = o->nrows = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Output                                                              */
+/* ------------------------------------------------------------------ */
+
+int bench_output(const bench_results_t *rs, const bench_opts_t *o)
+{
+    int rc = bench_results_print(rs, o->format, stdout) != 0;
+    if (rc)
+        fprintf(stderr, "mqs-bench %s: writing the results failed\n",
+                rs->experiment);
+    if (o->plot && bench_plot_svg(rs, o->plot) != 0)
+        rc = 1;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,8 +1,8 @@
 /*
  * common.h - what every mqs-bench experiment shares: the clock, the
  * command-line options most experiments take (--tasks, --policy,
- * --workers, --seconds, --repeats, --ci-target, --budget, --csv, --json),
- * the progress line, and the entry points the CLI's table of experiments
+ * --workers, --seconds, --repeats, --ci-target, --budget, --csv, --json,
+ * --plot), the output step (print, then plot), the progress line, and the entry points the CLI's table of experiments
  * points at.
  *
  * Usage errors print one line naming the option and what it accepts and
@@ -27,6 +27,8 @@
 /* Experiments: int bench_<name>_main(int argc, char **argv), argv[0] is
  * the experiment's name.  Returns the process exit status. */
 int bench_yield_main(int argc, char **argv);
+/* `mqs-bench report`: runs the standard set into an HTML report. */
+int bench_report_main(int argc, char **argv);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
@@ -70,12 +72,15 @@ typedef struct bench_opts {
     double seconds;         /* --seconds per measurement                */
     bench_precision_t prec; /* --repeats, --ci-target, --budget         */
     bench_format_t format;  /* table, --csv, --json                     */
+    char *plot;             /* --plot FILE.svg (malloc'd), or NULL      */
 } bench_opts_t;
 
 /*
  * Parse argv (argv[0] the experiment name) into o.  Returns 0,
- * BENCH_HELP_SHOWN after printing help on stdout, or BENCH_EXIT_USAGE
- * after printing what is wrong on stderr.  Free with bench_opts_free().
+ * BENCH_HELP_SHOWN after printing help on stdout, BENCH_EXIT_USAGE after
+ * printing what is wrong on stderr, or 1 when --plot was asked and
+ * gnuplot is not installed (said on stderr before anything is measured).
+ * Free with bench_opts_free().
  */
 int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
                         bench_opts_t *o);
@@ -103,6 +108,13 @@ int bench_parse_rows(const char *exp, const char *s, const char *const *pseudo,
 /* Length of the --policy item starting at s: up to the next comma that
  * is not followed by a tunable ("mq:a=1,b=2,kernel" -> 10). */
 size_t bench_rows_item_len(const char *s);
+
+/*
+ * The end of every experiment: print rs in o->format on stdout, then,
+ * with --plot, draw it (bench/plot.h).  0, or 1 when printing or
+ * plotting failed (the reason is on stderr).
+ */
+int bench_output(const bench_results_t *rs, const bench_opts_t *o);
 
 /* ----- progress line ----- */
 

@@ -731,7 +731,7 @@ int bench_yield_main(int argc, char **argv)
     bench_results_t rs;
     bench_results_init(&rs, "yield", "ns per yield", yield_extras, X_COUNT);
     int failed = run_all(&o, &rs);
-    int out = bench_results_print(&rs, o.format, stdout);
+    int out = bench_output(&rs, &o);
     bench_results_free(&rs);
     bench_opts_free(&o);
     return failed || out ? 1 : 0;

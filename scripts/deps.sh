@@ -20,6 +20,7 @@ libc6-dev
 clang:clang
 libclang-rt-dev
 pkg-config:pkg-config
+gnuplot-nox:gnuplot
 "
 
 have_pkg() {

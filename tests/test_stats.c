@@ -16,6 +16,7 @@
 #include "../bench/common.c"
 #include "../bench/output.c"
 #include "../bench/peer.c"
+#include "../bench/plot.c"
 #include "../bench/stats.c"
 
 /* |a - b| <= tol, printing both sides. */

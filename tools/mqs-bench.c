@@ -27,6 +27,8 @@ static const struct experiment experiments[] = {
     {"yield",
      "ns per yield vs tasks: policies, kernel sched_yield, bare switch floor",
      bench_yield_main},
+    {"report", "run the standard set of experiments into an HTML report",
+     bench_report_main},
 };
 
 #define NEXPERIMENTS (sizeof experiments / sizeof experiments[0])

@@ -1,0 +1,509 @@
+/*
+ * report_write.c - index.html and results.json of `mqs-bench report`.
+ *
+ * Both are written from the report's steps after every experiment ran,
+ * and both say the same things: the machine, then per experiment what
+ * ran (the exact command), how it ended, and every row it printed.  The
+ * HTML is one file with its style inline; the plots stay beside it as
+ * SVG files referenced by <img>, because gnuplot's SVGs each define the
+ * same element ids and inlining several into one page would make them
+ * share (and overwrite) each other's definitions.
+ *
+ * Everything that comes from outside the report (row names, params,
+ * notes, stderr, paths) is escaped: for HTML the five special
+ * characters, for JSON quotes, backslashes and control characters, and
+ * in both any byte that is not valid UTF-8 becomes U+FFFD, so a binary
+ * blob on an experiment's stderr cannot make either file unreadable.
+ * The table is the CSV's columns as the experiment wrote them (less
+ * the experiment column, which is the section's title): the report adds
+ * no figure of its own.
+ */
+#include "report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at s, or 0 when it is not one. */
+static int rwrite_utf8_len(const unsigned char *s)
+{
+    int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2
+                           : (s[0] & 0xF0) == 0xE0 ? 3
+                           : (s[0] & 0xF8) == 0xF0 ? 4
+                                                   : 0;
+    if (n == 2 && s[0] < 0xC2)
+        return 0; /* overlong */
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+static void rwrite_html(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        int n = rwrite_utf8_len(p);
+        const char *ent = *p == '&'   ? "&amp;"
+                          : *p == '<' ? "&lt;"
+                          : *p == '>' ? "&gt;"
+                          : *p == '"' ? "&quot;"
+                          : *p == '\'' ? "&#39;"
+                          : n == 0     ? "\xEF\xBF\xBD"
+                                       : NULL;
+        if (ent)
+            fputs(ent, out);
+        else if (*p >= 0x20 || *p == '\n' || *p == '\t')
+            fwrite(p, 1, (size_t)n, out);
+        p += n ? n : 1;
+    }
+}
+
+static void rwrite_json_str(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (!s) {
+        fputs("null", out);
+        return;
+    }
+    fputc('"', out);
+    while (*p) {
+        int n = rwrite_utf8_len(p);
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", out);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else if (n == 0)
+            fputs("\\ufffd", out);
+        else
+            fwrite(p, 1, (size_t)n, out);
+        p += n ? n : 1;
+    }
+    fputc('"', out);
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared wording                                                      */
+/* ------------------------------------------------------------------ */
+
+const char *report_status_name(report_status_t s)
+{
+    switch (s) {
+    case REPORT_PLANNED:
+        return "not run";
+    case REPORT_OK:
+        return "ok";
+    case REPORT_FAILED:
+        return "failed";
+    case REPORT_TIMED_OUT:
+        return "timed out";
+    case REPORT_ABSENT:
+        return "not in this build";
+    case REPORT_SKIPPED:
+        return "skipped";
+    }
+    return "?";
+}
+
+/* One sentence on how the step ended. */
+static void rwrite_outcome(FILE *out, const report_step_t *s)
+{
+    switch (s->status) {
+    case REPORT_OK:
+        fprintf(out, "ran in %.0f s of the %.0f s it was given", s->took_s,
+                s->given_s);
+        break;
+    case REPORT_FAILED:
+        if (s->exit_status < 0)
+            fprintf(out, "killed by signal %d after %.0f s", -s->exit_status,
+                    s->took_s);
+        else if (s->exit_status > 0)
+            fprintf(out, "exited with status %d after %.0f s", s->exit_status,
+                    s->took_s);
+        else
+            fprintf(out, "exited 0 after %.0f s but its output is not a "
+                         "table",
+                    s->took_s);
+        break;
+    case REPORT_TIMED_OUT:
+        fprintf(out, "killed after %.0f s: it overran the %.0f s it was given",
+                s->took_s, s->given_s);
+        break;
+    case REPORT_ABSENT:
+        fprintf(out, "not in this build: 'mqs-bench %s --help' failed",
+                s->def->experiment);
+        break;
+    case REPORT_SKIPPED:
+        fputs("not run: the budget was spent before its turn", out);
+        break;
+    case REPORT_PLANNED:
+        fputs("not run", out);
+        break;
+    }
+}
+
+static char *rwrite_outcome_text(const report_step_t *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    rwrite_outcome(f, s);
+    fclose(f);
+    return buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* HTML                                                                */
+/* ------------------------------------------------------------------ */
+
+static const char rwrite_style[] =
+    "body{font-family:sans-serif;max-width:1100px;margin:1em auto;"
+    "padding:0 1em;color:#222}\n"
+    "table{border-collapse:collapse;margin:.5em 0}\n"
+    "td,th{border:1px solid #ccc;padding:2px 8px;font-size:90%}\n"
+    "th{background:#f0f0f0}\ntd.n{text-align:right;"
+    "font-variant-numeric:tabular-nums}\n"
+    "tr.frc td{background:#fff6e0}\n"
+    "pre{background:#f6f6f6;padding:.5em;overflow-x:auto;"
+    "white-space:pre-wrap}\n"
+    ".ok{color:#070}.failed,.timed-out{color:#b00}"
+    ".absent,.skipped{color:#777}\n"
+    "img{max-width:100%;border:1px solid #ddd}\n";
+
+static const char *rwrite_class(report_status_t s)
+{
+    return s == REPORT_OK          ? "ok"
+           : s == REPORT_FAILED    ? "failed"
+           : s == REPORT_TIMED_OUT ? "timed-out"
+           : s == REPORT_ABSENT    ? "absent"
+                                   : "skipped";
+}
+
+static void rwrite_kv(FILE *out, const char *k, const char *v)
+{
+    fprintf(out, "<tr><th>%s</th><td>", k);
+    rwrite_html(out, v);
+    fputs("</td></tr>\n", out);
+}
+
+static void rwrite_machine(FILE *out, const report_t *rp)
+{
+    const report_machine_t *m = &rp->machine;
+    char buf[512];
+    fputs("<table class=\"machine\">\n", out);
+    rwrite_kv(out, "CPU", m->cpu);
+    snprintf(buf, sizeof buf, "%d online, %d usable by this process",
+             m->cores_online, m->cores_allowed);
+    rwrite_kv(out, "cores", buf);
+    if (m->mem_gib > 0)
+        snprintf(buf, sizeof buf, "%.1f GiB", m->mem_gib);
+    else
+        snprintf(buf, sizeof buf, "unknown");
+    rwrite_kv(out, "memory", buf);
+    rwrite_kv(out, "kernel", m->kernel);
+    rwrite_kv(out, "compiler", m->compiler);
+    rwrite_kv(out, "mqs", m->version);
+    rwrite_kv(out, "git commit", m->commit);
+    rwrite_kv(out, "date", m->date);
+    snprintf(buf, sizeof buf, "%.0f s, of a budget of %.1f minutes",
+             rp->total_s, rp->budget_s / 60);
+    rwrite_kv(out, "total time", buf);
+    rwrite_kv(out, "command", rp->invocation);
+    rwrite_kv(out, "plots", rp->plots ? "drawn by gnuplot"
+                                      : "none: gnuplot was not found");
+    fputs("</table>\n", out);
+}
+
+static void rwrite_summary(FILE *out, const report_t *rp)
+{
+    fputs("<table class=\"summary\">\n<tr><th>experiment</th><th>status</th>"
+          "<th>rows</th><th>took</th><th>given</th></tr>\n",
+          out);
+    for (int i = 0; i < rp->nsteps; i++) {
+        const report_step_t *s = &rp->steps[i];
+        fprintf(out, "<tr><td><a href=\"#%s\">", s->def->experiment);
+        rwrite_html(out, s->def->experiment);
+        fprintf(out, "</a></td><td class=\"%s\">%s</td><td class=\"n\">%d"
+                     "</td>",
+                rwrite_class(s->status), report_status_name(s->status),
+                s->have_csv ? s->csv.nrow : 0);
+        if (s->status == REPORT_ABSENT || s->status == REPORT_SKIPPED)
+            fputs("<td></td><td></td></tr>\n", out);
+        else
+            fprintf(out, "<td class=\"n\">%.0f s</td><td class=\"n\">%.0f s"
+                         "</td></tr>\n",
+                    s->took_s, s->given_s);
+    }
+    fputs("</table>\n", out);
+}
+
+static bool rwrite_numeric(const char *v)
+{
+    char *end;
+    if (!*v)
+        return false;
+    strtod(v, &end);
+    return *end == '\0' || !strcmp(v, "nan") || !strcmp(v, "inf");
+}
+
+static void rwrite_table(FILE *out, const report_csv_t *c)
+{
+    int skip = report_csv_col(c, "experiment"), frc = report_csv_col(c, "frc");
+    fputs("<table class=\"results\">\n<tr>", out);
+    for (int i = 0; i < c->ncol; i++)
+        if (i != skip) {
+            fputs("<th>", out);
+            rwrite_html(out, c->head[i]);
+            fputs("</th>", out);
+        }
+    fputs("</tr>\n", out);
+    for (int r = 0; r < c->nrow; r++) {
+        bool flagged = frc >= 0 && !strcmp(c->cell[r][frc], "1");
+        fputs(flagged ? "<tr class=\"frc\">" : "<tr>", out);
+        for (int i = 0; i < c->ncol; i++) {
+            if (i == skip)
+                continue;
+            fputs(rwrite_numeric(c->cell[r][i]) ? "<td class=\"n\">" : "<td>",
+                  out);
+            rwrite_html(out, c->cell[r][i]);
+            fputs("</td>", out);
+        }
+        fputs("</tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
+static void rwrite_pre(FILE *out, const char *label, const char *text,
+                       bool open)
+{
+    fprintf(out, "<details%s><summary>%s</summary><pre>", open ? " open" : "",
+            label);
+    rwrite_html(out, text);
+    fputs("</pre></details>\n", out);
+}
+
+static void rwrite_plot(FILE *out, const report_t *rp, const report_step_t *s)
+{
+    if (s->have_plot) {
+        fprintf(out, "<p><img src=\"%s.svg\" alt=\"plot of %s\"></p>\n",
+                s->def->experiment, s->def->experiment);
+        return;
+    }
+    fprintf(out, "<p class=\"skipped\">no plot: %s</p>\n",
+            !rp->plots ? "gnuplot was not found"
+                       : "the experiment did not draw one");
+}
+
+static void rwrite_step(FILE *out, const report_t *rp, const report_step_t *s)
+{
+    const char *e = s->def->experiment;
+    fprintf(out, "<section id=\"%s\">\n<h2>%s <span class=\"%s\">(%s)</span>"
+                 "</h2>\n<p>",
+            e, e, rwrite_class(s->status), report_status_name(s->status));
+    char *outcome = rwrite_outcome_text(s);
+    rwrite_html(out, outcome);
+    free(outcome);
+    fputs(".</p>\n", out);
+    if (s->status == REPORT_ABSENT || s->status == REPORT_SKIPPED) {
+        fputs("</section>\n", out);
+        return;
+    }
+    fprintf(out, "<p>%d data points planned; --seconds %.3f, --repeats %d, "
+                 "--budget %.2f s per point.  To reproduce:</p>\n<pre>",
+            s->points, s->seconds, s->repeats, s->point_budget_s);
+    rwrite_html(out, s->command);
+    fputs("</pre>\n", out);
+    if (s->dropped[0]) {
+        fputs("<p>Standard rows not in this build, left out: ", out);
+        rwrite_html(out, s->dropped);
+        fputs("</p>\n", out);
+    }
+    rwrite_plot(out, rp, s);
+    if (s->have_csv)
+        rwrite_table(out, &s->csv);
+    else {
+        fputs("<p class=\"failed\">no table: ", out);
+        rwrite_html(out, s->csv_error);
+        fputs("</p>\n", out);
+    }
+    if (s->err_text && *s->err_text)
+        rwrite_pre(out, "stderr", s->err_text, s->status != REPORT_OK);
+    fputs("</section>\n", out);
+}
+
+int report_write_html(const report_t *rp, FILE *out)
+{
+    fprintf(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
+                 "charset=\"utf-8\">\n<title>mqs-bench report</title>\n"
+                 "<style>\n%s</style>\n</head>\n<body>\n"
+                 "<h1>mqs-bench report</h1>\n",
+            rwrite_style);
+    rwrite_machine(out, rp);
+    fputs("<h2>Experiments</h2>\n", out);
+    rwrite_summary(out, rp);
+    fputs("<p>Values are means of the repeats with their 95% confidence "
+          "half-width (ci95); frc = 1 (shaded) means the CI target was not "
+          "reached in the time given.  results.json holds the same rows.</p>\n",
+          out);
+    for (int i = 0; i < rp->nsteps; i++)
+        rwrite_step(out, rp, &rp->steps[i]);
+    fputs("</body>\n</html>\n", out);
+    return fflush(out) == 0 && !ferror(out) ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON                                                                */
+/* ------------------------------------------------------------------ */
+
+static void rwrite_key(FILE *out, const char *k, bool first)
+{
+    fputs(first ? "" : ", ", out);
+    rwrite_json_str(out, k);
+    fputs(": ", out);
+}
+
+static bool rwrite_string_col(const char *name)
+{
+    static const char *const names[] = {"experiment", "row", "param", "unit",
+                                        "note", NULL};
+    for (const char *const *n = names; *n; n++)
+        if (!strcmp(*n, name))
+            return true;
+    return false;
+}
+
+/* A CSV field as a JSON value: strings stay strings, frc a boolean, nan
+ * and inf null, numbers numbers (an unreadable number stays a string). */
+static void rwrite_json_cell(FILE *out, const char *col, const char *v)
+{
+    char *end;
+    double d = strtod(v, &end);
+    if (rwrite_string_col(col))
+        rwrite_json_str(out, v);
+    else if (!strcmp(col, "frc") && (!strcmp(v, "0") || !strcmp(v, "1")))
+        fputs(*v == '1' ? "true" : "false", out);
+    else if (*v && *end == '\0' && isfinite(d))
+        fprintf(out, "%.15g", d);
+    else if (!*v || !strcmp(v, "nan") || *end == '\0')
+        fputs("null", out);
+    else
+        rwrite_json_str(out, v);
+}
+
+static void rwrite_json_rows(FILE *out, const report_t *rp)
+{
+    bool first = true;
+    fputs("\"rows\": [", out);
+    for (int i = 0; i < rp->nsteps; i++) {
+        const report_step_t *s = &rp->steps[i];
+        for (int r = 0; s->have_csv && r < s->csv.nrow; r++) {
+            fputs(first ? "\n  {" : ",\n  {", out);
+            first = false;
+            for (int c = 0; c < s->csv.ncol; c++) {
+                rwrite_key(out, s->csv.head[c], c == 0);
+                rwrite_json_cell(out, s->csv.head[c], s->csv.cell[r][c]);
+            }
+            fputc('}', out);
+        }
+    }
+    fputs(first ? "]" : "\n ]", out);
+}
+
+static void rwrite_json_machine(FILE *out, const report_machine_t *m)
+{
+    fputs("\"machine\": {", out);
+    rwrite_key(out, "cpu", true);
+    rwrite_json_str(out, m->cpu);
+    rwrite_key(out, "cores_online", false);
+    fprintf(out, "%d", m->cores_online);
+    rwrite_key(out, "cores_allowed", false);
+    fprintf(out, "%d", m->cores_allowed);
+    rwrite_key(out, "memory_gib", false);
+    fprintf(out, "%.2f", m->mem_gib);
+    const char *const kv[][2] = {{"kernel", m->kernel},
+                                 {"compiler", m->compiler},
+                                 {"mqs_version", m->version},
+                                 {"git_commit", m->commit},
+                                 {"date", m->date}};
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        rwrite_key(out, kv[i][0], false);
+        rwrite_json_str(out, kv[i][1]);
+    }
+    fputc('}', out);
+}
+
+static void rwrite_json_argv(FILE *out, const report_t *rp,
+                             const report_step_t *s)
+{
+    fputc('[', out);
+    for (int i = 0; s->argv && s->argv[i]; i++) {
+        fputs(i ? ", " : "", out);
+        rwrite_json_str(out, i == 0 ? rp->exe_shown : s->argv[i]);
+    }
+    fputc(']', out);
+}
+
+static void rwrite_json_step(FILE *out, const report_t *rp,
+                             const report_step_t *s)
+{
+    char *outcome = rwrite_outcome_text(s);
+    fputs("{", out);
+    rwrite_key(out, "experiment", true);
+    rwrite_json_str(out, s->def->experiment);
+    rwrite_key(out, "status", false);
+    rwrite_json_str(out, report_status_name(s->status));
+    rwrite_key(out, "outcome", false);
+    rwrite_json_str(out, outcome ? outcome : "");
+    rwrite_key(out, "command", false);
+    rwrite_json_str(out, s->command);
+    rwrite_key(out, "argv", false);
+    rwrite_json_argv(out, rp, s);
+    rwrite_key(out, "rows_not_in_build", false);
+    rwrite_json_str(out, s->dropped);
+    rwrite_key(out, "points", false);
+    fprintf(out, "%d", s->points);
+    rwrite_key(out, "seconds", false);
+    fprintf(out, "%.3f", s->seconds);
+    rwrite_key(out, "repeats", false);
+    fprintf(out, "%d", s->repeats);
+    rwrite_key(out, "point_budget_seconds", false);
+    fprintf(out, "%.2f, \"given_seconds\": %.1f, \"took_seconds\": %.1f, "
+                 "\"exit_status\": %d",
+            s->point_budget_s, s->given_s, s->took_s, s->exit_status);
+    rwrite_key(out, "rows", false);
+    fprintf(out, "%d", s->have_csv ? s->csv.nrow : 0);
+    rwrite_key(out, "csv_error", false);
+    rwrite_json_str(out, s->csv_error);
+    rwrite_key(out, "plot", false);
+    if (s->have_plot)
+        fprintf(out, "\"%s.svg\"", s->def->experiment);
+    else
+        fputs("null", out);
+    rwrite_key(out, "stderr", false);
+    rwrite_json_str(out, s->err_text ? s->err_text : "");
+    fputc('}', out);
+    free(outcome);
+}
+
+int report_write_json(const report_t *rp, FILE *out)
+{
+    fputs("{\"generator\": \"mqs-bench report\",\n ", out);
+    rwrite_json_machine(out, &rp->machine);
+    fprintf(out, ",\n \"budget_minutes\": %.2f, \"total_seconds\": %.1f, "
+                 "\"plots\": %s,\n \"command\": ",
+            rp->budget_s / 60, rp->total_s, rp->plots ? "true" : "false");
+    rwrite_json_str(out, rp->invocation);
+    fputs(",\n \"steps\": [", out);
+    for (int i = 0; i < rp->nsteps; i++) {
+        fputs(i ? ",\n  " : "\n  ", out);
+        rwrite_json_step(out, rp, &rp->steps[i]);
+    }
+    fputs(rp->nsteps ? "\n ],\n " : "],\n ", out);
+    rwrite_json_rows(out, rp);
+    fputs("\n}\n", out);
+    return fflush(out) == 0 && !ferror(out) ? 0 : -1;
+}
