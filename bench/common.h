@@ -27,6 +27,9 @@
 /* Experiments: int bench_<name>_main(int argc, char **argv), argv[0] is
  * the experiment's name.  Returns the process exit status. */
 int bench_yield_main(int argc, char **argv);
+int bench_ring_main(int argc, char **argv);
+int bench_pipe_main(int argc, char **argv);
+int bench_wake_main(int argc, char **argv);
 /* `mqs-bench report`: runs the standard set into an HTML report. */
 int bench_report_main(int argc, char **argv);
 

@@ -375,6 +375,70 @@ int mqs_chan_timedrecv(mqs_chan_t *ch, void *elem, uint64_t timeout_ns);
 int mqs_chan_close(mqs_chan_t *ch);         /* MQS_ECLOSED if already */
 size_t mqs_chan_len(const mqs_chan_t *ch);
 
+/*
+ * Byte pipe: a bounded in-process byte stream between tasks, the
+ * user-level pipe(2).  Bytes come out in the order they went in; a write
+ * of n bytes is not atomic with respect to other writers (as pipe(2)
+ * above PIPE_BUF).  Blocked readers and writers are served most urgent
+ * first.  mqs_pipe_close() ends the stream for both sides at once.
+ */
+typedef struct mqs_pipe mqs_pipe_t;
+
+/* Create a pipe that buffers up to capacity bytes (1 byte..1 GiB).
+ * Errors: MQS_EINVAL (out NULL, capacity out of range), MQS_ENOMEM. */
+int mqs_pipe_create(mqs_pipe_t **out, size_t capacity);
+
+/* Free a pipe; buffered bytes are dropped.  Errors: MQS_EINVAL (NULL),
+ * MQS_EBUSY (a task is blocked on it: nothing is freed). */
+int mqs_pipe_destroy(mqs_pipe_t *p);
+
+/*
+ * Read between 1 and n bytes into buf: whatever is available up to n,
+ * blocking the calling task (only the task) while the pipe is empty.
+ * *got receives the count.  Once the pipe is closed and drained, returns
+ * MQS_ECLOSED with *got = 0 (end of stream).  Task only.
+ * Errors: MQS_EINVAL (p, buf or got NULL, n == 0), MQS_EPERM, MQS_ECLOSED.
+ */
+int mqs_pipe_read(mqs_pipe_t *p, void *buf, size_t n, size_t *got);
+
+/* As mqs_pipe_read, but MQS_EAGAIN instead of blocking; may be called
+ * from any thread. */
+int mqs_pipe_tryread(mqs_pipe_t *p, void *buf, size_t n, size_t *got);
+
+/* As mqs_pipe_read, but MQS_ETIMEDOUT once timeout_ns have passed with
+ * nothing to read (0: do not wait).  Task only. */
+int mqs_pipe_timedread(mqs_pipe_t *p, void *buf, size_t n, size_t *got,
+                       uint64_t timeout_ns);
+
+/*
+ * Write all n bytes of buf, blocking the calling task while the pipe is
+ * full; returns 0 once every byte is in the pipe or in a reader's hands.
+ * *written (may be NULL) receives the count moved, which is n on
+ * success and tells how far a failed write got.  n == 0 returns 0.
+ * Task only.  Errors: MQS_EINVAL (p or buf NULL), MQS_EPERM, MQS_ECLOSED
+ * (closed before or while writing: the bytes counted in *written went
+ * in, the rest did not).
+ */
+int mqs_pipe_write(mqs_pipe_t *p, const void *buf, size_t n, size_t *written);
+
+/* Write as many bytes as fit now (at least 1) without blocking; may be
+ * called from any thread.  MQS_EAGAIN when not one byte fits. */
+int mqs_pipe_trywrite(mqs_pipe_t *p, const void *buf, size_t n,
+                      size_t *written);
+
+/* As mqs_pipe_write, but MQS_ETIMEDOUT once timeout_ns have passed
+ * before all was written (*written says how much was).  Task only. */
+int mqs_pipe_timedwrite(mqs_pipe_t *p, const void *buf, size_t n,
+                        size_t *written, uint64_t timeout_ns);
+
+/* End the stream: blocked writers and every later write fail with
+ * MQS_ECLOSED; readers drain what is buffered, then get MQS_ECLOSED.
+ * Any thread.  Errors: MQS_EINVAL (NULL), MQS_ECLOSED (already closed). */
+int mqs_pipe_close(mqs_pipe_t *p);
+
+/* Bytes buffered now (a snapshot; 0 for NULL). */
+size_t mqs_pipe_len(const mqs_pipe_t *p);
+
 /* ------------------------------------------------------------------ */
 /* Statistics                                                          */
 /* ------------------------------------------------------------------ */

@@ -27,6 +27,12 @@ static const struct experiment experiments[] = {
     {"yield",
      "ns per yield vs tasks: policies, kernel sched_yield, bare switch floor",
      bench_yield_main},
+    {"ring", "lmbench lat_ctx: us per switch round a ring of N tasks",
+     bench_ring_main},
+    {"pipe", "lmbench lat_pipe/bw_pipe: one-byte round trip, 64 KiB MiB/s",
+     bench_pipe_main},
+    {"wake", "latt/schbench: wake-to-run delay percentiles, with hogs",
+     bench_wake_main},
     {"report", "run the standard set of experiments into an HTML report",
      bench_report_main},
 };

@@ -1,0 +1,228 @@
+/*
+ * expkit.c - helpers of the ring, pipe and wake experiments (expkit.h).
+ *
+ * Experiment options: bench_parse_options() knows only the common set
+ * and rejects anything else, which keeps every experiment's CLI uniform.
+ * An experiment with options of its own (--size, --clients, ...) lifts
+ * them out of argv first with bench_take_options(), so the common parser
+ * and its --help stay one piece of code; the experiment lists its own
+ * options in the details paragraph of its help.  Rejected: a second
+ * getopt pass with a merged table (getopt's state is global and the
+ * common parser resets it), and widening the common table with every
+ * experiment's options (each would accept the others' options).
+ *
+ * The point driver is the warm-up-then-repeat sequence of yield.c's
+ * point_run, reusable because a sample is just a function that measures
+ * for a given time.
+ */
+#include "expkit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Options                                                             */
+/* ------------------------------------------------------------------ */
+
+static bool xopt_named(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg + 2, name, n) == 0 &&
+           (arg[2 + n] == '\0' || arg[2 + n] == '=');
+}
+
+static const bench_xopt_t *xopt_find(const char *arg, const bench_xopt_t *xo)
+{
+    for (; xo && xo->name; xo++)
+        if (xopt_named(arg, xo->name))
+            return xo;
+    return NULL;
+}
+
+static bool xopt_refused(const char *arg, const char *const *refuse)
+{
+    for (; refuse && *refuse; refuse++)
+        if (xopt_named(arg, *refuse))
+            return true;
+    return false;
+}
+
+int bench_take_options(const char *exp, int *argc, char **argv,
+                       const bench_xopt_t *xo, const char *const *refuse)
+{
+    int out = 1, i = 1;
+    for (; i < *argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i];
+        const bench_xopt_t *x = strncmp(a, "--", 2) == 0 ? xopt_find(a, xo)
+                                                          : NULL;
+        if (strncmp(a, "--", 2) == 0 && xopt_refused(a, refuse)) {
+            fprintf(stderr, "mqs-bench %s: %s does not apply to %s\n", exp,
+                    a, exp);
+            return BENCH_EXIT_USAGE;
+        }
+        if (!x) {
+            argv[out++] = argv[i];
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        if (!eq && i + 1 == *argc) {
+            fprintf(stderr, "mqs-bench %s: missing value for '%s'\n", exp, a);
+            return BENCH_EXIT_USAGE;
+        }
+        *x->value = eq ? eq + 1 : argv[++i];
+    }
+    while (i < *argc)
+        argv[out++] = argv[i++];
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rows                                                                */
+/* ------------------------------------------------------------------ */
+
+static bool kit_same_policy(const char *name, const char *spec)
+{
+    size_t n = strcspn(spec, ":");
+    return name && strlen(name) == n && strncmp(name, spec, n) == 0;
+}
+
+int bench_runtime_open(const char *exp, const char *spec, int workers,
+                       mqs_runtime_t **rt)
+{
+    char err[256] = "";
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.workers = workers;
+    cfg.policy = spec;
+    cfg.errbuf = err;
+    cfg.errbuf_size = sizeof err;
+    *rt = NULL;
+    int rc = mqs_runtime_create(rt, &cfg);
+    if (rc != 0) {
+        fprintf(stderr, "mqs-bench %s: %s: runtime: %s\n", exp, spec,
+                err[0] ? err : mqs_strerror(rc));
+        *rt = NULL;
+        return -1;
+    }
+    if (!kit_same_policy(mqs_runtime_policy(*rt), spec)) {
+        fprintf(stderr,
+                "mqs-bench %s: row %s ran policy %s: MQS_POLICY in the "
+                "environment overrides --policy; unset it\n",
+                exp, spec, mqs_runtime_policy(*rt));
+        bench_runtime_close(exp, *rt);
+        *rt = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void bench_runtime_close(const char *exp, mqs_runtime_t *rt)
+{
+    if (!rt)
+        return;
+    int rc = mqs_runtime_destroy(rt);
+    if (rc)
+        fprintf(stderr, "mqs-bench %s: mqs_runtime_destroy: %s\n", exp,
+                mqs_strerror(rc));
+}
+
+int bench_cpu_list(int workers, int *cpus, int max)
+{
+    cpu_set_t allowed;
+    int n = 0;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+        cpus[0] = 0;
+        return 1;
+    }
+    for (int c = 0; c < CPU_SETSIZE && n < max; c++) {
+        if (!CPU_ISSET(c, &allowed) || (workers && n == workers))
+            continue;
+        cpus[n++] = c;
+    }
+    return n;
+}
+
+void bench_cpuset_of(const int *cpus, int n, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    for (int i = 0; i < n; i++)
+        CPU_SET(cpus[i], set);
+}
+
+/* ------------------------------------------------------------------ */
+/* Data points                                                         */
+/* ------------------------------------------------------------------ */
+
+struct kit_point {
+    bench_progress_t *pg;
+    const char *row, *param;
+    double seconds;
+    bench_sample_fn fn;
+    void *ctx;
+};
+
+static int kit_repeat(void *arg, int repeat, double *value)
+{
+    struct kit_point *p = arg;
+    bench_progress_show(p->pg, p->row, p->param, repeat + 1);
+    return p->fn(p->ctx, p->seconds, value);
+}
+
+int bench_point_estimate(const bench_opts_t *o, bench_progress_t *pg,
+                         const char *row, const char *param, bool warm,
+                         bench_sample_fn fn, void *ctx, bench_estimate_t *est)
+{
+    struct kit_point p = {pg, row, param, o->seconds, fn, ctx};
+    *est = (bench_estimate_t){.mean = NAN, .stdev = NAN, .ci95 = NAN,
+                              .frc = true};
+    if (warm) {
+        double v;
+        bench_progress_show(pg, row, param, 0);
+        int rc = fn(ctx, o->seconds / 4, &v);
+        if (rc)
+            return rc;
+    }
+    return bench_repeat_until_precise(&o->prec, kit_repeat, &p, est);
+}
+
+bench_result_t bench_result_of(const char *row, const char *param,
+                               int workers, const char *unit, int rc,
+                               const bench_estimate_t *est, const char *note)
+{
+    bool ok = rc == 0;
+    bench_result_t r = {
+        .row = (char *)row,
+        .param = (char *)param,
+        .workers = workers,
+        .value = ok ? est->mean : NAN,
+        .ci95 = ok ? est->ci95 : NAN,
+        .unit = unit,
+        .frc = ok && est->frc,
+        .note = ok ? NULL : note,
+    };
+    for (int i = 0; i < BENCH_MAX_EXTRA; i++)
+        r.extra[i] = NAN;
+    return r;
+}
+
+int bench_peer_sample(const char *peer, const char *exp,
+                      const char *const *args, int workers, double seconds,
+                      bench_peer_result_t *r, char *why, size_t whylen)
+{
+    enum { KIT_MAX_ARGS = 16 };
+    const char *argv[KIT_MAX_ARGS + 3];
+    char w[32], s[48];
+    int n = 0;
+    for (; args && args[n] && n < KIT_MAX_ARGS; n++)
+        argv[n] = args[n];
+    snprintf(w, sizeof w, "workers=%d",
+             workers > 0 ? workers : bench_cpus_allowed());
+    snprintf(s, sizeof s, "seconds=%g", seconds);
+    argv[n++] = w;
+    argv[n++] = s;
+    argv[n] = NULL;
+    return bench_peer_run(peer, exp, argv, r, why, whylen);
+}

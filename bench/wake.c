@@ -1,0 +1,637 @@
+/*
+ * wake.c - `mqs-bench wake`: wake-up latency, after Jens Axboe's latt
+ * (2009) and Chris Mason's schbench.  --clients C tasks block, each on
+ * its own semaphore; a waker task picks the next client that is waiting,
+ * stamps the time into that client's slot and posts its semaphore, then
+ * sleeps a random 0..200 µs (mean 100); the client, once running,
+ * records now - stamp, the wake-to-run delay, in its own log-linear
+ * histogram (histogram.h).  --hogs K background tasks compute in slices
+ * of --hog-slice µs and yield between slices: the `make -j` of the 2009
+ * latt runs.  --class rt makes the clients and the waker realtime (mqs:
+ * MQS_CLASS_RR priority 50; kernel: SCHED_FIFO 50 when permitted, else
+ * the row says why).
+ *
+ * Rows: a policy runs mqs tasks (mqs_sem_t, mqs_sleep, mqs_yield); kernel
+ * runs pthreads (sem_t, nanosleep, sched_yield) unpinned within the
+ * first --workers CPUs; go and fiber run the peer programs.
+ *
+ * Output: seven results per row, one per statistic of the delay, in µs:
+ * param pct=50, pct=90, pct=99, pct=99.9 (nearest-rank percentiles),
+ * stat=max, stat=mean, stat=stdev.  `value` is the mean over the repeats
+ * of that statistic of each repeat, with its 95% CI and FRC flag; the
+ * extra column `pooled` is the same statistic over every wake-up of all
+ * repeats together (for stat=max: the worst wake-up seen), `samples` the
+ * wake-ups recorded.  Repeats continue until the mean delay (stat=mean)
+ * reaches --ci-target or the budget runs out.
+ *
+ * Only a client that announced it is about to wait is woken, so each
+ * sample is a real wake-up of a blocked task, not a post that a running
+ * client later finds.  Without hogs, on an idle machine, the figure is
+ * mostly the cost of waking an idle worker (a futex wake, the analogue
+ * of an IPI); with hogs it is how long a woken task waits behind running
+ * ones.  A normal mqs task preempts nothing: a client woken behind a hog
+ * waits for the hog's next yield, so the hog slice bounds mq's delay,
+ * where the kernel preempts the hog at once.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "expkit.h"
+#include "histogram.h"
+
+#define WAKE_CACHELINE 64
+#define WAKE_GAP_MAX_NS 200000u
+#define WAKE_RT_PRIO 50
+
+static const char *const wake_pseudo[] = {"kernel", "go", "fiber", NULL};
+static const char *const wake_refused[] = {"tasks", NULL};
+
+/* The statistics, in output order, and their peer keys. */
+enum { WS_P50, WS_P90, WS_P99, WS_P999, WS_MAX, WS_MEAN, WS_STDEV, WS_N };
+static const char *const wake_params[WS_N] = {
+    "pct=50", "pct=90", "pct=99", "pct=99.9", "stat=max", "stat=mean",
+    "stat=stdev"};
+static const char *const wake_peer_keys[WS_N] = {
+    "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "mean_ns", "stdev_ns"};
+static const double wake_pcts[4] = {50, 90, 99, 99.9};
+
+enum { WX_POOLED, WX_SAMPLES, WX_REPEATS, WX_COUNT };
+static const bench_extra_col_t wake_extras[WX_COUNT] = {
+    [WX_POOLED] = {"pooled", "pooled", 2},
+    [WX_SAMPLES] = {"samples", "samples", 0},
+    [WX_REPEATS] = {"repeats", NULL, 0},
+};
+
+static const bench_cli_t wake_cli = {
+    .name = "wake",
+    .summary = "latt / schbench: wake-to-run delay of blocked clients "
+               "(percentiles, max,\nmean, stdev), optionally behind "
+               "background hogs",
+    .details =
+        "experiment options:\n"
+        "  --clients C         blocked clients (default 4)\n"
+        "  --hogs K            background tasks computing in slices "
+        "(default 0)\n"
+        "  --hog-slice U       hog slice in us between yields (default "
+        "1000)\n"
+        "  --class normal|rt   class of clients and waker (default "
+        "normal; rt: mqs RR\n"
+        "                      50, kernel SCHED_FIFO 50 when permitted)\n"
+        "  (--tasks does not apply)\n\n"
+        "A waker wakes one waiting client at a time, every 0..200 us "
+        "(random).\n"
+        "params: pct=50,90,99,99.9 (nearest rank), stat=max, stat=mean, "
+        "stat=stdev;\n"
+        "value = mean over repeats of each repeat's statistic (us); "
+        "pooled = the\n"
+        "statistic over all repeats' wake-ups; samples = wake-ups "
+        "recorded.\n\n"
+        "example: mqs-bench wake --policy mq,kernel --hogs 2 --csv\n",
+    .default_tasks = "1",
+    .default_policy = "mq,kernel,go,fiber",
+    .pseudo = wake_pseudo,
+    .default_seconds = 0.5,
+    .default_repeats = 5,
+};
+
+struct wake_cfg {
+    int clients, hogs, hog_slice_us;
+    bool rt;
+};
+
+/* One client: written by the waker (stamp, waiting cleared) and by the
+ * client (waiting set, its histogram). */
+struct wake_client {
+    _Atomic int waiting;
+    uint64_t stamp;
+    mqs_sem_t msem;
+    sem_t ksem;
+    bench_hist_t hist;
+    struct wake_run *run;
+    mqs_task_t *task;
+    pthread_t thread;
+} __attribute__((aligned(WAKE_CACHELINE)));
+
+/* One sample. */
+struct wake_run {
+    _Atomic int started, stop;
+    const struct wake_cfg *cfg;
+    struct wake_client *c;
+    uint64_t rng;
+    bool kernel;
+};
+
+/* A data point: one row, all seven statistics. */
+struct wake_point {
+    const bench_opts_t *o;
+    const struct wake_cfg *cfg;
+    const char *row;
+    int workers;
+    mqs_runtime_t *rt;
+    struct wake_client *c;
+    bench_hist_t one, pooled; /* this repeat's wake-ups, all repeats' */
+    double *stat[WS_N];       /* per repeat                           */
+    int n, cap, calls;
+    bool warm;
+    double samples;
+    char note[128];
+};
+
+static bool wake_stopped(const struct wake_run *r)
+{
+    return atomic_load_explicit(&r->stop, memory_order_relaxed) != 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The three kinds of task, for both mqs and kernel                    */
+/* ------------------------------------------------------------------ */
+
+static void wake_block(struct wake_client *c)
+{
+    if (c->run->kernel)
+        while (sem_wait(&c->ksem) != 0 && errno == EINTR)
+            ;
+    else
+        mqs_sem_wait(&c->msem);
+}
+
+static void wake_post(struct wake_client *c)
+{
+    if (c->run->kernel)
+        sem_post(&c->ksem);
+    else
+        mqs_sem_post(&c->msem);
+}
+
+static void *wake_client_fn(void *arg)
+{
+    struct wake_client *c = arg;
+    while (!wake_stopped(c->run)) {
+        atomic_store_explicit(&c->waiting, 1, memory_order_release);
+        wake_block(c);
+        uint64_t now = bench_now_ns();
+        if (wake_stopped(c->run))
+            break;
+        bench_hist_record(&c->hist, now > c->stamp ? now - c->stamp : 0);
+    }
+    return NULL;
+}
+
+/* Wake the next waiting client after *next, if any. */
+static void wake_one(struct wake_run *r, int *next)
+{
+    int n = r->cfg->clients;
+    for (int k = 0; k < n; k++) {
+        struct wake_client *c = &r->c[(*next + k) % n];
+        int one = 1;
+        if (atomic_compare_exchange_strong(&c->waiting, &one, 0)) {
+            c->stamp = bench_now_ns();
+            wake_post(c);
+            *next = (*next + k + 1) % n;
+            return;
+        }
+    }
+}
+
+static void wake_gap(struct wake_run *r)
+{
+    uint64_t z = (r->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    uint64_t ns = (z ^ (z >> 31)) % WAKE_GAP_MAX_NS;
+    if (r->kernel)
+        bench_sleep_ns(ns);
+    else
+        mqs_sleep(ns);
+}
+
+static void *wake_waker_fn(void *arg)
+{
+    struct wake_run *r = arg;
+    int next = 0;
+    atomic_store(&r->started, 1);
+    while (!wake_stopped(r)) {
+        wake_one(r, &next);
+        wake_gap(r);
+    }
+    for (int i = 0; i < r->cfg->clients; i++) /* each ends on this post */
+        wake_post(&r->c[i]);
+    return NULL;
+}
+
+static void *wake_hog_fn(void *arg)
+{
+    struct wake_run *r = arg;
+    uint64_t slice = (uint64_t)r->cfg->hog_slice_us * 1000u;
+    while (!wake_stopped(r)) {
+        uint64_t end = bench_now_ns() + slice;
+        while (bench_now_ns() < end)
+            ;
+        if (r->kernel)
+            sched_yield();
+        else
+            mqs_yield();
+    }
+    return NULL;
+}
+
+/* Let the sample run `seconds` from the waker's start. */
+static void wake_window(struct wake_run *r, double seconds)
+{
+    while (!atomic_load_explicit(&r->started, memory_order_relaxed))
+        bench_sleep_ns(50000);
+    bench_sleep_ns((uint64_t)(seconds * 1e9));
+    atomic_store(&r->stop, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Policy rows                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Spawn fn; `urgent` tasks get the --class. */
+static int wake_mq_spawn(struct wake_point *pt, bool urgent, mqs_task_fn fn,
+                         void *arg, mqs_task_t **t)
+{
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    if (urgent && pt->cfg->rt) {
+        a.sched_class = MQS_CLASS_RR;
+        a.rt_priority = WAKE_RT_PRIO;
+    }
+    int rc = mqs_spawn(pt->rt, t, &a, fn, arg);
+    if (rc)
+        fprintf(stderr, "mqs-bench wake: %s: mqs_spawn: %s\n", pt->row,
+                mqs_strerror(rc));
+    return rc;
+}
+
+/* Start everything: hogs, clients, then the waker.  On a failure, stop
+ * is set and the clients started get the waker's final posts. */
+static int wake_mq_start(struct wake_point *pt, struct wake_run *r,
+                         mqs_task_t **hogs, mqs_task_t **waker)
+{
+    const struct wake_cfg *cfg = pt->cfg;
+    int rc = 0;
+    for (int i = 0; i < cfg->hogs && rc == 0; i++)
+        rc = wake_mq_spawn(pt, false, wake_hog_fn, r, &hogs[i]);
+    for (int i = 0; i < cfg->clients && rc == 0; i++)
+        rc = wake_mq_spawn(pt, true, wake_client_fn, &r->c[i], &r->c[i].task);
+    if (rc)
+        atomic_store(&r->stop, 1);
+    /* The waker also ends a failed start: it posts every client. */
+    int rw = wake_mq_spawn(pt, true, wake_waker_fn, r, waker);
+    return rc ? rc : rw;
+}
+
+static void wake_mq_join(struct wake_point *pt, mqs_task_t **hogs,
+                         mqs_task_t *waker)
+{
+    if (waker)
+        mqs_join(waker, NULL);
+    for (int i = 0; i < pt->cfg->clients; i++)
+        if (pt->c[i].task)
+            mqs_join(pt->c[i].task, NULL);
+    for (int i = 0; i < pt->cfg->hogs; i++)
+        if (hogs[i])
+            mqs_join(hogs[i], NULL);
+}
+
+static int wake_mq_run(struct wake_point *pt, struct wake_run *r,
+                       double seconds)
+{
+    mqs_task_t **hogs = calloc((size_t)pt->cfg->hogs + 1, sizeof *hogs);
+    mqs_task_t *waker = NULL;
+    if (!hogs)
+        return -1;
+    for (int i = 0; i < pt->cfg->clients; i++) {
+        mqs_sem_init(&pt->c[i].msem, 0);
+        pt->c[i].task = NULL;
+    }
+    int rc = wake_mq_start(pt, r, hogs, &waker);
+    if (rc == 0)
+        wake_window(r, seconds);
+    else
+        atomic_store(&r->stop, 1);
+    wake_mq_join(pt, hogs, waker);
+    for (int i = 0; i < pt->cfg->clients; i++)
+        mqs_sem_destroy(&pt->c[i].msem);
+    free(hogs);
+    return rc ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* kernel row                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Thread attributes: the first `workers` CPUs, and SCHED_FIFO for the
+ * urgent threads under --class rt. */
+static void wake_k_attr(const struct wake_point *pt, bool urgent,
+                        pthread_attr_t *a)
+{
+    int cpus[MQS_MAX_WORKERS];
+    cpu_set_t set;
+    bench_cpuset_of(cpus, bench_cpu_list(pt->workers, cpus, MQS_MAX_WORKERS),
+                    &set);
+    pthread_attr_init(a);
+    pthread_attr_setaffinity_np(a, sizeof set, &set);
+    if (urgent && pt->cfg->rt) {
+        struct sched_param sp = {.sched_priority = WAKE_RT_PRIO};
+        pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(a, SCHED_FIFO);
+        pthread_attr_setschedparam(a, &sp);
+    }
+}
+
+static int wake_k_spawn(struct wake_point *pt, bool urgent,
+                        void *(*fn)(void *), void *arg, pthread_t *t)
+{
+    pthread_attr_t a;
+    wake_k_attr(pt, urgent, &a);
+    int rc = pthread_create(t, &a, fn, arg);
+    pthread_attr_destroy(&a);
+    if (rc == EPERM && urgent && pt->cfg->rt)
+        snprintf(pt->note, sizeof pt->note,
+                 "SCHED_FIFO not permitted (needs CAP_SYS_NICE or "
+                 "RLIMIT_RTPRIO)");
+    else if (rc)
+        fprintf(stderr, "mqs-bench wake: kernel: pthread_create: %s\n",
+                strerror(rc));
+    return rc;
+}
+
+static int wake_k_run(struct wake_point *pt, struct wake_run *r,
+                      double seconds)
+{
+    const struct wake_cfg *cfg = pt->cfg;
+    pthread_t *hogs = calloc((size_t)cfg->hogs + 1, sizeof *hogs), waker;
+    int nh = 0, nc = 0, rc = hogs ? 0 : ENOMEM;
+    for (int i = 0; i < cfg->clients; i++)
+        sem_init(&pt->c[i].ksem, 0, 0);
+    for (; nh < cfg->hogs && rc == 0; nh += rc == 0)
+        rc = wake_k_spawn(pt, false, wake_hog_fn, r, &hogs[nh]);
+    for (; nc < cfg->clients && rc == 0; nc += rc == 0)
+        rc = wake_k_spawn(pt, true, wake_client_fn, &pt->c[nc], &pt->c[nc].thread);
+    if (rc)
+        atomic_store(&r->stop, 1);
+    int rw = wake_k_spawn(pt, rc == 0, wake_waker_fn, r, &waker);
+    if (rc == 0 && rw == 0)
+        wake_window(r, seconds);
+    if (rw == 0)
+        pthread_join(waker, NULL);
+    else /* nobody posts: end the clients here */
+        for (int i = 0; i < nc; i++)
+            sem_post(&pt->c[i].ksem);
+    for (int i = 0; i < nc; i++)
+        pthread_join(pt->c[i].thread, NULL);
+    for (int i = 0; i < nh; i++)
+        pthread_join(hogs[i], NULL);
+    for (int i = 0; i < cfg->clients; i++)
+        sem_destroy(&pt->c[i].ksem);
+    free(hogs);
+    return rc || rw ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* One repeat: run, then the statistics of its wake-ups                */
+/* ------------------------------------------------------------------ */
+
+static int wake_keep(struct wake_point *pt, const double *v)
+{
+    if (pt->n == pt->cap) {
+        int cap = pt->cap ? 2 * pt->cap : 16;
+        for (int s = 0; s < WS_N; s++) {
+            double *p = realloc(pt->stat[s], (size_t)cap * sizeof *p);
+            if (!p)
+                return -1;
+            pt->stat[s] = p;
+        }
+        pt->cap = cap;
+    }
+    for (int s = 0; s < WS_N; s++)
+        pt->stat[s][pt->n] = v[s];
+    pt->n++;
+    return 0;
+}
+
+static void wake_stats_of(const bench_hist_t *h, double *v)
+{
+    for (int s = WS_P50; s <= WS_P999; s++)
+        v[s] = bench_hist_percentile(h, wake_pcts[s]) / 1000.0;
+    v[WS_MAX] = bench_hist_max(h) / 1000.0;
+    v[WS_MEAN] = bench_hist_mean(h) / 1000.0;
+    v[WS_STDEV] = bench_hist_stdev(h) / 1000.0;
+}
+
+/* The warm-up is the first call: forget it when the second begins. */
+static void wake_forget_warmup(struct wake_point *pt)
+{
+    if (pt->calls++ == 1 && pt->warm) {
+        bench_hist_reset(&pt->pooled);
+        pt->n = 0;
+        pt->samples = 0;
+    }
+}
+
+static int wake_sample(void *arg, double seconds, double *value)
+{
+    struct wake_point *pt = arg;
+    struct wake_run r = {.cfg = pt->cfg, .c = pt->c,
+                         .rng = (uint64_t)pt->calls * 7919u + 1,
+                         .kernel = !strcmp(pt->row, "kernel")};
+    wake_forget_warmup(pt);
+    for (int i = 0; i < pt->cfg->clients; i++) {
+        atomic_store(&pt->c[i].waiting, 0);
+        pt->c[i].run = &r;
+        bench_hist_reset(&pt->c[i].hist);
+    }
+    int rc = r.kernel ? wake_k_run(pt, &r, seconds)
+                      : wake_mq_run(pt, &r, seconds);
+    if (rc)
+        return -1;
+    bench_hist_reset(&pt->one);
+    for (int i = 0; i < pt->cfg->clients; i++)
+        bench_hist_merge(&pt->one, &pt->c[i].hist);
+    if (pt->one.n < 2) {
+        fprintf(stderr, "mqs-bench wake: %s: fewer than 2 wake-ups\n",
+                pt->row);
+        return -1;
+    }
+    bench_hist_merge(&pt->pooled, &pt->one);
+    pt->samples += (double)pt->one.n;
+    double v[WS_N];
+    wake_stats_of(&pt->one, v);
+    *value = v[WS_MEAN];
+    return wake_keep(pt, v);
+}
+
+static int wake_peer_sample(void *arg, double seconds, double *value)
+{
+    struct wake_point *pt = arg;
+    char c[32], h[32], u[32];
+    snprintf(c, sizeof c, "clients=%d", pt->cfg->clients);
+    snprintf(h, sizeof h, "hogs=%d", pt->cfg->hogs);
+    snprintf(u, sizeof u, "hog_slice_us=%d", pt->cfg->hog_slice_us);
+    const char *args[] = {c, h, u, pt->cfg->rt ? "class=rt" : "class=normal",
+                          NULL};
+    bench_peer_result_t res;
+    int rc = bench_peer_sample(pt->row, "wake", args, pt->o->workers, seconds,
+                               &res, pt->note, sizeof pt->note);
+    if (rc)
+        return rc;
+    double v[WS_N];
+    for (int s = 0; s < WS_N; s++)
+        v[s] = bench_peer_get(&res, wake_peer_keys[s]) / 1000.0;
+    if (isnan(v[WS_MEAN])) {
+        snprintf(pt->note, sizeof pt->note, "failed: key mean_ns missing");
+        return BENCH_PEER_FAILED;
+    }
+    double n = bench_peer_get(&res, "samples");
+    pt->samples += isnan(n) ? 0 : n;
+    *value = v[WS_MEAN];
+    return wake_keep(pt, v);
+}
+
+/* ------------------------------------------------------------------ */
+/* Driver                                                              */
+/* ------------------------------------------------------------------ */
+
+static int wake_alloc(struct wake_point *pt)
+{
+    int n = pt->cfg->clients;
+    pt->c = aligned_alloc(WAKE_CACHELINE, (size_t)n * sizeof *pt->c);
+    if (!pt->c || bench_hist_init(&pt->one) || bench_hist_init(&pt->pooled))
+        return -1;
+    memset(pt->c, 0, (size_t)n * sizeof *pt->c);
+    for (int i = 0; i < n; i++)
+        if (bench_hist_init(&pt->c[i].hist))
+            return -1;
+    return 0;
+}
+
+static void wake_free(struct wake_point *pt)
+{
+    for (int i = 0; pt->c && i < pt->cfg->clients; i++)
+        bench_hist_free(&pt->c[i].hist);
+    free(pt->c);
+    bench_hist_free(&pt->one);
+    bench_hist_free(&pt->pooled);
+    for (int s = 0; s < WS_N; s++)
+        free(pt->stat[s]);
+}
+
+static int wake_open(struct wake_point *pt, bool peer, bool kernel)
+{
+    int rc = wake_alloc(pt);
+    int cpus[MQS_MAX_WORKERS];
+    pt->workers = pt->o->workers ? pt->o->workers : bench_cpus_allowed();
+    if (rc == 0 && kernel)
+        pt->workers = bench_cpu_list(pt->o->workers, cpus, MQS_MAX_WORKERS);
+    if (rc == 0 && !peer && !kernel) {
+        rc = bench_runtime_open("wake", pt->row, pt->o->workers, &pt->rt);
+        pt->workers = rc ? pt->workers : mqs_runtime_workers(pt->rt);
+    }
+    return rc;
+}
+
+/* The seven results of a row that ran (or failed with rc). */
+static int wake_emit(struct wake_point *pt, int rc, bench_results_t *rs)
+{
+    bool peer = bench_peer_is(pt->row);
+    double pooled[WS_N];
+    wake_stats_of(&pt->pooled, pooled);
+    for (int s = 0; s < WS_N; s++) {
+        bench_estimate_t est = {.mean = NAN, .ci95 = NAN};
+        if (rc == 0)
+            bench_estimate_of(pt->stat[s], (size_t)pt->n, pt->o->prec.ci_target,
+                              &est);
+        bench_result_t res =
+            bench_result_of(pt->row, wake_params[s], pt->workers, "us", rc,
+                            &est, pt->note[0] ? pt->note : "failed");
+        res.extra[WX_POOLED] = rc == 0 && !peer ? pooled[s] : NAN;
+        res.extra[WX_SAMPLES] = rc == 0 ? pt->samples : NAN;
+        res.extra[WX_REPEATS] = rc == 0 ? pt->n : NAN;
+        if (bench_results_add(rs, &res) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int wake_point_run(struct wake_point *pt, bench_progress_t *pg,
+                          bench_results_t *rs)
+{
+    bench_estimate_t est;
+    bool peer = bench_peer_is(pt->row), kernel = !strcmp(pt->row, "kernel");
+    pt->warm = !peer;
+    int rc = wake_open(pt, peer, kernel);
+    if (rc == 0)
+        rc = bench_point_estimate(pt->o, pg, pt->row, "all", pt->warm,
+                                  peer ? wake_peer_sample : wake_sample, pt,
+                                  &est);
+    bench_runtime_close("wake", pt->rt);
+    pt->rt = NULL;
+    int out = wake_emit(pt, rc, rs);
+    wake_free(pt);
+    if (out)
+        return -1;
+    return rc == BENCH_PEER_MISSING || rc == BENCH_PEER_UNSUPPORTED ||
+                   (kernel && pt->note[0])
+               ? 0
+               : rc;
+}
+
+static int wake_parse(int *argc, char **argv, struct wake_cfg *cfg)
+{
+    const char *c = "4", *h = "0", *u = "1000", *cls = "normal";
+    const bench_xopt_t xo[] = {{"clients", &c}, {"hogs", &h},
+                               {"hog-slice", &u}, {"class", &cls},
+                               {NULL, NULL}};
+    int rc = bench_take_options("wake", argc, argv, xo, wake_refused);
+    if (rc == 0)
+        rc = bench_parse_int("wake", "--clients", c, 1, 4096, &cfg->clients);
+    if (rc == 0)
+        rc = bench_parse_int("wake", "--hogs", h, 0, 4096, &cfg->hogs);
+    if (rc == 0)
+        rc = bench_parse_int("wake", "--hog-slice", u, 1, 1000000,
+                             &cfg->hog_slice_us);
+    if (rc == 0 && strcmp(cls, "normal") && strcmp(cls, "rt")) {
+        fprintf(stderr, "mqs-bench wake: --class: '%s' is not normal or rt\n",
+                cls);
+        rc = BENCH_EXIT_USAGE;
+    }
+    cfg->rt = rc == 0 && !strcmp(cls, "rt");
+    return rc;
+}
+
+int bench_wake_main(int argc, char **argv)
+{
+    struct wake_cfg cfg;
+    bench_opts_t o;
+    int rc = wake_parse(&argc, argv, &cfg);
+    if (rc == 0)
+        rc = bench_parse_options(&wake_cli, argc, argv, &o);
+    if (rc == BENCH_HELP_SHOWN)
+        return 0;
+    if (rc)
+        return rc;
+    bench_results_t rs;
+    bench_results_init(&rs, "wake", "us from wake-up to running",
+                       wake_extras, WX_COUNT);
+    bench_progress_t pg;
+    bench_progress_init(&pg, o.nrows);
+    int failed = 0;
+    for (int r = 0; r < o.nrows; r++) {
+        struct wake_point pt = {.o = &o, .cfg = &cfg, .row = o.rows[r].spec};
+        pg.index++;
+        failed |= wake_point_run(&pt, &pg, &rs) != 0;
+    }
+    bench_progress_done(&pg);
+    int out = bench_output(&rs, &o);
+    bench_results_free(&rs);
+    bench_opts_free(&o);
+    return failed || out ? 1 : 0;
+}
