@@ -10,7 +10,11 @@
 // the workers share fibers through boost::fibers::algo::work_stealing:
 // per-thread queues with stealing are the structure of mqs's mq policy
 // and of Go's Ps, where shared_work is one locked queue for all threads
-// (the design the multi-queue schedulers replaced).  Errors are
+// (the design the multi-queue schedulers replaced), and it is unusable
+// here besides: it runs pinned fibers -- a thread's main fiber and its
+// dispatcher, which moves sleeping fibers to ready -- only when the
+// shared queue is empty, so under N yielding fibers no sleep ever ends
+// (tried: yield tasks=16 workers=2 hangs).  Errors are
 // exceptions mapped to the protocol's exit statuses: usage 2,
 // unsupported 3 (e.g. wake class=rt: no realtime class), failure 1.
 // Rejected: one process serving every repeat -- work_stealing
