@@ -206,3 +206,52 @@ static void usage_case(const char *peer)
 }
 
 TEST(peer_bad_arguments_exit_2) { PEERS(usage_case(peer)); }
+
+/* The yield experiment's go and fiber rows, through mqs-bench itself:
+ * a value and fairness for a built peer, "not installed" for one that
+ * is not, and exit status 0 either way. */
+TEST(mqs_bench_yield_has_peer_rows)
+{
+    char dir[PATH_MAX / 2], cmd[PATH_MAX + 128];
+    CHECK(exe_dir(dir, sizeof dir));
+    unsetenv("MQS_PEER_DIR"); /* mqs-bench finds build/peers/ itself */
+    snprintf(cmd, sizeof cmd, "%s../mqs-bench", dir);
+    if (access(cmd, X_OK) != 0) {
+        printf("SKIP: %s not built (MQS_BUILD_BENCH=OFF)\n", cmd);
+        return;
+    }
+    snprintf(cmd, sizeof cmd,
+             "'%s../mqs-bench' yield --policy go,fiber,floor --tasks 2 "
+             "--seconds 0.02 --repeats 2 --budget 1 --csv",
+             dir);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    char line[512];
+    int rows = 0;
+    while (fgets(line, sizeof line, p)) {
+        char row[16];
+        if (sscanf(line, "yield,%15[^,],", row) != 1 || !bench_peer_is(row))
+            continue;
+        rows++;
+        bool built = peer_built(row);
+        /* ...,param,value,unit,ci95,frc,fair,zero,ndev,repeats,note */
+        char *f[13] = {0};
+        int n = 0;
+        for (char *s = line; s && n < 13; n++) {
+            f[n] = s;
+            s = strchr(s, ',');
+            if (s)
+                *s++ = '\0';
+        }
+        CHECK_EQ(n, 13);
+        if (built) {
+            CHECK(strtod(f[4], NULL) > 0);
+            CHECK(strtod(f[8], NULL) >= 0 && strtod(f[8], NULL) <= 1);
+            CHECK(f[12][0] == '\n' || f[12][0] == '\0');
+        } else {
+            CHECK_STR_CONTAINS(f[12], "not installed");
+        }
+    }
+    CHECK_EQ(pclose(p), 0);
+    CHECK_EQ(rows, 2);
+}
