@@ -12,6 +12,9 @@
 #                every phase runs even if an earlier one failed; the exit
 #                status is non-zero if any failed.
 #   make clang   clang build in build-clang/ and every test
+#   make peers   install the peer toolchains (scripts/peers.sh: Go,
+#                g++, Boost.Fiber), rebuild build/ with the peers in
+#                build/peers/ and run their test (test_peers)
 #   make clean   remove the build directories
 #
 # Knobs: JOBS (parallel compile, default 2), CTEST_JOBS (test programs at a
@@ -36,7 +39,7 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
 TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
            MQS_STRESS_TASKS=$(SAN_STRESS_TASKS) MQS_TEST_TIMEOUT=300
 
-.PHONY: all deps bench report test clang clean \
+.PHONY: all deps bench report test clang clean peers \
         build check-default check-asan check-tsan
 
 all: build
@@ -90,6 +93,13 @@ clang: deps
 	$(CMAKE) -S . -B build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_ASM_COMPILER=clang
 	$(CMAKE) --build build-clang -j$(JOBS)
 	cd build-clang && $(CTEST) $(CTEST_FLAGS)
+
+# ---- peer runtimes (optional; nothing else depends on them) -----------
+peers: deps
+	@scripts/peers.sh
+	$(CMAKE) -S . -B build -DMQS_BUILD_PEERS=ON
+	$(CMAKE) --build build -j$(JOBS)
+	cd build && $(CTEST) $(CTEST_FLAGS) -R '^test_peers$$'
 
 clean:
 	rm -rf build build-asan build-tsan build-clang

@@ -7,24 +7,35 @@
  * a fresh process per repeat keeps peers' warm-up out of each other's
  * figures.  posix_spawn, not fork, because mqs-bench may have worker
  * threads alive when a peer row runs.
+ *
+ * The time bound: the pipe is read with poll() against a deadline, and
+ * the child is reaped with WNOHANG polls until the same deadline; past
+ * it the child gets SIGKILL (which no runtime can catch or defer) and
+ * the run fails.  Polling the exit every millisecond
+ * rather than a SIGCHLD handler: mqs-bench is a library user and must
+ * not take the process's signal dispositions.
  */
 #include "peer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 
 const char *const bench_peer_names[] = {"go", "fiber", NULL};
 
-#define PEER_MAX_ARGS 32
 #define PEER_EXIT_UNSUPPORTED 3
 
 bool bench_peer_is(const char *row)
@@ -110,7 +121,7 @@ double bench_peer_get(const bench_peer_result_t *r, const char *key)
 static int start(const char *path, char **argv, pid_t *pid)
 {
     int fd[2];
-    if (pipe(fd) != 0)
+    if (pipe2(fd, O_CLOEXEC) != 0)
         return -1;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -126,69 +137,200 @@ static int start(const char *path, char **argv, pid_t *pid)
     return fd[0];
 }
 
-/* Read the child's whole stdout into buf (NUL-terminated, truncated). */
-static void read_all(int fd, char *buf, size_t n)
+static uint64_t peer_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Milliseconds left until deadline, for poll(): at least 1 until it. */
+static int ms_left(uint64_t deadline)
+{
+    uint64_t now = peer_now_ns();
+    if (now >= deadline)
+        return 0;
+    uint64_t ms = (deadline - now + 999999) / 1000000;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* Read the child's whole stdout into buf (NUL-terminated, truncated: the
+ * rest is drained so the child can exit).  -1 when the deadline passed
+ * before end of file. */
+static int read_all(int fd, char *buf, size_t n, uint64_t deadline)
 {
     size_t len = 0;
+    int rc = 0;
     for (;;) {
-        ssize_t got = read(fd, buf + len, n - 1 - len);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ms = ms_left(deadline);
+        int ready = ms ? poll(&p, 1, ms) : 0;
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready == 0) {
+            rc = -1;
+            break;
+        }
+        char sink[256];
+        bool full = len == n - 1;
+        ssize_t got = full ? read(fd, sink, sizeof sink)
+                           : read(fd, buf + len, n - 1 - len);
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
             break;
-        len += (size_t)got;
-        if (len == n - 1) { /* drain the rest so the child can exit */
-            char sink[256];
-            while (read(fd, sink, sizeof sink) > 0)
-                ;
-            break;
-        }
+        if (!full)
+            len += (size_t)got;
     }
     buf[len] = '\0';
     close(fd);
+    return rc;
 }
 
-static int wait_child(pid_t pid)
+/* The child's exit status (128 + signal when killed by one), or -1 when
+ * it was still running at the deadline (it is then killed and reaped). */
+static int wait_child(pid_t pid, uint64_t deadline)
 {
     int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (r < 0 && errno != EINTR)
+            return -2;
+        if (r == 0 && peer_now_ns() >= deadline)
+            break;
+        if (r == 0)
+            nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return -1;
 }
 
-int bench_peer_run(const char *peer, const char *experiment,
-                   const char *const *args, bench_peer_result_t *out,
-                   char *why, size_t whylen)
+uint64_t bench_peer_timeout_ns(const char *const *args)
+{
+    const char *env = getenv("MQS_PEER_TIMEOUT");
+    char *end;
+    double s = env && *env ? strtod(env, &end) : NAN;
+    if (env && *env && *end == '\0' && s > 0)
+        return (uint64_t)(s * 1e9);
+    double seconds = 1;
+    for (int i = 0; args && args[i]; i++)
+        if (strncmp(args[i], "seconds=", 8) == 0)
+            seconds = strtod(args[i] + 8, NULL);
+    if (!(seconds >= 0) || seconds > 1e6)
+        seconds = 1;
+    return (uint64_t)((BENCH_PEER_GRACE_S + BENCH_PEER_PER_SECOND * seconds) *
+                      1e9);
+}
+
+/* Run the program at path; fills buf with its stdout.  Returns its exit
+ * status, -1 when it was killed at the deadline, -2 when it could not
+ * be run. */
+static int run_program(char **argv, char *buf, size_t n, uint64_t timeout_ns)
+{
+    pid_t pid;
+    int fd = start(argv[0], argv, &pid);
+    if (fd < 0)
+        return -2;
+    uint64_t deadline = peer_now_ns() + timeout_ns;
+    int late = read_all(fd, buf, n, deadline);
+    int status = wait_child(pid, late ? 0 : deadline);
+    return late ? -1 : status;
+}
+
+static void say_failed(char *why, size_t n, int status, uint64_t timeout_ns,
+                       const char *path)
+{
+    if (!why || !n)
+        return;
+    if (status == -1)
+        snprintf(why, n, "failed: timed out after %.0f s",
+                 (double)timeout_ns / 1e9);
+    else if (status == -2)
+        snprintf(why, n, "failed: cannot run %s", path);
+    else if (status > 0)
+        snprintf(why, n, "failed: exit %d", status);
+    else
+        snprintf(why, n, "failed: bad output");
+}
+
+int bench_peer_run_for(const char *peer, const char *experiment,
+                       const char *const *args, uint64_t timeout_ns,
+                       bench_peer_result_t *out, char *why, size_t whylen)
 {
     char path[PATH_MAX];
     if (!find_program(peer, path, sizeof path)) {
         say(why, whylen, "%s", "not installed");
         return BENCH_PEER_MISSING;
     }
-    char *argv[PEER_MAX_ARGS + 3];
+    char *argv[BENCH_PEER_MAX_ARGS + 3];
     int argc = 0;
     argv[argc++] = path;
     argv[argc++] = (char *)experiment;
-    for (int i = 0; args && args[i] && argc < PEER_MAX_ARGS + 2; i++)
+    for (int i = 0; args && args[i] && argc < BENCH_PEER_MAX_ARGS + 2; i++)
         argv[argc++] = (char *)args[i];
     argv[argc] = NULL;
-    pid_t pid;
-    int fd = start(path, argv, &pid);
-    if (fd < 0) {
-        say(why, whylen, "failed: cannot run %s", path);
-        return BENCH_PEER_FAILED;
-    }
     char buf[4096];
-    read_all(fd, buf, sizeof buf);
-    int status = wait_child(pid);
+    int status = run_program(argv, buf, sizeof buf, timeout_ns);
     if (status == PEER_EXIT_UNSUPPORTED) {
         say(why, whylen, "%s", "not supported");
         return BENCH_PEER_UNSUPPORTED;
     }
     if (status != 0 || bench_peer_parse(buf, out) != 0 || out->n == 0) {
-        say(why, whylen, "failed: %s", status ? "non-zero exit" : "bad output");
+        say_failed(why, whylen, status, timeout_ns, path);
         return BENCH_PEER_FAILED;
     }
     return BENCH_PEER_OK;
+}
+
+int bench_peer_run(const char *peer, const char *experiment,
+                   const char *const *args, bench_peer_result_t *out,
+                   char *why, size_t whylen)
+{
+    return bench_peer_run_for(peer, experiment, args,
+                              bench_peer_timeout_ns(args), out, why, whylen);
+}
+
+/* ----- building arguments ----- */
+
+void bench_peer_args_init(bench_peer_args_t *a)
+{
+    a->n = 0;
+    a->list[0] = NULL;
+}
+
+int bench_peer_args_add(bench_peer_args_t *a, const char *key,
+                        const char *fmt, ...)
+{
+    if (a->n == BENCH_PEER_MAX_ARGS)
+        return -1;
+    char *kv = a->kv[a->n];
+    int k = snprintf(kv, sizeof a->kv[0], "%s=", key);
+    if (k < 0 || (size_t)k >= sizeof a->kv[0])
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    int v = vsnprintf(kv + k, sizeof a->kv[0] - (size_t)k, fmt, ap);
+    va_end(ap);
+    if (v < 0 || (size_t)(k + v) >= sizeof a->kv[0])
+        return -1;
+    a->list[a->n++] = kv;
+    a->list[a->n] = NULL;
+    return 0;
+}
+
+int bench_peer_args_common(bench_peer_args_t *a, int workers, double seconds)
+{
+    return bench_peer_args_add(a, "workers", "%d", workers) ||
+                   bench_peer_args_add(a, "seconds", "%g", seconds)
+               ? -1
+               : 0;
+}
+
+const char *const *bench_peer_args_list(bench_peer_args_t *a)
+{
+    return a->list;
 }

@@ -14,14 +14,24 @@
  * separated by spaces on stdout (numbers only), then exits 0.  Exit 3
  * means "this peer does not implement that experiment"; anything else
  * non-zero is a failure, with the reason on stderr.
+ *
+ * A peer that hangs is killed: each run has a time bound, by default
+ * BENCH_PEER_GRACE_S + BENCH_PEER_PER_SECOND x the seconds= argument (a
+ * time-based run takes about `seconds`; the rest covers start-up and the
+ * count-based experiments), or $MQS_PEER_TIMEOUT seconds when set.  A
+ * killed peer is a failure ("failed: timed out after N s").
  */
 #ifndef MQS_BENCH_PEER_H
 #define MQS_BENCH_PEER_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define BENCH_PEER_MAX_KEYS 16
+#define BENCH_PEER_MAX_ARGS 32
+#define BENCH_PEER_GRACE_S 60
+#define BENCH_PEER_PER_SECOND 10
 
 enum bench_peer_status {
     BENCH_PEER_OK = 0,
@@ -50,6 +60,31 @@ extern const char *const bench_peer_names[];
 int bench_peer_run(const char *peer, const char *experiment,
                    const char *const *args, bench_peer_result_t *out,
                    char *why, size_t whylen);
+
+/* As bench_peer_run, killing the peer after timeout_ns. */
+int bench_peer_run_for(const char *peer, const char *experiment,
+                       const char *const *args, uint64_t timeout_ns,
+                       bench_peer_result_t *out, char *why, size_t whylen);
+
+/* The bound bench_peer_run puts on a run with these args (see above). */
+uint64_t bench_peer_timeout_ns(const char *const *args);
+
+/* Building a peer's arguments: bench_peer_args_init, then one
+ * bench_peer_args_add per key ("tasks", "%d", n), then pass
+ * bench_peer_args_list() as args.  Returns -1 when full or too long. */
+typedef struct bench_peer_args {
+    int n;
+    char kv[BENCH_PEER_MAX_ARGS][64];
+    const char *list[BENCH_PEER_MAX_ARGS + 1];
+} bench_peer_args_t;
+
+void bench_peer_args_init(bench_peer_args_t *a);
+int bench_peer_args_add(bench_peer_args_t *a, const char *key,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* workers=W seconds=S, which every experiment takes. */
+int bench_peer_args_common(bench_peer_args_t *a, int workers, double seconds);
+const char *const *bench_peer_args_list(bench_peer_args_t *a);
 
 /* The value of key in r, or NAN when it is absent. */
 double bench_peer_get(const bench_peer_result_t *r, const char *key);

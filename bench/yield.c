@@ -13,6 +13,11 @@
  *             physical limit of a yield with N tasks (cache footprint of
  *             N stacks included).  A ring of one would be no switch at
  *             all, so tasks=1 measures a ring of two.
+ *   go, fiber the same loop in a peer runtime (goroutines calling
+ *             runtime.Gosched, Boost.Fiber fibers calling
+ *             this_fiber::yield), one peer process per measurement
+ *             (bench/peer.h); the peer reports ns per yield and the
+ *             fairness of its own per-task counts.
  *
  * How one measurement runs (mq and kernel): N tasks are started; each
  * spins on yield until a start flag is set, then yields in a loop,
@@ -49,6 +54,7 @@
 #include "common.h"
 #include "ctx.h"
 #include "mqs.h"
+#include "peer.h"
 
 #if defined(MQS_ASAN)
 #include <sanitizer/asan_interface.h>
@@ -62,7 +68,8 @@
 #define KERNEL_STACK (64u * 1024u)
 #define SETTLE_MAX_NS 20000000u /* 20 ms to let every task reach its loop */
 
-static const char *const yield_pseudo[] = {"kernel", "floor", NULL};
+static const char *const yield_pseudo[] = {"kernel", "floor", "go", "fiber",
+                                           NULL};
 
 enum { X_FAIR_MIN, X_ZERO, X_NDEV, X_REPEATS, X_COUNT };
 static const bench_extra_col_t yield_extras[X_COUNT] = {
@@ -87,6 +94,12 @@ static const bench_cli_t yield_cli = {
                "switching with no\n"
                "               scheduler, the physical limit (tasks=1 is "
                "a ring of 2)\n"
+               "       go      goroutines calling runtime.Gosched "
+               "(mqs-peer-go)\n"
+               "       fiber   Boost.Fiber fibers calling this_fiber::yield "
+               "(mqs-peer-fiber)\n"
+               "               (\"not installed\" when the peer was not "
+               "built: make peers)\n"
                "fairness (worst over the repeats): per-task yields "
                "min/mean, tasks that\n"
                "got none, normalised deviation stdev/mean.\n\n"
@@ -155,6 +168,10 @@ struct point {
     /* floor row: one mapping holding the N stacks */
     char *stacks;
     size_t stacks_len;
+    /* peer rows: the fairness the peer reported for its last run, and
+     * why the row has no value when it is not a failure */
+    struct fairness peer_fair;
+    char note[64];
 };
 
 /* ------------------------------------------------------------------ */
@@ -625,6 +642,49 @@ static void floor_close(struct point *pt)
 static const struct kind kind_floor = {floor_open, floor_measure, floor_close};
 
 /* ------------------------------------------------------------------ */
+/* go and fiber rows: a peer runtime's program                         */
+/* ------------------------------------------------------------------ */
+
+static int peer_open(struct point *pt)
+{
+    pt->workers = pt->o->workers; /* 0 until the peer says what it used */
+    return 0;
+}
+
+static int peer_measure(struct point *pt, double seconds, double *ns)
+{
+    bench_peer_args_t args;
+    bench_peer_args_init(&args);
+    if (bench_peer_args_add(&args, "tasks", "%d", pt->ntasks) ||
+        bench_peer_args_common(&args, pt->o->workers, seconds))
+        return -1;
+    bench_peer_result_t r;
+    char why[64];
+    int st = bench_peer_run(pt->row->spec, "yield", bench_peer_args_list(&args),
+                            &r, why, sizeof why);
+    if (st == BENCH_PEER_MISSING || st == BENCH_PEER_UNSUPPORTED)
+        snprintf(pt->note, sizeof pt->note, "%s", why);
+    if (st != BENCH_PEER_OK) {
+        if (st == BENCH_PEER_FAILED)
+            fprintf(stderr, "mqs-bench yield: %s %s: %s\n", pt->row->spec,
+                    pt->param, why);
+        return -1;
+    }
+    *ns = bench_peer_get(&r, "ns_per_yield");
+    pt->peer_fair = (struct fairness){
+        bench_peer_get(&r, "fairness_min_over_mean"),
+        bench_peer_get(&r, "zero_work_tasks"), bench_peer_get(&r, "norm_dev")};
+    double w = bench_peer_get(&r, "workers");
+    if (w >= 1)
+        pt->workers = (int)w;
+    return isfinite(*ns) && *ns > 0 ? 0 : -1;
+}
+
+static void peer_close(struct point *pt) { (void)pt; }
+
+static const struct kind kind_peer = {peer_open, peer_measure, peer_close};
+
+/* ------------------------------------------------------------------ */
 /* One data point: warm-up, repeats, result                            */
 /* ------------------------------------------------------------------ */
 
@@ -635,7 +695,10 @@ static int measure_repeat(void *arg, int repeat, double *value)
     bench_progress_show(pt->progress, pt->row->spec, pt->param, repeat + 1);
     if (pt->kind->measure(pt, pt->o->seconds, value) != 0)
         return -1;
-    fairness_of(pt->work, pt->ntasks, &f);
+    if (pt->kind == &kind_peer)
+        f = pt->peer_fair;
+    else
+        fairness_of(pt->work, pt->ntasks, &f);
     fairness_merge(&pt->worst, &f);
     return 0;
 }
@@ -685,14 +748,17 @@ static int point_run(struct point *pt, bench_result_t *res)
         .extra = {[X_FAIR_MIN] = ok ? pt->worst.min_over_mean : NAN,
                   [X_ZERO] = ok ? pt->worst.zero : NAN,
                   [X_NDEV] = ok ? pt->worst.ndev : NAN,
-                  [X_REPEATS] = ok ? est.n : NAN}};
-    return rc;
+                  [X_REPEATS] = ok ? est.n : NAN},
+        .note = pt->note[0] ? pt->note : NULL};
+    return pt->note[0] ? 0 : rc; /* "not installed" is not a failure */
 }
 
 static const struct kind *kind_of(const bench_row_spec_t *row)
 {
     if (!row->pseudo)
         return &kind_policy;
+    if (bench_peer_is(row->spec))
+        return &kind_peer;
     return strcmp(row->spec, "kernel") == 0 ? &kind_kernel : &kind_floor;
 }
 

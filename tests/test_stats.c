@@ -9,7 +9,9 @@
  * The bench sources are compiled into this test directly (tests are
  * single-file programs linked with the library).
  */
+#include <errno.h>
 #include <math.h>
+#include <sys/stat.h>
 
 #include "check.h"
 
@@ -490,4 +492,114 @@ TEST(missing_peer_says_not_installed)
     CHECK(bench_peer_is("go"));
     CHECK(bench_peer_is("fiber"));
     CHECK(!bench_peer_is("mq"));
+}
+
+/* ----- the peer runner: arguments, time bound, exit statuses ----- */
+
+TEST(peer_args_build_a_null_terminated_list)
+{
+    bench_peer_args_t a;
+    bench_peer_args_init(&a);
+    CHECK(bench_peer_args_list(&a)[0] == NULL);
+    CHECK_EQ(bench_peer_args_add(&a, "tasks", "%d", 16), 0);
+    CHECK_EQ(bench_peer_args_common(&a, 2, 0.25), 0);
+    const char *const *l = bench_peer_args_list(&a);
+    CHECK_EQ(strcmp(l[0], "tasks=16"), 0);
+    CHECK_EQ(strcmp(l[1], "workers=2"), 0);
+    CHECK_EQ(strcmp(l[2], "seconds=0.25"), 0);
+    CHECK(l[3] == NULL);
+    char big[100];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CHECK_EQ(bench_peer_args_add(&a, "long", "%s", big), -1);
+    CHECK_EQ(a.n, 3);
+    while (a.n < BENCH_PEER_MAX_ARGS)
+        CHECK_EQ(bench_peer_args_add(&a, "k", "%d", a.n), 0);
+    CHECK_EQ(bench_peer_args_add(&a, "k", "%d", 0), -1);
+}
+
+TEST(peer_time_bound_follows_seconds)
+{
+    unsetenv("MQS_PEER_TIMEOUT");
+    const char *two[] = {"tasks=1", "seconds=2", NULL};
+    CHECK_EQ(bench_peer_timeout_ns(two),
+             (uint64_t)(BENCH_PEER_GRACE_S + 2 * BENCH_PEER_PER_SECOND) *
+                 1000000000u);
+    const char *none[] = {"tasks=1", NULL};
+    CHECK_EQ(bench_peer_timeout_ns(none),
+             (uint64_t)(BENCH_PEER_GRACE_S + BENCH_PEER_PER_SECOND) *
+                 1000000000u);
+    setenv("MQS_PEER_TIMEOUT", "1.5", 1);
+    CHECK_EQ(bench_peer_timeout_ns(two), 1500000000u);
+}
+
+/* A fake peer in a fresh directory: a shell script answering per
+ * experiment.  Returns the directory (MQS_PEER_DIR is set to it). */
+static const char *fake_peer(void)
+{
+    static char dir[] = "/tmp/mqs-fake-peer-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[sizeof dir + 32];
+    snprintf(path, sizeof path, "%s/mqs-peer-go", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("#!/bin/sh\n"
+          "case $1 in\n"
+          "yield) echo \"ns_per_yield=5.5 args=$#\" ;;\n"
+          "ring) exit 3 ;;\n"
+          "pipe) exec sleep 30 ;;\n"
+          "wake) echo 'p50_ns=lots' ;;\n"
+          "*) echo 'x=1'; exit 1 ;;\n"
+          "esac\n",
+          f);
+    fclose(f);
+    CHECK_EQ(chmod(path, 0755), 0);
+    setenv("MQS_PEER_DIR", dir, 1);
+    return dir;
+}
+
+static void fake_peer_remove(const char *dir)
+{
+    char path[64];
+    snprintf(path, sizeof path, "%s/mqs-peer-go", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+TEST(peer_runner_maps_exit_statuses_and_output)
+{
+    const char *dir = fake_peer();
+    bench_peer_result_t r;
+    char why[128];
+    const char *args[] = {"tasks=16", "workers=2", NULL};
+    CHECK_EQ(bench_peer_run("go", "yield", args, &r, why, sizeof why),
+             BENCH_PEER_OK);
+    CHECK(bench_peer_get(&r, "ns_per_yield") == 5.5);
+    CHECK(bench_peer_get(&r, "args") == 3); /* experiment + two keys */
+    CHECK_EQ(bench_peer_run("go", "ring", args, &r, why, sizeof why),
+             BENCH_PEER_UNSUPPORTED);
+    CHECK_STR_CONTAINS(why, "not supported");
+    CHECK_EQ(bench_peer_run("go", "wake", args, &r, why, sizeof why),
+             BENCH_PEER_FAILED);
+    CHECK_STR_CONTAINS(why, "bad output");
+    CHECK_EQ(bench_peer_run("go", "chat", args, &r, why, sizeof why),
+             BENCH_PEER_FAILED);
+    CHECK_STR_CONTAINS(why, "exit 1");
+    fake_peer_remove(dir);
+}
+
+TEST(hanging_peer_is_killed_at_its_bound)
+{
+    const char *dir = fake_peer();
+    bench_peer_result_t r;
+    char why[128];
+    const char *args[] = {"mode=latency", NULL};
+    CHECK_EQ(bench_peer_run_for("go", "pipe", args, 200000000u, &r, why,
+                                sizeof why),
+             BENCH_PEER_FAILED);
+    CHECK_STR_CONTAINS(why, "timed out");
+    /* reaped: no child of ours is left */
+    CHECK_EQ(waitpid(-1, NULL, WNOHANG), -1);
+    CHECK_EQ(errno, ECHILD);
+    fake_peer_remove(dir);
 }

@@ -1,0 +1,92 @@
+// chat.cpp - the chatroom benchmark in one process, on fibers.  Each
+// room has U users; each user is three fibers, as the original's client
+// and server threads: a sender that pushes M messages of B bytes to its
+// upstream channel, a server-side handler that forwards each to the
+// inbox of every other user of the room, and a receiver that pops
+// (U-1) x M messages and copies each payload into its own buffer.  A
+// message is filled once by its sender and shared read-only by its
+// recipients (shared_ptr); the receiver's copy is the one a socket read
+// makes.  Channels hold 15 messages (buffered_channel of capacity 16:
+// its ring keeps one slot free).  msgs_per_s = R x U x M x (U-1)
+// deliveries / wall, from the first spawn to the last receipt.  Not
+// time-based: seconds is accepted and ignored.
+#include "peer.hpp"
+
+#include <cstring>
+
+namespace peer {
+
+using message = std::shared_ptr<const std::vector<char>>;
+using msg_chan = boost::fibers::buffered_channel<message>;
+
+static std::atomic<std::uint64_t> chat_sink{0};
+
+static void sender(msg_chan &up, long msgs, long size, int who)
+{
+    for (long m = 0; m < msgs; m++)
+        up.push(std::make_shared<const std::vector<char>>(
+            static_cast<std::size_t>(size), char(who + m)));
+    up.close();
+}
+
+static void handler(msg_chan &up, std::vector<std::unique_ptr<msg_chan>> &inbox,
+                    std::size_t self)
+{
+    message m;
+    while (up.pop(m) == boost::fibers::channel_op_status::success)
+        for (std::size_t i = 0; i < inbox.size(); i++)
+            if (i != self)
+                inbox[i]->push(m);
+}
+
+static void receiver(msg_chan &in, long n, long size)
+{
+    std::vector<char> buf(static_cast<std::size_t>(size));
+    std::uint64_t acc = 0;
+    for (long i = 0; i < n; i++) {
+        message m = in.value_pop();
+        std::memcpy(buf.data(), m->data(), buf.size());
+        acc += static_cast<unsigned char>(buf[0]);
+    }
+    chat_sink += acc;
+}
+
+// One room's channels; they must outlive its fibers.
+struct room {
+    std::vector<std::unique_ptr<msg_chan>> up, inbox;
+};
+
+pairs chat(args &a)
+{
+    long rooms = a.integer("rooms", 1, 1, 1L << 16);
+    long users = a.integer("users", 20, 2, 1L << 16);
+    long msgs = a.integer("messages", 100, 1, 1L << 24);
+    long size = a.integer("msg_bytes", 100, 1, 1L << 20);
+    int w = a.workers();
+    a.seconds();
+    a.done();
+    pool workers(w);
+    std::vector<room> rs(static_cast<std::size_t>(rooms));
+    std::vector<boost::fibers::fiber> tasks;
+    std::int64_t t0 = now_ns();
+    for (room &r : rs) {
+        for (long u = 0; u < users; u++) {
+            r.up.push_back(std::make_unique<msg_chan>(16));
+            r.inbox.push_back(std::make_unique<msg_chan>(16));
+        }
+        for (long u = 0; u < users; u++) {
+            std::size_t i = static_cast<std::size_t>(u);
+            tasks.push_back(spawn(sender, std::ref(*r.up[i]), msgs, size, int(u)));
+            tasks.push_back(spawn(handler, std::ref(*r.up[i]), std::ref(r.inbox), i));
+            tasks.push_back(spawn(receiver, std::ref(*r.inbox[i]), (users - 1) * msgs, size));
+        }
+    }
+    join_all(tasks);
+    double wall = double(now_ns() - t0);
+    pairs out;
+    out.add("msgs_per_s", double(rooms * users * msgs * (users - 1)) / (wall / 1e9));
+    out.add("workers", w);
+    return out;
+}
+
+} // namespace peer

@@ -1,0 +1,3 @@
+module mqs/peers/go
+
+go 1.18
