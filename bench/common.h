@@ -27,6 +27,9 @@
 /* Experiments: int bench_<name>_main(int argc, char **argv), argv[0] is
  * the experiment's name.  Returns the process exit status. */
 int bench_yield_main(int argc, char **argv);
+int bench_mixed_main(int argc, char **argv);
+int bench_spawn_main(int argc, char **argv);
+int bench_chat_main(int argc, char **argv);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);

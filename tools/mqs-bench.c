@@ -27,6 +27,12 @@ static const struct experiment experiments[] = {
     {"yield",
      "ns per yield vs tasks: policies, kernel sched_yield, bare switch floor",
      bench_yield_main},
+    {"mixed", "short (10% duty) and long tasks: records/s, wait time, "
+              "migrations", bench_mixed_main},
+    {"spawn", "skynet: a tree of 10^6 spawned tasks: ns per task, peak RSS",
+     bench_spawn_main},
+    {"chat", "chatroom: rooms of 20 users broadcasting: messages/s",
+     bench_chat_main},
 };
 
 #define NEXPERIMENTS (sizeof experiments / sizeof experiments[0])
