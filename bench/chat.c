@@ -7,31 +7,37 @@
  * messages delivered per second: R U M (U-1) deliveries over the time
  * from the first sender starting to the last receiver having everything.
  *
- * Structure, as in the original (which ran client and server over
- * loopback TCP, one connection per user): per user three tasks and one
- * "connection" of two directions:
+ * Structure, as in the original (client and server over loopback TCP,
+ * one connection per user, "1 room = 20 users = 80 threads"): per user
+ * four tasks, one connection of two directions and a server-side queue:
  *
- *   sender   (client side)  writes its M messages to its connection
- *   server   (room side)    reads that user's messages and writes each to
- *                           the connection of every other user in the room
- *   receiver (client side)  reads its connection until M (U-1) messages
+ *   sender   (client)  writes its M messages to its connection
+ *   reader   (server)  reads that user's messages and puts each on the
+ *                      out-queue of every other user of the room
+ *   writer   (server)  takes its user's out-queue and writes it to the
+ *                      user's connection
+ *   receiver (client)  reads its connection until M (U-1) messages
  *
- * so a room of 20 is 60 tasks and a message costs one read and 19 writes
- * on the server side and 19 reads on the clients'.  The policy rows use
- * in-process channels, two per user (up: sender to server; down: servers
- * to receiver), bounded at CHAT_CAPACITY messages of B bytes, copied in
- * and out as a socket copies them; every message carries its room and
- * sender, and a receiver checks both (nothing from another room, nothing
- * from itself) and the count.  Receivers and servers are started first
- * and block on their empty channels; the clock starts when the senders
- * are spawned and stops at the last receiver's last message.
+ * so a message costs one read and U-1 queue puts on the reading side,
+ * then U-1 queue takes, writes and reads.  The policy rows use
+ * in-process channels for all three hops (up: sender to reader; outq:
+ * readers to writer; down: writer to receiver), each bounded at
+ * CHAT_CAPACITY messages of B bytes, copied in and out as a socket
+ * copies them; every message carries its room and sender, and a receiver
+ * checks both (nothing from another room, nothing from itself) and the
+ * count.  Receivers, writers and readers start first and block on their
+ * empty channels; the clock starts when the senders are spawned and
+ * stops at the last receiver's last message.
  *
- * Kernel row: pthreads with socketpair(AF_UNIX, SOCK_STREAM) as the
- * connection of each user (the client end for the sender and receiver,
- * the server end for the server thread): a stream socket like the
- * original's TCP, without the TCP/IP stack.  Receivers count bytes, which
- * must come to M (U-1) B.  Not done: the loopback-TCP variant, which
- * needs sockets that block only the task (an I/O poller, planned).
+ * Kernel row: pthreads, with socketpair(AF_UNIX, SOCK_STREAM) as each
+ * user's connection (a stream socket like the original's TCP, without
+ * the TCP/IP stack) and a pipe(2) as its out-queue (writes of up to
+ * PIPE_BUF bytes are atomic, so messages of the default 100 bytes stay
+ * whole when 19 readers write one pipe; bigger ones may interleave, which
+ * changes no count).  Receivers count bytes, which must come to
+ * M (U-1) B.  Not done: the
+ * loopback-TCP variant, which needs sockets that block only the task
+ * (an I/O poller, planned).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -68,15 +74,19 @@ static const bench_cli_t chat_cli = {
         "  --messages M        messages each user sends (default 100)\n"
         "  --msg-bytes B       bytes per message (default 100, 16..65536)"
         "\n\n"
-        "Per user: a sender, a server task (fans each message out to the "
-        "other U-1\n"
-        "users) and a receiver; messages/s = R U M (U-1) deliveries / wall "
-        "time.\n"
+        "Per user four tasks, as the original's 80 threads per room: a "
+        "sender, a\n"
+        "server reader (puts each message on the other U-1 users' "
+        "out-queues), a\n"
+        "server writer (out-queue to the user's connection) and a receiver."
+        "\n"
+        "messages/s = R U M (U-1) deliveries / wall time.\n"
         "--tasks and --seconds are not used (a fixed amount of work).\n\n"
         "rows:  a policy (mq, ...)  mqs tasks over mqs channels (capacity "
         "64)\n"
-        "       kernel  pthreads over socketpair(AF_UNIX, SOCK_STREAM), one "
-        "per user\n"
+        "       kernel  pthreads; per user a socketpair(AF_UNIX, SOCK_STREAM)"
+        " and a\n"
+        "               pipe as its out-queue\n"
         "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n\n"
         "example: mqs-bench chat --policy mq,kernel --rooms 10\n",
     .default_tasks = "1",
@@ -123,7 +133,7 @@ struct chat_run;
 struct chat_user {
     struct chat_run *run;
     uint32_t room, user;
-    mqs_chan_t *up, *down;
+    mqs_chan_t *up, *outq, *down;
     uint64_t got;
     bool bad;
 };
@@ -135,7 +145,7 @@ struct chat_run {
     _Atomic int receivers_left;
     _Atomic uint64_t t_end;
     mqs_runtime_t *rt;
-    mqs_task_t **tasks; /* 3 per user */
+    mqs_task_t **tasks; /* 4 per user */
     int ntasks;
 };
 
@@ -164,9 +174,9 @@ static void *chat_sender(void *arg)
     return NULL;
 }
 
-/* The room's side of one user's connection: every message it reads goes
- * to every other user of the room. */
-static void *chat_server(void *arg)
+/* The room's reading side of one user's connection: every message it
+ * reads goes to the out-queue of every other user of the room. */
+static void *chat_reader(void *arg)
 {
     struct chat_user *u = arg;
     const struct chat_shape *s = &u->run->s;
@@ -182,9 +192,24 @@ static void *chat_server(void *arg)
             break;
         }
         for (int v = 0; v < s->users; v++)
-            if (v != (int)u->user && mqs_chan_send(room[v].down, msg) != 0)
+            if (v != (int)u->user && mqs_chan_send(room[v].outq, msg) != 0)
                 u->bad = true;
     }
+    free(msg);
+    return NULL;
+}
+
+/* The room's writing side: the user's out-queue onto its connection. */
+static void *chat_writer(void *arg)
+{
+    struct chat_user *u = arg;
+    const struct chat_shape *s = &u->run->s;
+    long n = (long)s->messages * (s->users - 1);
+    char *msg = malloc((size_t)s->bytes);
+    for (long m = 0; msg && m < n && !u->bad; m++)
+        u->bad = mqs_chan_recv(u->outq, msg) != 0 ||
+                 mqs_chan_send(u->down, msg) != 0;
+    u->bad |= !msg;
     free(msg);
     return NULL;
 }
@@ -209,14 +234,22 @@ static void *chat_receiver(void *arg)
     return NULL;
 }
 
-static void chat_free_users(struct chat_run *run)
+/* Destroy (or, when close is set, close) every channel there is. */
+static void chat_channels(struct chat_run *run, bool close)
 {
     for (int i = 0; run->u && i < run->n; i++) {
-        if (run->u[i].up)
-            mqs_chan_destroy(run->u[i].up);
-        if (run->u[i].down)
-            mqs_chan_destroy(run->u[i].down);
+        mqs_chan_t *c[3] = {run->u[i].up, run->u[i].outq, run->u[i].down};
+        for (int k = 0; k < 3; k++)
+            if (c[k] && close)
+                mqs_chan_close(c[k]);
+            else if (c[k])
+                mqs_chan_destroy(c[k]);
     }
+}
+
+static void chat_free_users(struct chat_run *run)
+{
+    chat_channels(run, false);
     free(run->u);
     free(run->tasks);
     run->u = NULL;
@@ -227,7 +260,7 @@ static int chat_make_users(struct chat_run *run)
 {
     run->n = run->s.rooms * run->s.users;
     run->u = calloc((size_t)run->n, sizeof *run->u);
-    run->tasks = calloc((size_t)run->n * 3, sizeof *run->tasks);
+    run->tasks = calloc((size_t)run->n * 4, sizeof *run->tasks);
     if (!run->u || !run->tasks)
         return -1;
     size_t b = (size_t)run->s.bytes;
@@ -237,6 +270,7 @@ static int chat_make_users(struct chat_run *run)
                                 .room = (uint32_t)(i / run->s.users),
                                 .user = (uint32_t)(i % run->s.users)};
         if (mqs_chan_create(&u->up, b, CHAT_CAPACITY) ||
+            mqs_chan_create(&u->outq, b, CHAT_CAPACITY) ||
             mqs_chan_create(&u->down, b, CHAT_CAPACITY))
             return -1;
     }
@@ -279,17 +313,14 @@ static int chat_mq_run(struct chat_run *run, double *secs)
     int rc = chat_make_users(run);
     atomic_store(&run->receivers_left, run->n);
     bool ok = rc == 0 && chat_spawn_all(run, chat_receiver) &&
-              chat_spawn_all(run, chat_server);
+              chat_spawn_all(run, chat_writer) &&
+              chat_spawn_all(run, chat_reader);
     uint64_t t0 = bench_now_ns();
+    ok = ok && chat_spawn_all(run, chat_sender);
     /* A failure above leaves tasks blocked on channels that will never
      * fill; closing the channels ends them. */
-    ok = ok && chat_spawn_all(run, chat_sender);
-    for (int i = 0; !ok && run->u && i < run->n; i++) {
-        if (run->u[i].up)
-            mqs_chan_close(run->u[i].up);
-        if (run->u[i].down)
-            mqs_chan_close(run->u[i].down);
-    }
+    if (!ok)
+        chat_channels(run, true);
     for (int i = 0; i < run->ntasks; i++)
         mqs_join(run->tasks[i], NULL);
     *secs = (double)(atomic_load(&run->t_end) - t0) / 1e9;
@@ -305,7 +336,8 @@ static int chat_mq_run(struct chat_run *run, double *secs)
 struct chat_kuser {
     struct chat_krun *run;
     int user;
-    int fd[2]; /* [0] client end, [1] server end */
+    int fd[2]; /* the connection: [0] client end, [1] server end */
+    int q[2];  /* the out-queue, a pipe: [0] read, [1] write */
     uint64_t got_bytes;
     bool bad;
 };
@@ -361,7 +393,7 @@ static void *chat_ksender(void *arg)
     return NULL;
 }
 
-static void *chat_kserver(void *arg)
+static void *chat_kreader(void *arg)
 {
     struct chat_kuser *u = arg;
     const struct chat_shape *s = &u->run->s;
@@ -372,8 +404,23 @@ static void *chat_kserver(void *arg)
         u->bad |= !chat_read_all(u->fd[1], msg, b);
         for (int v = 0; v < s->users && !u->bad; v++)
             if (v != u->user)
-                u->bad |= !chat_write_all(room[v].fd[1], msg, b);
+                u->bad |= !chat_write_all(room[v].q[1], msg, b);
     }
+    u->bad |= !msg;
+    free(msg);
+    return NULL;
+}
+
+static void *chat_kwriter(void *arg)
+{
+    struct chat_kuser *u = arg;
+    const struct chat_shape *s = &u->run->s;
+    long n = (long)s->messages * (s->users - 1);
+    size_t b = (size_t)s->bytes;
+    char *msg = malloc(b);
+    for (long m = 0; msg && m < n && !u->bad; m++)
+        u->bad = !chat_read_all(u->q[0], msg, b) ||
+                 !chat_write_all(u->fd[1], msg, b);
     u->bad |= !msg;
     free(msg);
     return NULL;
@@ -404,9 +451,12 @@ static void *chat_kreceiver(void *arg)
 static void chat_kfree(struct chat_krun *run)
 {
     for (int i = 0; run->u && i < run->n; i++)
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 2; k++) {
             if (run->u[i].fd[k] >= 0)
                 close(run->u[i].fd[k]);
+            if (run->u[i].q[k] >= 0)
+                close(run->u[i].q[k]);
+        }
     free(run->u);
     free(run->threads);
 }
@@ -415,15 +465,21 @@ static int chat_kmake(struct chat_krun *run)
 {
     run->n = run->s.rooms * run->s.users;
     run->u = calloc((size_t)run->n, sizeof *run->u);
-    run->threads = calloc((size_t)run->n * 3, sizeof *run->threads);
+    run->threads = calloc((size_t)run->n * 4, sizeof *run->threads);
     if (!run->u || !run->threads)
         return -1;
     for (int i = 0; i < run->n; i++) {
         struct chat_kuser *u = &run->u[i];
-        *u = (struct chat_kuser){run, i % run->s.users, {-1, -1}, 0, false};
+        *u = (struct chat_kuser){run, i % run->s.users, {-1, -1}, {-1, -1},
+                                 0, false};
         if (socketpair(AF_UNIX, SOCK_STREAM, 0, u->fd) != 0) {
             u->fd[0] = u->fd[1] = -1;
             perror("mqs-bench chat: kernel: socketpair");
+            return -1;
+        }
+        if (pipe(u->q) != 0) {
+            u->q[0] = u->q[1] = -1;
+            perror("mqs-bench chat: kernel: pipe");
             return -1;
         }
     }
@@ -446,13 +502,19 @@ static bool chat_kstart(struct chat_krun *run, pthread_attr_t *attr,
     return true;
 }
 
-/* A failed start: shut every socket down so blocked threads return. */
+/* A failed start: shut every socket down and close the out-queues'
+ * write ends (after which chat_kfree has nothing left to close there),
+ * so that blocked threads return. */
 static void chat_kabort(struct chat_krun *run)
 {
-    for (int i = 0; i < run->n; i++)
+    for (int i = 0; run->u && i < run->n; i++) {
         for (int k = 0; k < 2; k++)
             if (run->u[i].fd[k] >= 0)
                 shutdown(run->u[i].fd[k], SHUT_RDWR);
+        if (run->u[i].q[1] >= 0)
+            close(run->u[i].q[1]);
+        run->u[i].q[1] = -1;
+    }
 }
 
 static int chat_krun(int workers, struct chat_krun *run, double *secs)
@@ -466,7 +528,8 @@ static int chat_krun(int workers, struct chat_krun *run, double *secs)
     int rc = chat_kmake(run);
     atomic_store(&run->receivers_left, run->n);
     bool ok = rc == 0 && chat_kstart(run, &attr, chat_kreceiver) &&
-              chat_kstart(run, &attr, chat_kserver);
+              chat_kstart(run, &attr, chat_kwriter) &&
+              chat_kstart(run, &attr, chat_kreader);
     uint64_t t0 = bench_now_ns();
     ok = ok && chat_kstart(run, &attr, chat_ksender);
     if (!ok)
@@ -523,7 +586,7 @@ static int chat_measure(bench_point_t *p, double *value, double *extra)
     if (rc != 0 || secs <= 0)
         return -1;
     *value = chat_deliveries(&cp->s) / secs;
-    extra[CHAT_X_TASKS] = 3.0 * cp->s.rooms * cp->s.users;
+    extra[CHAT_X_TASKS] = 4.0 * cp->s.rooms * cp->s.users;
     return 0;
 }
 

@@ -555,7 +555,6 @@ static void mixed_peer_args(const bench_opts_t *o, struct mixed_point *mp,
     *map = (bench_peer_map_t){.value_key = "records_per_s"};
     map->extra_key[MIXED_X_WAIT] = "wait_ns";
     map->extra_scale[MIXED_X_WAIT] = 1e-6 / o->seconds; /* -> ms/s */
-    map->extra_key[MIXED_X_BURST] = "burst_records";
     mp->peer = (bench_peer_point_t){.map = map};
     bench_peer_arg(&mp->peer, "short", mp->nshort);
     bench_peer_arg(&mp->peer, "long", mp->nlong);

@@ -395,7 +395,7 @@ TEST(chat_small_rooms_deliver_everything)
                            CHAT_X_COUNT, &r),
                  0);
         CHECK(r.value > 0 && isfinite(r.value));
-        NEAR(r.extra[CHAT_X_TASKS], 24, 0);
+        NEAR(r.extra[CHAT_X_TASKS], 32, 0);
     }
 }
 
