@@ -621,6 +621,7 @@ static void chat_peer_args(const bench_opts_t *o, struct chat_point *cp)
 struct chat_args {
     int *rooms, nrooms;
     struct chat_shape s; /* users, messages, bytes */
+    struct chat_point cur; /* the point being measured */
 };
 
 static int chat_options(int *argc, char **argv, struct chat_args *a)
@@ -644,35 +645,21 @@ static int chat_options(int *argc, char **argv, struct chat_args *a)
     return rc;
 }
 
-static int chat_run_all(const bench_opts_t *o, const struct chat_args *a,
-                        bench_results_t *rs)
+static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
-    bench_progress_t prog;
-    bench_progress_init(&prog, o->nrows * a->nrooms);
-    int failed = 0;
-    for (int r = 0; r < o->nrows; r++) {
-        for (int i = 0; i < a->nrooms; i++) {
-            const bench_row_spec_t *row = &o->rows[r];
-            struct chat_point cp = {.s = a->s};
-            cp.s.rooms = a->rooms[i];
-            bool peer = bench_peer_is(row->spec);
-            if (peer)
-                chat_peer_args(o, &cp);
-            bench_point_t p = {.experiment = "chat", .o = o,
-                               .progress = &prog, .row = row,
-                               .unit = "msgs/s", .nextra = CHAT_X_COUNT,
-                               .kind = peer ? &bench_peer_kind : &chat_kind,
-                               .ctx = peer ? (void *)&cp.peer : (void *)&cp};
-            snprintf(p.param, sizeof p.param, "rooms=%d", cp.s.rooms);
-            prog.index++;
-            bench_result_t res;
-            failed |= bench_point_run(&p, &res) != 0;
-            if (bench_results_add(rs, &res) != 0)
-                return -1;
-        }
-    }
-    bench_progress_done(&prog);
-    return failed ? -1 : 0;
+    struct chat_args *a = sw->arg;
+    struct chat_point *cp = &a->cur;
+    *cp = (struct chat_point){.s = a->s};
+    cp->s.rooms = a->rooms[i];
+    bool peer = bench_peer_is(p->row->spec);
+    if (peer)
+        chat_peer_args(sw->o, cp);
+    p->unit = "msgs/s";
+    p->nextra = CHAT_X_COUNT;
+    p->kind = peer ? &bench_peer_kind : &chat_kind;
+    p->ctx = peer ? (void *)&cp->peer : (void *)cp;
+    snprintf(p->param, sizeof p->param, "rooms=%d", cp->s.rooms);
+    return 0;
 }
 
 int bench_chat_main(int argc, char **argv)
@@ -683,14 +670,10 @@ int bench_chat_main(int argc, char **argv)
     if (rc == 0)
         rc = bench_parse_options(&chat_cli, argc, argv, &o);
     if (rc == 0) {
-        bench_results_t rs;
-        bench_results_init(&rs, "chat", "messages delivered per second",
-                           chat_extras, CHAT_X_COUNT);
-        int failed = chat_run_all(&o, &a, &rs);
-        int out = bench_results_print(&rs, o.format, stdout);
-        bench_results_free(&rs);
+        bench_sweep_t sw = {"chat", &o, a.nrooms, chat_setup, &a};
+        rc = bench_sweep_report(&sw, "messages delivered per second",
+                                chat_extras, CHAT_X_COUNT);
         bench_opts_free(&o);
-        rc = failed || out ? 1 : 0;
     }
     free(a.rooms);
     return rc == BENCH_HELP_SHOWN ? 0 : rc;

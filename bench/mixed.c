@@ -437,10 +437,28 @@ static int mixed_mq_join(struct mixed_point *mp, int n)
     return rc;
 }
 
+/* The flags and slots of a point (policy and kernel rows). */
+static int mixed_point_alloc(struct mixed_point *mp)
+{
+    size_t n = (size_t)mp->n;
+    mp->flags = aligned_alloc(MIXED_CACHELINE, sizeof *mp->flags);
+    mp->slots = aligned_alloc(MIXED_CACHELINE, n * sizeof *mp->slots);
+    return mp->flags && mp->slots ? 0 : -1;
+}
+
+static void mixed_point_free(struct mixed_point *mp)
+{
+    free(mp->flags);
+    free(mp->slots);
+    mp->flags = NULL;
+    mp->slots = NULL;
+}
+
 static int mixed_mq_open(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
-    if (bench_runtime_open("mixed", p->row->spec, p->o->workers, 0, &mp->rt))
+    if (mixed_point_alloc(mp) ||
+        bench_runtime_open("mixed", p->row->spec, p->o->workers, 0, &mp->rt))
         return -1;
     p->workers = mqs_runtime_workers(mp->rt);
     mp->tasks = calloc((size_t)mp->n, sizeof *mp->tasks);
@@ -474,6 +492,7 @@ static void mixed_mq_close(bench_point_t *p)
     free(mp->tasks);
     mp->rt = NULL;
     mp->tasks = NULL;
+    mixed_point_free(mp);
 }
 
 static const bench_point_kind_t mixed_policy_kind = {
@@ -487,7 +506,7 @@ static int mixed_kernel_open(bench_point_t *p)
     cpu_set_t set;
     p->workers = bench_kernel_cpus(p->o->workers, &set);
     mp->threads = calloc((size_t)mp->n, sizeof *mp->threads);
-    return mp->threads ? 0 : -1;
+    return mp->threads && mixed_point_alloc(mp) == 0 ? 0 : -1;
 }
 
 static void mixed_kernel_join(struct mixed_point *mp)
@@ -542,6 +561,7 @@ static void mixed_kernel_close(bench_point_t *p)
     struct mixed_point *mp = p->ctx;
     free(mp->threads);
     mp->threads = NULL;
+    mixed_point_free(mp);
 }
 
 static const bench_point_kind_t mixed_kernel_kind = {
@@ -571,6 +591,9 @@ static void mixed_peer_args(const bench_opts_t *o, struct mixed_point *mp,
 struct mixed_args {
     int *shorts, *longs;
     int n;
+    long burst;              /* records per short burst, calibrated */
+    struct mixed_point cur;  /* the point being measured */
+    bench_peer_map_t map;    /* ... and its peer mapping */
 };
 
 static int mixed_options(int *argc, char **argv, struct mixed_args *a)
@@ -602,14 +625,6 @@ static int mixed_options(int *argc, char **argv, struct mixed_args *a)
     return rc;
 }
 
-static int mixed_point_alloc(struct mixed_point *mp)
-{
-    size_t n = (size_t)mp->n;
-    mp->flags = aligned_alloc(MIXED_CACHELINE, sizeof *mp->flags);
-    mp->slots = aligned_alloc(MIXED_CACHELINE, n * sizeof *mp->slots);
-    return mp->flags && mp->slots ? 0 : -1;
-}
-
 static const bench_point_kind_t *mixed_kind_of(const bench_row_spec_t *row)
 {
     if (bench_peer_is(row->spec))
@@ -617,50 +632,24 @@ static const bench_point_kind_t *mixed_kind_of(const bench_row_spec_t *row)
     return row->pseudo ? &mixed_kernel_kind : &mixed_policy_kind;
 }
 
-static int mixed_one(const bench_opts_t *o, const bench_row_spec_t *row,
-                     struct mixed_point *mp, bench_progress_t *prog,
-                     bench_results_t *rs)
+static int mixed_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
-    bench_peer_map_t map;
-    bench_point_t p = {.experiment = "mixed", .o = o, .progress = prog,
-                       .row = row, .unit = "records/s",
-                       .nextra = MIXED_X_COUNT, .kind = mixed_kind_of(row),
-                       .ctx = mp};
-    if (p.kind == &bench_peer_kind) {
-        mixed_peer_args(o, mp, &map);
-        p.ctx = &mp->peer;
+    struct mixed_args *a = sw->arg;
+    struct mixed_point *mp = &a->cur;
+    *mp = (struct mixed_point){.nshort = a->shorts[i],
+                               .nlong = a->longs[i],
+                               .n = a->shorts[i] + a->longs[i],
+                               .burst = a->burst};
+    p->unit = "records/s";
+    p->nextra = MIXED_X_COUNT;
+    p->kind = mixed_kind_of(p->row);
+    p->ctx = mp;
+    if (p->kind == &bench_peer_kind) {
+        mixed_peer_args(sw->o, mp, &a->map);
+        p->ctx = &mp->peer;
     }
-    mixed_param(p.param, sizeof p.param, mp->nshort, mp->nlong);
-    bench_result_t res;
-    int rc = mixed_point_alloc(mp);
-    if (rc == 0)
-        rc = bench_point_run(&p, &res);
-    free(mp->flags);
-    free(mp->slots);
-    if (mp->flags && mp->slots && bench_results_add(rs, &res) != 0)
-        return -1;
-    return rc;
-}
-
-static int mixed_run_all(const bench_opts_t *o, const struct mixed_args *a,
-                         bench_results_t *rs)
-{
-    bench_progress_t prog;
-    bench_progress_init(&prog, o->nrows * a->n);
-    long burst = mixed_calibrate();
-    int failed = 0;
-    for (int r = 0; r < o->nrows; r++) {
-        for (int i = 0; i < a->n; i++) {
-            struct mixed_point mp = {.nshort = a->shorts[i],
-                                     .nlong = a->longs[i],
-                                     .n = a->shorts[i] + a->longs[i],
-                                     .burst = burst};
-            prog.index++;
-            failed |= mixed_one(o, &o->rows[r], &mp, &prog, rs) != 0;
-        }
-    }
-    bench_progress_done(&prog);
-    return failed ? -1 : 0;
+    mixed_param(p->param, sizeof p->param, mp->nshort, mp->nlong);
+    return 0;
 }
 
 int bench_mixed_main(int argc, char **argv)
@@ -671,14 +660,11 @@ int bench_mixed_main(int argc, char **argv)
     if (rc == 0)
         rc = bench_parse_options(&mixed_cli, argc, argv, &o);
     if (rc == 0) {
-        bench_results_t rs;
-        bench_results_init(&rs, "mixed", "records per second", mixed_extras,
-                           MIXED_X_COUNT);
-        int failed = mixed_run_all(&o, &a, &rs);
-        int out = bench_results_print(&rs, o.format, stdout);
-        bench_results_free(&rs);
+        a.burst = mixed_calibrate();
+        bench_sweep_t sw = {"mixed", &o, a.n, mixed_setup, &a};
+        rc = bench_sweep_report(&sw, "records per second", mixed_extras,
+                                MIXED_X_COUNT);
         bench_opts_free(&o);
-        rc = failed || out ? 1 : 0;
     }
     free(a.shorts);
     free(a.longs);

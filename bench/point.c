@@ -111,6 +111,40 @@ int bench_point_run(bench_point_t *p, bench_result_t *res)
     return rc < 0 ? -1 : 0;
 }
 
+int bench_sweep_run(bench_sweep_t *sw, bench_results_t *rs)
+{
+    const bench_opts_t *o = sw->o;
+    bench_progress_t prog;
+    bench_progress_init(&prog, o->nrows * sw->nparams);
+    int failed = 0;
+    for (int r = 0; r < o->nrows; r++) {
+        for (int i = 0; i < sw->nparams; i++) {
+            bench_point_t p = {.experiment = sw->experiment, .o = o,
+                               .progress = &prog, .row = &o->rows[r]};
+            prog.index++;
+            if (sw->setup(sw, i, &p) != 0)
+                return -1;
+            bench_result_t res;
+            failed |= bench_point_run(&p, &res) != 0;
+            if (bench_results_add(rs, &res) != 0)
+                return -1;
+        }
+    }
+    bench_progress_done(&prog);
+    return failed ? -1 : 0;
+}
+
+int bench_sweep_report(bench_sweep_t *sw, const char *title,
+                       const bench_extra_col_t *extras, int nextra)
+{
+    bench_results_t rs;
+    bench_results_init(&rs, sw->experiment, title, extras, nextra);
+    int failed = bench_sweep_run(sw, &rs);
+    int out = bench_results_print(&rs, sw->o->format, stdout);
+    bench_results_free(&rs);
+    return failed || out ? 1 : 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Policy rows                                                         */
 /* ------------------------------------------------------------------ */

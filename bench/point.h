@@ -63,6 +63,31 @@ struct bench_point {
  */
 int bench_point_run(bench_point_t *p, bench_result_t *res);
 
+/* ----- a whole experiment: every row at every parameter value ----- */
+
+typedef struct bench_sweep bench_sweep_t;
+struct bench_sweep {
+    const char *experiment;
+    const bench_opts_t *o;
+    int nparams; /* parameter values per row */
+    /* Prepare the point of row p->row at parameter index i: set
+     * p->param, unit, nextra, kind and ctx (which must stay valid until
+     * the next call).  0, or -1 to give up. */
+    int (*setup)(bench_sweep_t *sw, int i, bench_point_t *p);
+    void *arg; /* the experiment's own */
+};
+
+/* Run every (row, parameter) point in order with a progress line,
+ * appending one result each to rs.  Returns 0, or -1 when a point
+ * failed (the others still run) or memory ran out. */
+int bench_sweep_run(bench_sweep_t *sw, bench_results_t *rs);
+
+/* Run the sweep and print its results in sw->o->format on stdout: the
+ * one place the mixed, spawn and chat experiments print.  Returns the
+ * exit status: 0, or 1 when a point failed or printing did. */
+int bench_sweep_report(bench_sweep_t *sw, const char *title,
+                       const bench_extra_col_t *extras, int nextra);
+
 /* ----- policy rows ----- */
 
 /*

@@ -410,6 +410,7 @@ static void spawn_peer_args(const bench_opts_t *o, struct spawn_point *sp)
 
 struct spawn_args {
     int fanout, kernel_max;
+    struct spawn_point cur; /* the point being measured */
 };
 
 static int spawn_options(int *argc, char **argv, struct spawn_args *a)
@@ -440,35 +441,21 @@ static int spawn_check_sizes(const bench_opts_t *o, int fanout)
     return 0;
 }
 
-static int spawn_run_all(const bench_opts_t *o, const struct spawn_args *a,
-                         bench_results_t *rs)
+static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
-    bench_progress_t prog;
-    bench_progress_init(&prog, o->nrows * o->ntasks);
-    int failed = 0;
-    for (int r = 0; r < o->nrows; r++) {
-        for (int t = 0; t < o->ntasks; t++) {
-            const bench_row_spec_t *row = &o->rows[r];
-            struct spawn_point sp = {o->tasks[t], a->fanout, a->kernel_max,
-                                     {0}};
-            bool peer = bench_peer_is(row->spec);
-            if (peer)
-                spawn_peer_args(o, &sp);
-            bench_point_t p = {.experiment = "spawn", .o = o,
-                               .progress = &prog, .row = row, .unit = "ns",
-                               .nextra = SPAWN_X_COUNT,
-                               .kind = peer ? &bench_peer_kind : &spawn_kind,
-                               .ctx = peer ? (void *)&sp.peer : (void *)&sp};
-            snprintf(p.param, sizeof p.param, "tasks=%d", o->tasks[t]);
-            prog.index++;
-            bench_result_t res;
-            failed |= bench_point_run(&p, &res) != 0;
-            if (bench_results_add(rs, &res) != 0)
-                return -1;
-        }
-    }
-    bench_progress_done(&prog);
-    return failed ? -1 : 0;
+    struct spawn_args *a = sw->arg;
+    struct spawn_point *sp = &a->cur;
+    *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max,
+                               {0}};
+    bool peer = bench_peer_is(p->row->spec);
+    if (peer)
+        spawn_peer_args(sw->o, sp);
+    p->unit = "ns";
+    p->nextra = SPAWN_X_COUNT;
+    p->kind = peer ? &bench_peer_kind : &spawn_kind;
+    p->ctx = peer ? (void *)&sp->peer : (void *)sp;
+    snprintf(p->param, sizeof p->param, "tasks=%d", sw->o->tasks[i]);
+    return 0;
 }
 
 int bench_spawn_main(int argc, char **argv)
@@ -478,21 +465,13 @@ int bench_spawn_main(int argc, char **argv)
     bench_opts_t o;
     if (rc == 0)
         rc = bench_parse_options(&spawn_cli, argc, argv, &o);
-    if (rc == BENCH_HELP_SHOWN)
-        return 0;
-    if (rc)
-        return rc;
-    rc = spawn_check_sizes(&o, a.fanout);
-    if (rc) {
+    if (rc == 0) {
+        rc = spawn_check_sizes(&o, a.fanout);
+        bench_sweep_t sw = {"spawn", &o, o.ntasks, spawn_setup, &a};
+        if (rc == 0)
+            rc = bench_sweep_report(&sw, "ns per task", spawn_extras,
+                                    SPAWN_X_COUNT);
         bench_opts_free(&o);
-        return rc;
     }
-    bench_results_t rs;
-    bench_results_init(&rs, "spawn", "ns per task", spawn_extras,
-                       SPAWN_X_COUNT);
-    int failed = spawn_run_all(&o, &a, &rs);
-    int out = bench_results_print(&rs, o.format, stdout);
-    bench_results_free(&rs);
-    bench_opts_free(&o);
-    return failed || out ? 1 : 0;
+    return rc == BENCH_HELP_SHOWN ? 0 : rc;
 }
