@@ -118,8 +118,8 @@ struct chat_head {
 
 /* Does a message received by (room, user) come from someone else in the
  * same room? */
-static bool chat_valid(const struct chat_head *h, uint32_t room,
-                       uint32_t user, int users)
+static bool chat_valid(const struct chat_head *h, uint32_t room, uint32_t user,
+                       int users)
 {
     return h->room == room && h->user != user && h->user < (uint32_t)users;
 }
@@ -130,12 +130,24 @@ static bool chat_valid(const struct chat_head *h, uint32_t room,
 
 struct chat_run;
 
+/* A user's four tasks; each writes only its own failure flag. */
+enum { CHAT_SENDER, CHAT_READER, CHAT_WRITER, CHAT_RECEIVER, CHAT_ROLES };
+
+/* Did any of a user's tasks fail? */
+static bool chat_any(const bool *bad)
+{
+    for (int k = 0; k < CHAT_ROLES; k++)
+        if (bad[k])
+            return true;
+    return false;
+}
+
 struct chat_user {
     struct chat_run *run;
     uint32_t room, user;
     mqs_chan_t *up, *outq, *down;
     uint64_t got;
-    bool bad;
+    bool bad[CHAT_ROLES];
 };
 
 struct chat_run {
@@ -160,7 +172,7 @@ static void *chat_sender(void *arg)
     struct chat_user *u = arg;
     char *msg = calloc(1, (size_t)u->run->s.bytes);
     if (!msg) {
-        u->bad = true;
+        u->bad[CHAT_SENDER] = true;
         return NULL;
     }
     struct chat_head h = {u->room, u->user, 0};
@@ -168,7 +180,7 @@ static void *chat_sender(void *arg)
         h.seq = (uint32_t)m;
         memcpy(msg, &h, sizeof h);
         if (mqs_chan_send(u->up, msg) != 0)
-            u->bad = true;
+            u->bad[CHAT_SENDER] = true;
     }
     free(msg);
     return NULL;
@@ -183,17 +195,17 @@ static void *chat_reader(void *arg)
     struct chat_user *room = u - u->user;
     char *msg = malloc((size_t)s->bytes);
     if (!msg) {
-        u->bad = true;
+        u->bad[CHAT_READER] = true;
         return NULL;
     }
     for (int m = 0; m < s->messages; m++) {
         if (mqs_chan_recv(u->up, msg) != 0) {
-            u->bad = true;
+            u->bad[CHAT_READER] = true;
             break;
         }
         for (int v = 0; v < s->users; v++)
             if (v != (int)u->user && mqs_chan_send(room[v].outq, msg) != 0)
-                u->bad = true;
+                u->bad[CHAT_READER] = true;
     }
     free(msg);
     return NULL;
@@ -206,10 +218,10 @@ static void *chat_writer(void *arg)
     const struct chat_shape *s = &u->run->s;
     long n = (long)s->messages * (s->users - 1);
     char *msg = malloc((size_t)s->bytes);
-    for (long m = 0; msg && m < n && !u->bad; m++)
-        u->bad = mqs_chan_recv(u->outq, msg) != 0 ||
-                 mqs_chan_send(u->down, msg) != 0;
-    u->bad |= !msg;
+    for (long m = 0; msg && m < n && !u->bad[CHAT_WRITER]; m++)
+        u->bad[CHAT_WRITER] = mqs_chan_recv(u->outq, msg) != 0 ||
+                              mqs_chan_send(u->down, msg) != 0;
+    u->bad[CHAT_WRITER] |= !msg;
     free(msg);
     return NULL;
 }
@@ -225,10 +237,10 @@ static void *chat_receiver(void *arg)
         if (mqs_chan_recv(u->down, msg) != 0)
             break;
         memcpy(&h, msg, sizeof h);
-        u->bad |= !chat_valid(&h, u->room, u->user, s->users);
+        u->bad[CHAT_RECEIVER] |= !chat_valid(&h, u->room, u->user, s->users);
         u->got++;
     }
-    u->bad |= !msg || u->got != want;
+    u->bad[CHAT_RECEIVER] |= !msg || u->got != want;
     free(msg);
     chat_done_one(u->run);
     return NULL;
@@ -281,8 +293,8 @@ static int chat_make_users(struct chat_run *run)
 static bool chat_spawn_all(struct chat_run *run, mqs_task_fn fn)
 {
     for (int i = 0; i < run->n; i++) {
-        int rc = mqs_spawn(run->rt, &run->tasks[run->ntasks], NULL, fn,
-                           &run->u[i]);
+        int rc =
+            mqs_spawn(run->rt, &run->tasks[run->ntasks], NULL, fn, &run->u[i]);
         if (rc) {
             fprintf(stderr, "mqs-bench chat: mqs_spawn: %s\n",
                     mqs_strerror(rc));
@@ -296,7 +308,7 @@ static bool chat_spawn_all(struct chat_run *run, mqs_task_fn fn)
 static int chat_check(const struct chat_run *run)
 {
     for (int i = 0; i < run->n; i++)
-        if (run->u[i].bad) {
+        if (chat_any(run->u[i].bad)) {
             fprintf(stderr,
                     "mqs-bench chat: room %u user %u: got %llu messages, or "
                     "a wrong one\n",
@@ -339,7 +351,7 @@ struct chat_kuser {
     int fd[2]; /* the connection: [0] client end, [1] server end */
     int q[2];  /* the out-queue, a pipe: [0] read, [1] write */
     uint64_t got_bytes;
-    bool bad;
+    bool bad[CHAT_ROLES];
 };
 
 struct chat_krun {
@@ -350,6 +362,7 @@ struct chat_krun {
     _Atomic uint64_t t_end;
     pthread_t *threads;
     int nthreads;
+    bool aborted; /* chat_kabort closed the out-queues' write ends */
 };
 
 static bool chat_write_all(int fd, const char *buf, size_t n)
@@ -387,8 +400,8 @@ static void *chat_ksender(void *arg)
     size_t b = (size_t)u->run->s.bytes;
     char *msg = calloc(1, b);
     for (int m = 0; msg && m < u->run->s.messages; m++)
-        u->bad |= !chat_write_all(u->fd[0], msg, b);
-    u->bad |= !msg;
+        u->bad[CHAT_SENDER] |= !chat_write_all(u->fd[0], msg, b);
+    u->bad[CHAT_SENDER] |= !msg;
     free(msg);
     return NULL;
 }
@@ -400,13 +413,13 @@ static void *chat_kreader(void *arg)
     struct chat_kuser *room = u - u->user;
     size_t b = (size_t)s->bytes;
     char *msg = malloc(b);
-    for (int m = 0; msg && m < s->messages && !u->bad; m++) {
-        u->bad |= !chat_read_all(u->fd[1], msg, b);
-        for (int v = 0; v < s->users && !u->bad; v++)
+    for (int m = 0; msg && m < s->messages && !u->bad[CHAT_READER]; m++) {
+        u->bad[CHAT_READER] |= !chat_read_all(u->fd[1], msg, b);
+        for (int v = 0; v < s->users && !u->bad[CHAT_READER]; v++)
             if (v != u->user)
-                u->bad |= !chat_write_all(room[v].q[1], msg, b);
+                u->bad[CHAT_READER] |= !chat_write_all(room[v].q[1], msg, b);
     }
-    u->bad |= !msg;
+    u->bad[CHAT_READER] |= !msg;
     free(msg);
     return NULL;
 }
@@ -418,10 +431,10 @@ static void *chat_kwriter(void *arg)
     long n = (long)s->messages * (s->users - 1);
     size_t b = (size_t)s->bytes;
     char *msg = malloc(b);
-    for (long m = 0; msg && m < n && !u->bad; m++)
-        u->bad = !chat_read_all(u->q[0], msg, b) ||
-                 !chat_write_all(u->fd[1], msg, b);
-    u->bad |= !msg;
+    for (long m = 0; msg && m < n && !u->bad[CHAT_WRITER]; m++)
+        u->bad[CHAT_WRITER] = !chat_read_all(u->q[0], msg, b) ||
+                              !chat_write_all(u->fd[1], msg, b);
+    u->bad[CHAT_WRITER] |= !msg;
     free(msg);
     return NULL;
 }
@@ -430,8 +443,8 @@ static void *chat_kreceiver(void *arg)
 {
     struct chat_kuser *u = arg;
     const struct chat_shape *s = &u->run->s;
-    uint64_t want = (uint64_t)s->messages * (uint64_t)(s->users - 1) *
-                    (uint64_t)s->bytes;
+    uint64_t want =
+        (uint64_t)s->messages * (uint64_t)(s->users - 1) * (uint64_t)s->bytes;
     char buf[8192];
     while (u->got_bytes < want) {
         uint64_t left = want - u->got_bytes;
@@ -442,7 +455,7 @@ static void *chat_kreceiver(void *arg)
             break;
         u->got_bytes += (uint64_t)r;
     }
-    u->bad |= u->got_bytes != want;
+    u->bad[CHAT_RECEIVER] |= u->got_bytes != want;
     if (atomic_fetch_sub(&u->run->receivers_left, 1) == 1)
         atomic_store(&u->run->t_end, bench_now_ns());
     return NULL;
@@ -454,7 +467,7 @@ static void chat_kfree(struct chat_krun *run)
         for (int k = 0; k < 2; k++) {
             if (run->u[i].fd[k] >= 0)
                 close(run->u[i].fd[k]);
-            if (run->u[i].q[k] >= 0)
+            if (run->u[i].q[k] >= 0 && !(k == 1 && run->aborted))
                 close(run->u[i].q[k]);
         }
     free(run->u);
@@ -470,8 +483,10 @@ static int chat_kmake(struct chat_krun *run)
         return -1;
     for (int i = 0; i < run->n; i++) {
         struct chat_kuser *u = &run->u[i];
-        *u = (struct chat_kuser){run, i % run->s.users, {-1, -1}, {-1, -1},
-                                 0, false};
+        *u = (struct chat_kuser){.run = run,
+                                 .user = i % run->s.users,
+                                 .fd = {-1, -1},
+                                 .q = {-1, -1}};
         if (socketpair(AF_UNIX, SOCK_STREAM, 0, u->fd) != 0) {
             u->fd[0] = u->fd[1] = -1;
             perror("mqs-bench chat: kernel: socketpair");
@@ -490,8 +505,8 @@ static bool chat_kstart(struct chat_krun *run, pthread_attr_t *attr,
                         void *(*fn)(void *))
 {
     for (int i = 0; i < run->n; i++) {
-        int rc = pthread_create(&run->threads[run->nthreads], attr, fn,
-                                &run->u[i]);
+        int rc =
+            pthread_create(&run->threads[run->nthreads], attr, fn, &run->u[i]);
         if (rc) {
             fprintf(stderr, "mqs-bench chat: kernel: pthread_create: %s\n",
                     strerror(rc));
@@ -503,8 +518,9 @@ static bool chat_kstart(struct chat_krun *run, pthread_attr_t *attr,
 }
 
 /* A failed start: shut every socket down and close the out-queues'
- * write ends (after which chat_kfree has nothing left to close there),
- * so that blocked threads return. */
+ * write ends, so that blocked threads return.  The descriptors stay in
+ * the structs (threads still read them); chat_kfree then leaves the
+ * closed ones alone. */
 static void chat_kabort(struct chat_krun *run)
 {
     for (int i = 0; run->u && i < run->n; i++) {
@@ -513,8 +529,8 @@ static void chat_kabort(struct chat_krun *run)
                 shutdown(run->u[i].fd[k], SHUT_RDWR);
         if (run->u[i].q[1] >= 0)
             close(run->u[i].q[1]);
-        run->u[i].q[1] = -1;
     }
+    run->aborted = true;
 }
 
 static int chat_krun(int workers, struct chat_krun *run, double *secs)
@@ -539,7 +555,7 @@ static int chat_krun(int workers, struct chat_krun *run, double *secs)
     pthread_attr_destroy(&attr);
     *secs = (double)(atomic_load(&run->t_end) - t0) / 1e9;
     for (int i = 0; ok && i < run->n; i++)
-        ok = !run->u[i].bad;
+        ok = !chat_any(run->u[i].bad);
     if (!ok)
         fprintf(stderr, "mqs-bench chat: kernel: a connection failed or "
                         "lost bytes\n");
@@ -620,7 +636,7 @@ static void chat_peer_args(const bench_opts_t *o, struct chat_point *cp)
 
 struct chat_args {
     int *rooms, nrooms;
-    struct chat_shape s; /* users, messages, bytes */
+    struct chat_shape s;   /* users, messages, bytes */
     struct chat_point cur; /* the point being measured */
 };
 

@@ -168,9 +168,9 @@ struct mixed_slot {
     _Atomic uint64_t records;
     uint64_t sink;
     const struct mixed_flags *flags;
-    long burst;       /* records per burst; 0 = a long task */
-    uint64_t phase;   /* short tasks: initial sleep, staggering them */
-    _Atomic int tid;  /* kernel threads: gettid() */
+    long burst;      /* records per burst; 0 = a long task */
+    uint64_t phase;  /* short tasks: initial sleep, staggering them */
+    _Atomic int tid; /* kernel threads: gettid() */
 } __attribute__((aligned(MIXED_CACHELINE)));
 
 /* One record: allocate, write, read back, free.  The asm keeps the
@@ -303,9 +303,9 @@ static void mixed_reset(struct mixed_point *mp)
         s->sink = (uint64_t)i;
         s->flags = mp->flags;
         s->burst = i < mp->nshort ? mp->burst : 0;
-        s->phase = i < mp->nshort ? MIXED_PERIOD_NS * (uint64_t)i /
-                                        (uint64_t)mp->nshort
-                                  : 0;
+        s->phase = i < mp->nshort
+                       ? MIXED_PERIOD_NS * (uint64_t)i / (uint64_t)mp->nshort
+                       : 0;
     }
 }
 
@@ -313,8 +313,8 @@ static uint64_t mixed_records(const struct mixed_point *mp)
 {
     uint64_t sum = 0;
     for (int i = 0; i < mp->n; i++)
-        sum += atomic_load_explicit(&mp->slots[i].records,
-                                    memory_order_relaxed);
+        sum +=
+            atomic_load_explicit(&mp->slots[i].records, memory_order_relaxed);
     return sum;
 }
 
@@ -389,8 +389,7 @@ static void mixed_extras_of(const struct mixed_snap *a,
     extra[MIXED_X_MIGR] = migr ? mixed_rate(a->migr, b->migr, ns) : NAN;
     if (kernel)
         return;
-    extra[MIXED_X_IDLE] =
-        mixed_rate(a->rs.pulls_idle, b->rs.pulls_idle, ns);
+    extra[MIXED_X_IDLE] = mixed_rate(a->rs.pulls_idle, b->rs.pulls_idle, ns);
     extra[MIXED_X_NEWIDLE] =
         mixed_rate(a->rs.pulls_newidle, b->rs.pulls_newidle, ns);
     extra[MIXED_X_PERIODIC] =
@@ -542,8 +541,7 @@ static int mixed_kernel_spawn(bench_point_t *p)
     return rc ? -1 : 0;
 }
 
-static int mixed_kernel_measure(bench_point_t *p, double *value,
-                                double *extra)
+static int mixed_kernel_measure(bench_point_t *p, double *value, double *extra)
 {
     struct mixed_point *mp = p->ctx;
     mixed_reset(mp);
@@ -591,9 +589,9 @@ static void mixed_peer_args(const bench_opts_t *o, struct mixed_point *mp,
 struct mixed_args {
     int *shorts, *longs;
     int n;
-    long burst;              /* records per short burst, calibrated */
-    struct mixed_point cur;  /* the point being measured */
-    bench_peer_map_t map;    /* ... and its peer mapping */
+    long burst;             /* records per short burst, calibrated */
+    struct mixed_point cur; /* the point being measured */
+    bench_peer_map_t map;   /* ... and its peer mapping */
 };
 
 static int mixed_options(int *argc, char **argv, struct mixed_args *a)
@@ -604,11 +602,11 @@ static int mixed_options(int *argc, char **argv, struct mixed_args *a)
     *a = (struct mixed_args){0};
     int rc = bench_take_options("mixed", argc, argv, names, v);
     if (rc == 0)
-        rc = bench_parse_int_list("mixed", "--short", v[0], 0,
-                                  MIXED_MAX_TASKS, &a->shorts, &ns);
+        rc = bench_parse_int_list("mixed", "--short", v[0], 0, MIXED_MAX_TASKS,
+                                  &a->shorts, &ns);
     if (rc == 0)
-        rc = bench_parse_int_list("mixed", "--long", v[1], 0,
-                                  MIXED_MAX_TASKS, &a->longs, &nl);
+        rc = bench_parse_int_list("mixed", "--long", v[1], 0, MIXED_MAX_TASKS,
+                                  &a->longs, &nl);
     if (rc == 0 && ns != nl) {
         fprintf(stderr,
                 "mqs-bench mixed: --short has %d values and --long %d: they "

@@ -119,8 +119,10 @@ int bench_sweep_run(bench_sweep_t *sw, bench_results_t *rs)
     int failed = 0;
     for (int r = 0; r < o->nrows; r++) {
         for (int i = 0; i < sw->nparams; i++) {
-            bench_point_t p = {.experiment = sw->experiment, .o = o,
-                               .progress = &prog, .row = &o->rows[r]};
+            bench_point_t p = {.experiment = sw->experiment,
+                               .o = o,
+                               .progress = &prog,
+                               .row = &o->rows[r]};
             prog.index++;
             if (sw->setup(sw, i, &p) != 0)
                 return -1;
@@ -254,8 +256,8 @@ static int point_peer_measure(bench_point_t *p, double *value, double *extra)
     bench_peer_point_t *pp = p->ctx;
     const bench_peer_map_t *m = pp->map;
     bench_peer_result_t r;
-    int st = bench_peer_run(p->row->spec, p->experiment, pp->args, &r,
-                            p->note, sizeof p->note);
+    int st = bench_peer_run(p->row->spec, p->experiment, pp->args, &r, p->note,
+                            sizeof p->note);
     if (st == BENCH_PEER_MISSING || st == BENCH_PEER_UNSUPPORTED)
         return BENCH_POINT_SKIP;
     if (st != BENCH_PEER_OK)
@@ -276,8 +278,8 @@ static void point_peer_close(bench_point_t *p)
     (void)p;
 }
 
-const bench_point_kind_t bench_peer_kind = {
-    point_peer_open, point_peer_measure, point_peer_close};
+const bench_point_kind_t bench_peer_kind = {point_peer_open, point_peer_measure,
+                                            point_peer_close};
 
 /* ------------------------------------------------------------------ */
 /* Experiment options                                                  */

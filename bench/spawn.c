@@ -164,10 +164,10 @@ static void *spawn_mq_node(void *arg)
     int f = n->tree->fanout;
     uint64_t sub = n->size / (uint64_t)f;
     for (int i = 0; i < f; i++) {
-        kids[i] = (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub,
-                                      0};
-        int rc = mqs_spawn(mqs_runtime_self(), &t[i], NULL, spawn_mq_node,
-                           &kids[i]);
+        kids[i] =
+            (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
+        int rc =
+            mqs_spawn(mqs_runtime_self(), &t[i], NULL, spawn_mq_node, &kids[i]);
         if (rc) {
             spawn_fail(n->tree, rc);
             t[i] = NULL;
@@ -196,8 +196,8 @@ static void *spawn_kernel_node(void *arg)
     int f = n->tree->fanout;
     uint64_t sub = n->size / (uint64_t)f;
     for (int i = 0; i < f; i++) {
-        kids[i] = (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub,
-                                      0};
+        kids[i] =
+            (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
         int rc = pthread_create(&t[i], &attr, spawn_kernel_node, &kids[i]);
         ok[i] = rc == 0;
         if (rc)
@@ -226,8 +226,7 @@ struct spawn_point {
     bench_peer_point_t peer;
 };
 
-static int spawn_run_mq(bench_point_t *p, struct spawn_node *root,
-                        uint64_t *ns)
+static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
 {
     mqs_runtime_t *rt;
     if (bench_runtime_open("spawn", p->row->spec, p->o->workers, SPAWN_STACK,
@@ -336,8 +335,8 @@ static int spawn_measure(bench_point_t *p, double *value, double *extra)
     struct spawn_out o;
     if (spawn_fork(p, &o) != 0) {
         snprintf(p->note, sizeof p->note, "failed: measuring child died");
-        fprintf(stderr, "mqs-bench spawn: %s %s: %s\n", p->row->spec,
-                p->param, p->note);
+        fprintf(stderr, "mqs-bench spawn: %s %s: %s\n", p->row->spec, p->param,
+                p->note);
         return -1;
     }
     if (o.rc != 0) {
@@ -445,8 +444,7 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
     struct spawn_args *a = sw->arg;
     struct spawn_point *sp = &a->cur;
-    *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max,
-                               {0}};
+    *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max, {0}};
     bool peer = bench_peer_is(p->row->spec);
     if (peer)
         spawn_peer_args(sw->o, sp);

@@ -34,7 +34,7 @@
     do {                                                                       \
         const char *streq__a = (a), *streq__b = (b);                           \
         if (!streq__a || strcmp(streq__a, streq__b) != 0)                      \
-            CHECK__FAIL("CHECK_STREQ(%s, %s) failed: \"%s\" vs \"%s\"", #a,   \
+            CHECK__FAIL("CHECK_STREQ(%s, %s) failed: \"%s\" vs \"%s\"", #a,    \
                         #b, streq__a ? streq__a : "(null)", streq__b);         \
     } while (0)
 
@@ -44,7 +44,7 @@
 
 TEST(take_options_removes_only_its_own)
 {
-    char *argv[] = {"mixed", "--short", "4", "--policy", "mq",
+    char *argv[] = {"mixed",    "--short",   "4", "--policy", "mq",
                     "--long=2", "--shorter", "x", NULL};
     int argc = 8;
     static const char *const names[] = {"short", "long", NULL};
@@ -65,8 +65,7 @@ TEST(take_options_missing_value_and_double_dash)
     const char *v[1] = {"10"};
     char *a1[] = {"spawn", "--fanout", NULL};
     int n1 = 2;
-    CHECK_EQ(bench_take_options("spawn", &n1, a1, names, v),
-             BENCH_EXIT_USAGE);
+    CHECK_EQ(bench_take_options("spawn", &n1, a1, names, v), BENCH_EXIT_USAGE);
     char *a2[] = {"spawn", "--", "--fanout", "3", NULL};
     int n2 = 4;
     CHECK_EQ(bench_take_options("spawn", &n2, a2, names, v), 0);
@@ -163,11 +162,14 @@ TEST(mixed_rates_and_window_extras)
 {
     NEAR(mixed_rate(100, 300, 2000000000u), 100.0, 1e-9);
     CHECK(isnan(mixed_rate(1, 2, 0)));
-    struct mixed_snap a = {.t = 1000000000u, .wait = 0, .migr = 10,
-                           .wait_ok = true, .migr_ok = true};
+    struct mixed_snap a = {.t = 1000000000u,
+                           .wait = 0,
+                           .migr = 10,
+                           .wait_ok = true,
+                           .migr_ok = true};
     struct mixed_snap b = a;
-    b.t += 500000000u; /* half a second */
-    b.wait = 250000000u;  /* 250 ms of waiting */
+    b.t += 500000000u;   /* half a second */
+    b.wait = 250000000u; /* 250 ms of waiting */
     b.migr = 20;
     b.rs.pulls_idle = 3;
     b.rs.pulls_newidle = 4;
@@ -266,9 +268,14 @@ static int script_run(struct script *s, int repeats, bench_result_t *res)
     o.prec = (bench_precision_t){repeats, repeats, 1e-9, 100};
     bench_progress_t prog = {0};
     bench_row_spec_t row = {"mq", false};
-    bench_point_t p = {.experiment = "t", .o = &o, .progress = &prog,
-                       .row = &row, .unit = "x", .nextra = 2,
-                       .kind = &script_kind, .ctx = s};
+    bench_point_t p = {.experiment = "t",
+                       .o = &o,
+                       .progress = &prog,
+                       .row = &row,
+                       .unit = "x",
+                       .nextra = 2,
+                       .kind = &script_kind,
+                       .ctx = s};
     snprintf(p.param, sizeof p.param, "n=1");
     int rc = bench_point_run(&p, res);
     /* the note lives in p: copy what the test looks at */
@@ -320,9 +327,14 @@ TEST(peer_row_missing_is_a_note)
     chat_peer_args(&o, &cp);
     CHECK_STREQ(cp.peer.args[0], "rooms=1");
     CHECK_STREQ(cp.peer.args[3], "msg_bytes=16");
-    bench_point_t p = {.experiment = "chat", .o = &o, .progress = &prog,
-                       .row = &row, .unit = "msgs/s", .nextra = 1,
-                       .kind = &bench_peer_kind, .ctx = &cp.peer};
+    bench_point_t p = {.experiment = "chat",
+                       .o = &o,
+                       .progress = &prog,
+                       .row = &row,
+                       .unit = "msgs/s",
+                       .nextra = 1,
+                       .kind = &bench_peer_kind,
+                       .ctx = &cp.peer};
     bench_result_t r;
     CHECK_EQ(bench_point_run(&p, &r), 0);
     CHECK(isnan(r.value));
@@ -349,9 +361,14 @@ static int run_point(const bench_opts_t *o, const char *rowname, bool pseudo,
     static bench_row_spec_t row;
     static bench_progress_t prog;
     row = (bench_row_spec_t){(char *)rowname, pseudo};
-    bench_point_t p = {.experiment = "t", .o = o, .progress = &prog,
-                       .row = &row, .unit = "x", .nextra = nextra,
-                       .kind = kind, .ctx = ctx};
+    bench_point_t p = {.experiment = "t",
+                       .o = o,
+                       .progress = &prog,
+                       .row = &row,
+                       .unit = "x",
+                       .nextra = nextra,
+                       .kind = kind,
+                       .ctx = ctx};
     int rc = bench_point_run(&p, r);
     static char note[96]; /* r->note points into p, which ends here */
     snprintf(note, sizeof note, "%s", r->note ? r->note : "");
@@ -378,8 +395,7 @@ TEST(spawn_kernel_above_its_cap_is_skipped)
     bench_opts_t o = small_opts();
     bench_result_t r;
     struct spawn_point sp = {1000, 10, 100, {0}};
-    CHECK_EQ(run_point(&o, "kernel", true, &spawn_kind, &sp, SPAWN_X_COUNT,
-                       &r),
+    CHECK_EQ(run_point(&o, "kernel", true, &spawn_kind, &sp, SPAWN_X_COUNT, &r),
              0);
     CHECK(isnan(r.value));
     CHECK(r.note && strstr(r.note, "--kernel-tasks 100"));
@@ -416,8 +432,7 @@ TEST(mixed_small_window_on_mq_and_kernel)
     bench_opts_t o = small_opts();
     bench_result_t r;
     for (int k = 0; k < 2; k++) {
-        struct mixed_point mp = {.nshort = 2, .nlong = 1, .n = 3,
-                                 .burst = 50};
+        struct mixed_point mp = {.nshort = 2, .nlong = 1, .n = 3, .burst = 50};
         int rc = run_point(&o, k ? "kernel" : "mq", k == 1,
                            k ? &mixed_kernel_kind : &mixed_policy_kind, &mp,
                            MIXED_X_COUNT, &r);
