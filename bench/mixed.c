@@ -79,7 +79,7 @@ static const bench_extra_col_t mixed_extras[MIXED_X_COUNT] = {
     [MIXED_X_IDLE] = {"pulls_idle_per_s", "idle/s", 1},
     [MIXED_X_NEWIDLE] = {"pulls_newidle_per_s", "newidle/s", 1},
     [MIXED_X_PERIODIC] = {"pulls_periodic_per_s", "periodic/s", 1},
-    [MIXED_X_PRIO] = {"pulls_priority_per_s", NULL, 1},
+    [MIXED_X_PRIO] = {"pulls_priority_per_s", "prio/s", 1},
     [MIXED_X_BURST] = {"burst_records", NULL, 0},
 };
 
