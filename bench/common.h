@@ -30,6 +30,9 @@ int bench_yield_main(int argc, char **argv);
 int bench_ring_main(int argc, char **argv);
 int bench_pipe_main(int argc, char **argv);
 int bench_wake_main(int argc, char **argv);
+int bench_mixed_main(int argc, char **argv);
+int bench_spawn_main(int argc, char **argv);
+int bench_chat_main(int argc, char **argv);
 /* `mqs-bench report`: runs the standard set into an HTML report. */
 int bench_report_main(int argc, char **argv);
 

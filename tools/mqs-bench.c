@@ -33,6 +33,12 @@ static const struct experiment experiments[] = {
      bench_pipe_main},
     {"wake", "latt/schbench: wake-to-run delay percentiles, with hogs",
      bench_wake_main},
+    {"mixed", "short (10% duty) and long tasks: records/s, wait time, "
+              "migrations", bench_mixed_main},
+    {"spawn", "skynet: a tree of 10^6 spawned tasks: ns per task, peak RSS",
+     bench_spawn_main},
+    {"chat", "chatroom: rooms of 20 users broadcasting: messages/s",
+     bench_chat_main},
     {"report", "run the standard set of experiments into an HTML report",
      bench_report_main},
 };

@@ -1,0 +1,696 @@
+/*
+ * chat.c - `mqs-bench chat`: the chatroom benchmark (Bill Hartner's
+ * "chat" from IBM's Linux scalability work, after VolanoMark).  --rooms
+ * R rooms of --users U users (default 20); each user sends --messages M
+ * messages of --msg-bytes B bytes (default 100) to its room, and the
+ * room delivers every message to the U-1 other users.  The figure is
+ * messages delivered per second: R U M (U-1) deliveries over the time
+ * from the first sender starting to the last receiver having everything.
+ *
+ * Structure, as in the original (client and server over loopback TCP,
+ * one connection per user, "1 room = 20 users = 80 threads"): per user
+ * four tasks, one connection of two directions and a server-side queue:
+ *
+ *   sender   (client)  writes its M messages to its connection
+ *   reader   (server)  reads that user's messages and puts each on the
+ *                      out-queue of every other user of the room
+ *   writer   (server)  takes its user's out-queue and writes it to the
+ *                      user's connection
+ *   receiver (client)  reads its connection until M (U-1) messages
+ *
+ * so a message costs one read and U-1 queue puts on the reading side,
+ * then U-1 queue takes, writes and reads.  The policy rows use
+ * in-process channels for all three hops (up: sender to reader; outq:
+ * readers to writer; down: writer to receiver), each bounded at
+ * CHAT_CAPACITY messages of B bytes, copied in and out as a socket
+ * copies them; every message carries its room and sender, and a receiver
+ * checks both (nothing from another room, nothing from itself) and the
+ * count.  Receivers, writers and readers start first and block on their
+ * empty channels; the clock starts when the senders are spawned and
+ * stops at the last receiver's last message.
+ *
+ * Kernel row: pthreads, with socketpair(AF_UNIX, SOCK_STREAM) as each
+ * user's connection (a stream socket like the original's TCP, without
+ * the TCP/IP stack) and a pipe(2) as its out-queue (writes of up to
+ * PIPE_BUF bytes are atomic, so messages of the default 100 bytes stay
+ * whole when 19 readers write one pipe; bigger ones may interleave, which
+ * changes no count).  Receivers count bytes, which must come to
+ * M (U-1) B.  Not done: the
+ * loopback-TCP variant, which needs sockets that block only the task
+ * (an I/O poller, planned).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "mqs.h"
+#include "point.h"
+
+#define CHAT_CAPACITY 64
+#define CHAT_KERNEL_STACK (64u * 1024u)
+#define CHAT_MIN_BYTES 16
+#define CHAT_MAX_BYTES 65536
+
+static const char *const chat_pseudo[] = {"kernel", "go", "fiber", NULL};
+
+enum { CHAT_X_TASKS, CHAT_X_COUNT };
+static const bench_extra_col_t chat_extras[CHAT_X_COUNT] = {
+    [CHAT_X_TASKS] = {"tasks", NULL, 0},
+};
+
+static const bench_cli_t chat_cli = {
+    .name = "chat",
+    .summary = "chatroom (VolanoMark): rooms of users broadcasting "
+               "messages; messages/s delivered",
+    .details =
+        "experiment options:\n"
+        "  --rooms R,R,...     rooms per point (default 1,10)\n"
+        "  --users U           users per room (default 20)\n"
+        "  --messages M        messages each user sends (default 100)\n"
+        "  --msg-bytes B       bytes per message (default 100, 16..65536)"
+        "\n\n"
+        "Per user four tasks, as the original's 80 threads per room: a "
+        "sender, a\n"
+        "server reader (puts each message on the other U-1 users' "
+        "out-queues), a\n"
+        "server writer (out-queue to the user's connection) and a receiver."
+        "\n"
+        "messages/s = R U M (U-1) deliveries / wall time.\n"
+        "--tasks and --seconds are not used (a fixed amount of work).\n\n"
+        "rows:  a policy (mq, ...)  mqs tasks over mqs channels (capacity "
+        "64)\n"
+        "       kernel  pthreads; per user a socketpair(AF_UNIX, SOCK_STREAM)"
+        " and a\n"
+        "               pipe as its out-queue\n"
+        "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n\n"
+        "example: mqs-bench chat --policy mq,kernel --rooms 10\n",
+    .default_tasks = "1",
+    .default_policy = "mq,kernel,go,fiber",
+    .pseudo = chat_pseudo,
+    .default_seconds = 1,
+    .default_repeats = 5,
+};
+
+/* ------------------------------------------------------------------ */
+/* Shape and arithmetic (tested)                                       */
+/* ------------------------------------------------------------------ */
+
+struct chat_shape {
+    int rooms, users, messages, bytes;
+};
+
+/* Messages delivered in a run: each of R U users' M messages reaches the
+ * U - 1 others. */
+static double chat_deliveries(const struct chat_shape *s)
+{
+    return (double)s->rooms * s->users * s->messages * (s->users - 1);
+}
+
+/* What every message starts with; the rest of its B bytes is filler. */
+struct chat_head {
+    uint32_t room, user, seq;
+};
+
+/* Does a message received by (room, user) come from someone else in the
+ * same room? */
+static bool chat_valid(const struct chat_head *h, uint32_t room, uint32_t user,
+                       int users)
+{
+    return h->room == room && h->user != user && h->user < (uint32_t)users;
+}
+
+/* ------------------------------------------------------------------ */
+/* Policy rows: tasks over channels                                    */
+/* ------------------------------------------------------------------ */
+
+struct chat_run;
+
+/* A user's four tasks; each writes only its own failure flag. */
+enum { CHAT_SENDER, CHAT_READER, CHAT_WRITER, CHAT_RECEIVER, CHAT_ROLES };
+
+/* Did any of a user's tasks fail? */
+static bool chat_any(const bool *bad)
+{
+    for (int k = 0; k < CHAT_ROLES; k++)
+        if (bad[k])
+            return true;
+    return false;
+}
+
+struct chat_user {
+    struct chat_run *run;
+    uint32_t room, user;
+    mqs_chan_t *up, *outq, *down;
+    uint64_t got;
+    bool bad[CHAT_ROLES];
+};
+
+struct chat_run {
+    struct chat_shape s;
+    struct chat_user *u; /* rooms x users, room-major */
+    int n;
+    _Atomic int receivers_left;
+    _Atomic uint64_t t_end;
+    mqs_runtime_t *rt;
+    mqs_task_t **tasks; /* 4 per user */
+    int ntasks;
+};
+
+static void chat_done_one(struct chat_run *run)
+{
+    if (atomic_fetch_sub(&run->receivers_left, 1) == 1)
+        atomic_store(&run->t_end, bench_now_ns());
+}
+
+static void *chat_sender(void *arg)
+{
+    struct chat_user *u = arg;
+    char *msg = calloc(1, (size_t)u->run->s.bytes);
+    if (!msg) {
+        u->bad[CHAT_SENDER] = true;
+        return NULL;
+    }
+    struct chat_head h = {u->room, u->user, 0};
+    for (int m = 0; m < u->run->s.messages; m++) {
+        h.seq = (uint32_t)m;
+        memcpy(msg, &h, sizeof h);
+        if (mqs_chan_send(u->up, msg) != 0)
+            u->bad[CHAT_SENDER] = true;
+    }
+    free(msg);
+    return NULL;
+}
+
+/* The room's reading side of one user's connection: every message it
+ * reads goes to the out-queue of every other user of the room. */
+static void *chat_reader(void *arg)
+{
+    struct chat_user *u = arg;
+    const struct chat_shape *s = &u->run->s;
+    struct chat_user *room = u - u->user;
+    char *msg = malloc((size_t)s->bytes);
+    if (!msg) {
+        u->bad[CHAT_READER] = true;
+        return NULL;
+    }
+    for (int m = 0; m < s->messages; m++) {
+        if (mqs_chan_recv(u->up, msg) != 0) {
+            u->bad[CHAT_READER] = true;
+            break;
+        }
+        for (int v = 0; v < s->users; v++)
+            if (v != (int)u->user && mqs_chan_send(room[v].outq, msg) != 0)
+                u->bad[CHAT_READER] = true;
+    }
+    free(msg);
+    return NULL;
+}
+
+/* The room's writing side: the user's out-queue onto its connection. */
+static void *chat_writer(void *arg)
+{
+    struct chat_user *u = arg;
+    const struct chat_shape *s = &u->run->s;
+    long n = (long)s->messages * (s->users - 1);
+    char *msg = malloc((size_t)s->bytes);
+    for (long m = 0; msg && m < n && !u->bad[CHAT_WRITER]; m++)
+        u->bad[CHAT_WRITER] = mqs_chan_recv(u->outq, msg) != 0 ||
+                              mqs_chan_send(u->down, msg) != 0;
+    u->bad[CHAT_WRITER] |= !msg;
+    free(msg);
+    return NULL;
+}
+
+static void *chat_receiver(void *arg)
+{
+    struct chat_user *u = arg;
+    const struct chat_shape *s = &u->run->s;
+    uint64_t want = (uint64_t)s->messages * (uint64_t)(s->users - 1);
+    char *msg = malloc((size_t)s->bytes);
+    while (msg && u->got < want) {
+        struct chat_head h;
+        if (mqs_chan_recv(u->down, msg) != 0)
+            break;
+        memcpy(&h, msg, sizeof h);
+        u->bad[CHAT_RECEIVER] |= !chat_valid(&h, u->room, u->user, s->users);
+        u->got++;
+    }
+    u->bad[CHAT_RECEIVER] |= !msg || u->got != want;
+    free(msg);
+    chat_done_one(u->run);
+    return NULL;
+}
+
+/* Destroy (or, when close is set, close) every channel there is. */
+static void chat_channels(struct chat_run *run, bool close)
+{
+    for (int i = 0; run->u && i < run->n; i++) {
+        mqs_chan_t *c[3] = {run->u[i].up, run->u[i].outq, run->u[i].down};
+        for (int k = 0; k < 3; k++)
+            if (c[k] && close)
+                mqs_chan_close(c[k]);
+            else if (c[k])
+                mqs_chan_destroy(c[k]);
+    }
+}
+
+static void chat_free_users(struct chat_run *run)
+{
+    chat_channels(run, false);
+    free(run->u);
+    free(run->tasks);
+    run->u = NULL;
+    run->tasks = NULL;
+}
+
+static int chat_make_users(struct chat_run *run)
+{
+    run->n = run->s.rooms * run->s.users;
+    run->u = calloc((size_t)run->n, sizeof *run->u);
+    run->tasks = calloc((size_t)run->n * 4, sizeof *run->tasks);
+    if (!run->u || !run->tasks)
+        return -1;
+    size_t b = (size_t)run->s.bytes;
+    for (int i = 0; i < run->n; i++) {
+        struct chat_user *u = &run->u[i];
+        *u = (struct chat_user){.run = run,
+                                .room = (uint32_t)(i / run->s.users),
+                                .user = (uint32_t)(i % run->s.users)};
+        if (mqs_chan_create(&u->up, b, CHAT_CAPACITY) ||
+            mqs_chan_create(&u->outq, b, CHAT_CAPACITY) ||
+            mqs_chan_create(&u->down, b, CHAT_CAPACITY))
+            return -1;
+    }
+    return 0;
+}
+
+/* Spawn fn for every user; false on the first failure. */
+static bool chat_spawn_all(struct chat_run *run, mqs_task_fn fn)
+{
+    for (int i = 0; i < run->n; i++) {
+        int rc =
+            mqs_spawn(run->rt, &run->tasks[run->ntasks], NULL, fn, &run->u[i]);
+        if (rc) {
+            fprintf(stderr, "mqs-bench chat: mqs_spawn: %s\n",
+                    mqs_strerror(rc));
+            return false;
+        }
+        run->ntasks++;
+    }
+    return true;
+}
+
+static int chat_check(const struct chat_run *run)
+{
+    for (int i = 0; i < run->n; i++)
+        if (chat_any(run->u[i].bad)) {
+            fprintf(stderr,
+                    "mqs-bench chat: room %u user %u: got %llu messages, or "
+                    "a wrong one\n",
+                    run->u[i].room, run->u[i].user,
+                    (unsigned long long)run->u[i].got);
+            return -1;
+        }
+    return 0;
+}
+
+/* One run on the point's runtime: seconds of wall time into *secs. */
+static int chat_mq_run(struct chat_run *run, double *secs)
+{
+    int rc = chat_make_users(run);
+    atomic_store(&run->receivers_left, run->n);
+    bool ok = rc == 0 && chat_spawn_all(run, chat_receiver) &&
+              chat_spawn_all(run, chat_writer) &&
+              chat_spawn_all(run, chat_reader);
+    uint64_t t0 = bench_now_ns();
+    ok = ok && chat_spawn_all(run, chat_sender);
+    /* A failure above leaves tasks blocked on channels that will never
+     * fill; closing the channels ends them. */
+    if (!ok)
+        chat_channels(run, true);
+    for (int i = 0; i < run->ntasks; i++)
+        mqs_join(run->tasks[i], NULL);
+    *secs = (double)(atomic_load(&run->t_end) - t0) / 1e9;
+    rc = ok ? chat_check(run) : -1;
+    chat_free_users(run);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Kernel row: threads over stream sockets                             */
+/* ------------------------------------------------------------------ */
+
+struct chat_kuser {
+    struct chat_krun *run;
+    int user;
+    int fd[2]; /* the connection: [0] client end, [1] server end */
+    int q[2];  /* the out-queue, a pipe: [0] read, [1] write */
+    uint64_t got_bytes;
+    bool bad[CHAT_ROLES];
+};
+
+struct chat_krun {
+    struct chat_shape s;
+    struct chat_kuser *u;
+    int n;
+    _Atomic int receivers_left;
+    _Atomic uint64_t t_end;
+    pthread_t *threads;
+    int nthreads;
+    bool aborted; /* chat_kabort closed the out-queues' write ends */
+};
+
+static bool chat_write_all(int fd, const char *buf, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        buf += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Read exactly n bytes (a whole message); false on EOF or error. */
+static bool chat_read_all(int fd, char *buf, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = read(fd, buf, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        buf += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+static void *chat_ksender(void *arg)
+{
+    struct chat_kuser *u = arg;
+    size_t b = (size_t)u->run->s.bytes;
+    char *msg = calloc(1, b);
+    for (int m = 0; msg && m < u->run->s.messages; m++)
+        u->bad[CHAT_SENDER] |= !chat_write_all(u->fd[0], msg, b);
+    u->bad[CHAT_SENDER] |= !msg;
+    free(msg);
+    return NULL;
+}
+
+static void *chat_kreader(void *arg)
+{
+    struct chat_kuser *u = arg;
+    const struct chat_shape *s = &u->run->s;
+    struct chat_kuser *room = u - u->user;
+    size_t b = (size_t)s->bytes;
+    char *msg = malloc(b);
+    for (int m = 0; msg && m < s->messages && !u->bad[CHAT_READER]; m++) {
+        u->bad[CHAT_READER] |= !chat_read_all(u->fd[1], msg, b);
+        for (int v = 0; v < s->users && !u->bad[CHAT_READER]; v++)
+            if (v != u->user)
+                u->bad[CHAT_READER] |= !chat_write_all(room[v].q[1], msg, b);
+    }
+    u->bad[CHAT_READER] |= !msg;
+    free(msg);
+    return NULL;
+}
+
+static void *chat_kwriter(void *arg)
+{
+    struct chat_kuser *u = arg;
+    const struct chat_shape *s = &u->run->s;
+    long n = (long)s->messages * (s->users - 1);
+    size_t b = (size_t)s->bytes;
+    char *msg = malloc(b);
+    for (long m = 0; msg && m < n && !u->bad[CHAT_WRITER]; m++)
+        u->bad[CHAT_WRITER] = !chat_read_all(u->q[0], msg, b) ||
+                              !chat_write_all(u->fd[1], msg, b);
+    u->bad[CHAT_WRITER] |= !msg;
+    free(msg);
+    return NULL;
+}
+
+static void *chat_kreceiver(void *arg)
+{
+    struct chat_kuser *u = arg;
+    const struct chat_shape *s = &u->run->s;
+    uint64_t want =
+        (uint64_t)s->messages * (uint64_t)(s->users - 1) * (uint64_t)s->bytes;
+    char buf[8192];
+    while (u->got_bytes < want) {
+        uint64_t left = want - u->got_bytes;
+        ssize_t r = read(u->fd[0], buf, left < sizeof buf ? left : sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        u->got_bytes += (uint64_t)r;
+    }
+    u->bad[CHAT_RECEIVER] |= u->got_bytes != want;
+    if (atomic_fetch_sub(&u->run->receivers_left, 1) == 1)
+        atomic_store(&u->run->t_end, bench_now_ns());
+    return NULL;
+}
+
+static void chat_kfree(struct chat_krun *run)
+{
+    for (int i = 0; run->u && i < run->n; i++)
+        for (int k = 0; k < 2; k++) {
+            if (run->u[i].fd[k] >= 0)
+                close(run->u[i].fd[k]);
+            if (run->u[i].q[k] >= 0 && !(k == 1 && run->aborted))
+                close(run->u[i].q[k]);
+        }
+    free(run->u);
+    free(run->threads);
+}
+
+static int chat_kmake(struct chat_krun *run)
+{
+    run->n = run->s.rooms * run->s.users;
+    run->u = calloc((size_t)run->n, sizeof *run->u);
+    run->threads = calloc((size_t)run->n * 4, sizeof *run->threads);
+    if (!run->u || !run->threads)
+        return -1;
+    for (int i = 0; i < run->n; i++) {
+        struct chat_kuser *u = &run->u[i];
+        *u = (struct chat_kuser){.run = run,
+                                 .user = i % run->s.users,
+                                 .fd = {-1, -1},
+                                 .q = {-1, -1}};
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, u->fd) != 0) {
+            u->fd[0] = u->fd[1] = -1;
+            perror("mqs-bench chat: kernel: socketpair");
+            return -1;
+        }
+        if (pipe(u->q) != 0) {
+            u->q[0] = u->q[1] = -1;
+            perror("mqs-bench chat: kernel: pipe");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static bool chat_kstart(struct chat_krun *run, pthread_attr_t *attr,
+                        void *(*fn)(void *))
+{
+    for (int i = 0; i < run->n; i++) {
+        int rc =
+            pthread_create(&run->threads[run->nthreads], attr, fn, &run->u[i]);
+        if (rc) {
+            fprintf(stderr, "mqs-bench chat: kernel: pthread_create: %s\n",
+                    strerror(rc));
+            return false;
+        }
+        run->nthreads++;
+    }
+    return true;
+}
+
+/* A failed start: shut every socket down and close the out-queues'
+ * write ends, so that blocked threads return.  The descriptors stay in
+ * the structs (threads still read them); chat_kfree then leaves the
+ * closed ones alone. */
+static void chat_kabort(struct chat_krun *run)
+{
+    for (int i = 0; run->u && i < run->n; i++) {
+        for (int k = 0; k < 2; k++)
+            if (run->u[i].fd[k] >= 0)
+                shutdown(run->u[i].fd[k], SHUT_RDWR);
+        if (run->u[i].q[1] >= 0)
+            close(run->u[i].q[1]);
+    }
+    run->aborted = true;
+}
+
+static int chat_krun(int workers, struct chat_krun *run, double *secs)
+{
+    pthread_attr_t attr;
+    cpu_set_t set;
+    bench_kernel_cpus(workers, &set);
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, CHAT_KERNEL_STACK);
+    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    int rc = chat_kmake(run);
+    atomic_store(&run->receivers_left, run->n);
+    bool ok = rc == 0 && chat_kstart(run, &attr, chat_kreceiver) &&
+              chat_kstart(run, &attr, chat_kwriter) &&
+              chat_kstart(run, &attr, chat_kreader);
+    uint64_t t0 = bench_now_ns();
+    ok = ok && chat_kstart(run, &attr, chat_ksender);
+    if (!ok)
+        chat_kabort(run);
+    for (int i = 0; i < run->nthreads; i++)
+        pthread_join(run->threads[i], NULL);
+    pthread_attr_destroy(&attr);
+    *secs = (double)(atomic_load(&run->t_end) - t0) / 1e9;
+    for (int i = 0; ok && i < run->n; i++)
+        ok = !chat_any(run->u[i].bad);
+    if (!ok)
+        fprintf(stderr, "mqs-bench chat: kernel: a connection failed or "
+                        "lost bytes\n");
+    chat_kfree(run);
+    return ok ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Row kinds                                                           */
+/* ------------------------------------------------------------------ */
+
+struct chat_point {
+    struct chat_shape s;
+    mqs_runtime_t *rt;
+    bench_peer_point_t peer;
+};
+
+static int chat_open(bench_point_t *p)
+{
+    struct chat_point *cp = p->ctx;
+    if (p->row->pseudo) {
+        cpu_set_t set;
+        p->workers = bench_kernel_cpus(p->o->workers, &set);
+        return 0;
+    }
+    if (bench_point_runtime_open("chat", p->row->spec, p->o->workers, 0, &cp->rt))
+        return -1;
+    p->workers = mqs_runtime_workers(cp->rt);
+    return 0;
+}
+
+static int chat_measure(bench_point_t *p, double *value, double *extra)
+{
+    struct chat_point *cp = p->ctx;
+    double secs = 0;
+    int rc;
+    if (p->row->pseudo) {
+        struct chat_krun run = {.s = cp->s};
+        rc = chat_krun(p->o->workers, &run, &secs);
+    } else {
+        struct chat_run run = {.s = cp->s, .rt = cp->rt};
+        rc = chat_mq_run(&run, &secs);
+    }
+    if (rc != 0 || secs <= 0)
+        return -1;
+    *value = chat_deliveries(&cp->s) / secs;
+    extra[CHAT_X_TASKS] = 4.0 * cp->s.rooms * cp->s.users;
+    return 0;
+}
+
+static void chat_close(bench_point_t *p)
+{
+    struct chat_point *cp = p->ctx;
+    bench_point_runtime_close("chat", cp->rt);
+    cp->rt = NULL;
+}
+
+static const bench_point_kind_t chat_kind = {chat_open, chat_measure,
+                                             chat_close};
+
+static const bench_peer_map_t chat_peer_map = {.value_key = "msgs_per_s"};
+
+static void chat_peer_args(const bench_opts_t *o, struct chat_point *cp)
+{
+    cp->peer = (bench_peer_point_t){.map = &chat_peer_map};
+    bench_peer_arg(&cp->peer, "rooms", cp->s.rooms);
+    bench_peer_arg(&cp->peer, "users", cp->s.users);
+    bench_peer_arg(&cp->peer, "messages", cp->s.messages);
+    bench_peer_arg(&cp->peer, "msg_bytes", cp->s.bytes);
+    bench_peer_arg(&cp->peer, "workers",
+                   o->workers ? o->workers : bench_cpus_allowed());
+    bench_peer_arg(&cp->peer, "seconds", o->seconds);
+}
+
+/* ------------------------------------------------------------------ */
+/* Options and the run                                                 */
+/* ------------------------------------------------------------------ */
+
+struct chat_args {
+    int *rooms, nrooms;
+    struct chat_shape s;   /* users, messages, bytes */
+    struct chat_point cur; /* the point being measured */
+};
+
+static int chat_options(int *argc, char **argv, struct chat_args *a)
+{
+    static const char *const names[] = {"rooms", "users", "messages",
+                                        "msg-bytes", NULL};
+    const char *v[4] = {"1,10", "20", "100", "100"};
+    *a = (struct chat_args){0};
+    int rc = bench_point_take_options("chat", argc, argv, names, v);
+    if (rc == 0)
+        rc = bench_parse_int_list("chat", "--rooms", v[0], 1, 1000, &a->rooms,
+                                  &a->nrooms);
+    if (rc == 0)
+        rc = bench_parse_int("chat", "--users", v[1], 2, 1000, &a->s.users);
+    if (rc == 0)
+        rc = bench_parse_int("chat", "--messages", v[2], 1, 100000000,
+                             &a->s.messages);
+    if (rc == 0)
+        rc = bench_parse_int("chat", "--msg-bytes", v[3], CHAT_MIN_BYTES,
+                             CHAT_MAX_BYTES, &a->s.bytes);
+    return rc;
+}
+
+static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
+{
+    struct chat_args *a = sw->arg;
+    struct chat_point *cp = &a->cur;
+    *cp = (struct chat_point){.s = a->s};
+    cp->s.rooms = a->rooms[i];
+    bool peer = bench_peer_is(p->row->spec);
+    if (peer)
+        chat_peer_args(sw->o, cp);
+    p->unit = "msgs/s";
+    p->nextra = CHAT_X_COUNT;
+    p->kind = peer ? &bench_peer_kind : &chat_kind;
+    p->ctx = peer ? (void *)&cp->peer : (void *)cp;
+    snprintf(p->param, sizeof p->param, "rooms=%d", cp->s.rooms);
+    return 0;
+}
+
+int bench_chat_main(int argc, char **argv)
+{
+    struct chat_args a;
+    int rc = chat_options(&argc, argv, &a);
+    bench_opts_t o;
+    if (rc == 0)
+        rc = bench_parse_options(&chat_cli, argc, argv, &o);
+    if (rc == 0) {
+        bench_sweep_t sw = {"chat", &o, a.nrooms, chat_setup, &a};
+        rc = bench_sweep_report(&sw, "messages delivered per second",
+                                chat_extras, CHAT_X_COUNT);
+        bench_opts_free(&o);
+    }
+    free(a.rooms);
+    return rc == BENCH_HELP_SHOWN ? 0 : rc;
+}

@@ -1,0 +1,678 @@
+/*
+ * mixed.c - `mqs-bench mixed`: short and long tasks together, the
+ * workload Paul Turner measured per-entity load tracking with (2012).
+ * --short S tasks each work 1 ms then sleep 9 ms (a 10% duty cycle);
+ * --long L tasks work without pause.  Work is "records": a record
+ * allocates a 2 KiB buffer, writes all of it, reads a word back and
+ * frees it.  A long task makes records one after another with a
+ * scheduling point (mqs_checkpoint()) between each, so time slices and
+ * preemption apply to it; a short task's 1 ms burst is a fixed number of
+ * records, calibrated once per invocation as 1 ms of records on this
+ * machine (the median of several timed runs on the main thread), so a
+ * burst is the same work under every row whether or not it is
+ * interrupted.  The short tasks start staggered over the 10 ms period,
+ * so their load is spread rather than arriving in one wave.
+ *
+ *   value   records/s made by all tasks in the measurement window
+ *   extras  wait ms/s: time tasks spent runnable but not running,
+ *           summed over the tasks, per second of window (so 1000 ms/s =
+ *           on average one task waiting); schedstat's field 8 in the
+ *           2012 reports.  mqs: mqs_task_stats().wait_ns of every task
+ *           (it is added when the task is switched in, so a task still
+ *           queued when the window closes brings its wait into the next
+ *           window); kernel: /proc/self/task/<tid>/schedstat field 2.
+ *           migr/s: times a task ran on another worker than the time
+ *           before (kernel: se.nr_migrations from /proc/.../sched).
+ *           idle/s, newidle/s, periodic/s, prio/s: tasks pulled by a
+ *           worker while idle, when its queue just ran empty, by the
+ *           periodic balancer, and because a remote task was more urgent
+ *           (mqs_runtime_stats(); the kernel has no per-process
+ *           equivalent: NAN).
+ *
+ * The parameter is the pair (S, L), written "short/long=5/5" (no comma,
+ * so the CSV field needs no quoting and the table's column reads
+ * "short/long").  --short and --long are lists paired by position; the
+ * defaults are the three published mixes (5,5), (4,2), (16,0).
+ *
+ * One measurement: the tasks start (the runtime or threads made once per
+ * point), the main thread lets them settle, snapshots every counter,
+ * sleeps --seconds, snapshots again and stops them; only the window
+ * between the snapshots counts, as in the yield experiment.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "mqs.h"
+#include "point.h"
+
+#define MIXED_CACHELINE 64
+#define MIXED_RECORD_BYTES 2048
+#define MIXED_BURST_NS 1000000u
+#define MIXED_PERIOD_NS 10000000u
+#define MIXED_SETTLE_NS 50000000u
+#define MIXED_KERNEL_STACK (64u * 1024u)
+#define MIXED_MAX_TASKS 4096
+
+static const char *const mixed_pseudo[] = {"kernel", "go", "fiber", NULL};
+
+enum {
+    MIXED_X_WAIT,
+    MIXED_X_MIGR,
+    MIXED_X_IDLE,
+    MIXED_X_NEWIDLE,
+    MIXED_X_PERIODIC,
+    MIXED_X_PRIO,
+    MIXED_X_BURST,
+    MIXED_X_COUNT
+};
+static const bench_extra_col_t mixed_extras[MIXED_X_COUNT] = {
+    [MIXED_X_WAIT] = {"wait_ms_per_s", "wait ms/s", 1},
+    [MIXED_X_MIGR] = {"migrations_per_s", "migr/s", 1},
+    [MIXED_X_IDLE] = {"pulls_idle_per_s", "idle/s", 1},
+    [MIXED_X_NEWIDLE] = {"pulls_newidle_per_s", "newidle/s", 1},
+    [MIXED_X_PERIODIC] = {"pulls_periodic_per_s", "periodic/s", 1},
+    [MIXED_X_PRIO] = {"pulls_priority_per_s", "prio/s", 1},
+    [MIXED_X_BURST] = {"burst_records", NULL, 0},
+};
+
+static const bench_cli_t mixed_cli = {
+    .name = "mixed",
+    .summary = "short (1 ms work, 9 ms sleep) and long tasks together: "
+               "records/s, wait time, migrations",
+    .details =
+        "experiment options:\n"
+        "  --short S,S,...     short tasks per point (default 5,4,16)\n"
+        "  --long L,L,...      long tasks per point, paired with --short by "
+        "position\n"
+        "                      (default 5,2,0)\n\n"
+        "A record = malloc 2 KiB, write it, free it.  Long tasks make "
+        "records with\n"
+        "mqs_checkpoint() between them; a short task makes a 1 ms burst "
+        "of records\n"
+        "(calibrated once) then sleeps 9 ms.  --tasks is not used.\n"
+        "records/s over the window; wait ms/s = runnable-not-running time "
+        "summed\n"
+        "over tasks per second; migr/s = task migrations; idle/s, "
+        "newidle/s,\n"
+        "periodic/s, prio/s = pulls by kind: idle, queue just emptied, "
+        "periodic\n"
+        "balancer, a more urgent remote task (runtime statistics; kernel: "
+        "n/a).\n\n"
+        "rows:  a policy (mq, ...)  mqs tasks\n"
+        "       kernel  pthreads, wait from /proc/self/task/*/schedstat, "
+        "migrations\n"
+        "               from /proc/self/task/*/sched\n"
+        "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n\n"
+        "example: mqs-bench mixed --policy all --short 5 --long 5 --csv\n",
+    .default_tasks = "1",
+    .default_policy = "mq,kernel,go,fiber",
+    .pseudo = mixed_pseudo,
+    .default_seconds = 0.5,
+    .default_repeats = 3,
+};
+
+/* ------------------------------------------------------------------ */
+/* Pure helpers (tested)                                               */
+/* ------------------------------------------------------------------ */
+
+/* "short/long=S/L". */
+static void mixed_param(char *buf, size_t n, int s, int l)
+{
+    snprintf(buf, n, "short/long=%d/%d", s, l);
+}
+
+/* Field 2 (run-queue wait, ns) of a schedstat line "run wait slices";
+ * -1 when malformed. */
+static int mixed_schedstat_wait(const char *line, uint64_t *wait)
+{
+    unsigned long long run, w;
+    if (sscanf(line, "%llu %llu", &run, &w) != 2)
+        return -1;
+    *wait = w;
+    return 0;
+}
+
+/* se.nr_migrations from the text of /proc/<pid>/task/<tid>/sched; -1
+ * when absent (a kernel without CONFIG_SCHED_DEBUG). */
+static int mixed_sched_migrations(const char *text, uint64_t *out)
+{
+    const char *p = strstr(text, "se.nr_migrations");
+    unsigned long long v;
+    if (!p || !(p = strchr(p, ':')) || sscanf(p + 1, "%llu", &v) != 1)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* (b - a) per second of a window of ns nanoseconds. */
+static double mixed_rate(uint64_t a, uint64_t b, uint64_t ns)
+{
+    return ns ? (double)(b - a) * 1e9 / (double)ns : NAN;
+}
+
+/* ------------------------------------------------------------------ */
+/* The work                                                            */
+/* ------------------------------------------------------------------ */
+
+struct mixed_flags {
+    _Atomic int start, stop;
+} __attribute__((aligned(MIXED_CACHELINE)));
+
+/* One task's records, written only by that task. */
+struct mixed_slot {
+    _Atomic uint64_t records;
+    uint64_t sink;
+    const struct mixed_flags *flags;
+    long burst;      /* records per burst; 0 = a long task */
+    uint64_t phase;  /* short tasks: initial sleep, staggering them */
+    _Atomic int tid; /* kernel threads: gettid() */
+} __attribute__((aligned(MIXED_CACHELINE)));
+
+/* One record: allocate, write, read back, free.  The asm keeps the
+ * compiler from eliding the allocation. */
+static inline uint64_t mixed_record(uint64_t seed)
+{
+    uint64_t *b = malloc(MIXED_RECORD_BYTES);
+    if (!b)
+        return seed;
+    __asm__ volatile("" : : "r"(b) : "memory");
+    for (size_t i = 0; i < MIXED_RECORD_BYTES / sizeof *b; i++)
+        b[i] = seed + i;
+    __asm__ volatile("" : : "r"(b) : "memory");
+    uint64_t v = b[seed % (MIXED_RECORD_BYTES / sizeof *b)];
+    free(b);
+    return v;
+}
+
+static inline void mixed_count(struct mixed_slot *s, uint64_t v)
+{
+    s->sink += v;
+    atomic_store_explicit(
+        &s->records,
+        atomic_load_explicit(&s->records, memory_order_relaxed) + 1,
+        memory_order_relaxed);
+}
+
+static inline bool mixed_flag(const _Atomic int *f)
+{
+    return atomic_load_explicit(f, memory_order_relaxed) != 0;
+}
+
+/* The life of one task, with the scheduling point and the sleep of the
+ * row's kind. */
+static void mixed_loop(struct mixed_slot *s, void (*point)(void),
+                       void (*sleep_ns)(uint64_t))
+{
+    const struct mixed_flags *f = s->flags;
+    while (!mixed_flag(&f->start))
+        sleep_ns(1000000);
+    if (s->burst)
+        sleep_ns(s->phase);
+    while (!mixed_flag(&f->stop)) {
+        long n = s->burst ? s->burst : 1;
+        for (long i = 0; i < n; i++) {
+            mixed_count(s, mixed_record(s->sink));
+            point();
+        }
+        if (s->burst)
+            sleep_ns(MIXED_PERIOD_NS - MIXED_BURST_NS);
+    }
+}
+
+static void mixed_mq_point(void)
+{
+    mqs_checkpoint();
+}
+
+static void mixed_mq_sleep(uint64_t ns)
+{
+    mqs_sleep(ns);
+}
+
+static void *mixed_mq_task(void *arg)
+{
+    mixed_loop(arg, mixed_mq_point, mixed_mq_sleep);
+    return NULL;
+}
+
+static void mixed_no_point(void)
+{
+}
+
+static void *mixed_kernel_thread(void *arg)
+{
+    struct mixed_slot *s = arg;
+    atomic_store(&s->tid, (int)syscall(SYS_gettid));
+    mixed_loop(s, mixed_no_point, bench_sleep_ns);
+    return NULL;
+}
+
+/* Records in 1 ms: the median of 5 timed runs of 2000 records, each
+ * record followed by a clock read as a scheduling point costs one.  The
+ * median, not the fastest, because on a shared host the fastest run is
+ * the one that saw no contention, and bursts calibrated on it would take
+ * longer than 1 ms under the slightest load. */
+static long mixed_calibrate(void)
+{
+    double per[5];
+    uint64_t sink = 0;
+    for (int r = 0; r < 5; r++) {
+        uint64_t t0 = bench_now_ns();
+        for (int i = 0; i < 2000; i++)
+            sink += mixed_record(sink) + bench_now_ns();
+        per[r] = (double)(bench_now_ns() - t0) / 2000;
+    }
+    __asm__ volatile("" : : "r"(sink));
+    bench_sort(per, 5);
+    double n = (double)MIXED_BURST_NS / bench_median(per, 5);
+    return n >= 1 ? (long)n : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* One data point                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Counters at one edge of the window. */
+struct mixed_snap {
+    uint64_t t;
+    uint64_t records, wait, migr;
+    mqs_worker_stats_t rs;
+    bool wait_ok, migr_ok;
+};
+
+struct mixed_point {
+    int nshort, nlong, n;
+    long burst;
+    struct mixed_flags *flags;
+    struct mixed_slot *slots;
+    mqs_runtime_t *rt;
+    mqs_task_t **tasks;
+    pthread_t *threads;
+    int nthreads;
+    bench_peer_point_t peer;
+};
+
+static void mixed_reset(struct mixed_point *mp)
+{
+    atomic_store(&mp->flags->start, 0);
+    atomic_store(&mp->flags->stop, 0);
+    for (int i = 0; i < mp->n; i++) {
+        struct mixed_slot *s = &mp->slots[i];
+        atomic_store(&s->records, 0);
+        atomic_store(&s->tid, 0);
+        s->sink = (uint64_t)i;
+        s->flags = mp->flags;
+        s->burst = i < mp->nshort ? mp->burst : 0;
+        s->phase = i < mp->nshort
+                       ? MIXED_PERIOD_NS * (uint64_t)i / (uint64_t)mp->nshort
+                       : 0;
+    }
+}
+
+static uint64_t mixed_records(const struct mixed_point *mp)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < mp->n; i++)
+        sum +=
+            atomic_load_explicit(&mp->slots[i].records, memory_order_relaxed);
+    return sum;
+}
+
+/* Read a small /proc file into buf; -1 when it cannot be read. */
+static int mixed_read_file(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t len = fread(buf, 1, n - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    return len ? 0 : -1;
+}
+
+/* Kernel threads: run-queue wait and migrations summed over the tasks. */
+static void mixed_proc_snap(const struct mixed_point *mp, struct mixed_snap *s)
+{
+    char path[96], buf[8192];
+    s->wait_ok = s->migr_ok = true;
+    for (int i = 0; i < mp->n; i++) {
+        int tid = atomic_load(&mp->slots[i].tid);
+        uint64_t v = 0;
+        snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+        if (mixed_read_file(path, buf, sizeof buf) ||
+            mixed_schedstat_wait(buf, &v))
+            s->wait_ok = false;
+        s->wait += v;
+        v = 0;
+        snprintf(path, sizeof path, "/proc/self/task/%d/sched", tid);
+        if (mixed_read_file(path, buf, sizeof buf) ||
+            mixed_sched_migrations(buf, &v))
+            s->migr_ok = false;
+        s->migr += v;
+    }
+}
+
+static void mixed_mq_snap(const struct mixed_point *mp, struct mixed_snap *s)
+{
+    for (int i = 0; i < mp->n; i++) {
+        mqs_task_stats_t ts;
+        if (mqs_task_stats(mp->tasks[i], &ts) == 0) {
+            s->wait += ts.wait_ns;
+            s->migr += ts.migrations;
+        }
+    }
+    mqs_runtime_stats(mp->rt, &s->rs);
+    s->wait_ok = s->migr_ok = true;
+}
+
+static void mixed_snap(const struct mixed_point *mp, bool kernel,
+                       struct mixed_snap *s)
+{
+    memset(s, 0, sizeof *s);
+    uint64_t a = bench_now_ns();
+    s->records = mixed_records(mp);
+    if (kernel)
+        mixed_proc_snap(mp, s);
+    else
+        mixed_mq_snap(mp, s);
+    s->t = a + (bench_now_ns() - a) / 2;
+}
+
+/* The extras of one window from its two snapshots. */
+static void mixed_extras_of(const struct mixed_snap *a,
+                            const struct mixed_snap *b, bool kernel,
+                            double *extra)
+{
+    uint64_t ns = b->t - a->t;
+    bool wait = a->wait_ok && b->wait_ok, migr = a->migr_ok && b->migr_ok;
+    extra[MIXED_X_WAIT] = wait ? mixed_rate(a->wait, b->wait, ns) / 1e6 : NAN;
+    extra[MIXED_X_MIGR] = migr ? mixed_rate(a->migr, b->migr, ns) : NAN;
+    if (kernel)
+        return;
+    extra[MIXED_X_IDLE] = mixed_rate(a->rs.pulls_idle, b->rs.pulls_idle, ns);
+    extra[MIXED_X_NEWIDLE] =
+        mixed_rate(a->rs.pulls_newidle, b->rs.pulls_newidle, ns);
+    extra[MIXED_X_PERIODIC] =
+        mixed_rate(a->rs.pulls_periodic, b->rs.pulls_periodic, ns);
+    extra[MIXED_X_PRIO] =
+        mixed_rate(a->rs.pulls_priority, b->rs.pulls_priority, ns);
+}
+
+/* Start, settle, window, stop: records/s into *value. */
+static int mixed_window(bench_point_t *p, double *value, double *extra)
+{
+    struct mixed_point *mp = p->ctx;
+    bool kernel = p->row->pseudo;
+    double secs = p->warmup ? p->o->seconds / 4 : p->o->seconds;
+    struct mixed_snap a, b;
+    atomic_store(&mp->flags->start, 1);
+    bench_sleep_ns(MIXED_SETTLE_NS);
+    mixed_snap(mp, kernel, &a);
+    bench_sleep_ns((uint64_t)(secs * 1e9));
+    mixed_snap(mp, kernel, &b);
+    atomic_store(&mp->flags->stop, 1);
+    if (b.records == a.records) {
+        fprintf(stderr, "mqs-bench mixed: %s %s: no records counted\n",
+                p->row->spec, p->param);
+        return -1;
+    }
+    *value = mixed_rate(a.records, b.records, b.t - a.t);
+    mixed_extras_of(&a, &b, kernel, extra);
+    extra[MIXED_X_BURST] = (double)mp->burst;
+    if (kernel && (!a.wait_ok || !b.wait_ok || !a.migr_ok || !b.migr_ok))
+        snprintf(p->note, sizeof p->note, "%s unreadable in /proc",
+                 a.wait_ok && b.wait_ok ? "migrations" : "wait");
+    return 0;
+}
+
+/* ----- policy rows ----- */
+
+static int mixed_mq_join(struct mixed_point *mp, int n)
+{
+    int rc = 0;
+    for (int i = 0; i < n; i++)
+        if (mqs_join(mp->tasks[i], NULL) != 0)
+            rc = -1;
+    return rc;
+}
+
+/* The flags and slots of a point (policy and kernel rows). */
+static int mixed_point_alloc(struct mixed_point *mp)
+{
+    size_t n = (size_t)mp->n;
+    mp->flags = aligned_alloc(MIXED_CACHELINE, sizeof *mp->flags);
+    mp->slots = aligned_alloc(MIXED_CACHELINE, n * sizeof *mp->slots);
+    return mp->flags && mp->slots ? 0 : -1;
+}
+
+static void mixed_point_free(struct mixed_point *mp)
+{
+    free(mp->flags);
+    free(mp->slots);
+    mp->flags = NULL;
+    mp->slots = NULL;
+}
+
+static int mixed_mq_open(bench_point_t *p)
+{
+    struct mixed_point *mp = p->ctx;
+    if (mixed_point_alloc(mp) ||
+        bench_point_runtime_open("mixed", p->row->spec, p->o->workers, 0, &mp->rt))
+        return -1;
+    p->workers = mqs_runtime_workers(mp->rt);
+    mp->tasks = calloc((size_t)mp->n, sizeof *mp->tasks);
+    return mp->tasks ? 0 : -1;
+}
+
+static int mixed_mq_measure(bench_point_t *p, double *value, double *extra)
+{
+    struct mixed_point *mp = p->ctx;
+    mixed_reset(mp);
+    for (int i = 0; i < mp->n; i++) {
+        int r = mqs_spawn(mp->rt, &mp->tasks[i], NULL, mixed_mq_task,
+                          &mp->slots[i]);
+        if (r != 0) {
+            fprintf(stderr, "mqs-bench mixed: %s: mqs_spawn: %s\n",
+                    p->row->spec, mqs_strerror(r));
+            atomic_store(&mp->flags->stop, 1);
+            atomic_store(&mp->flags->start, 1);
+            mixed_mq_join(mp, i);
+            return -1;
+        }
+    }
+    int rc = mixed_window(p, value, extra);
+    return mixed_mq_join(mp, mp->n) ? -1 : rc;
+}
+
+static void mixed_mq_close(bench_point_t *p)
+{
+    struct mixed_point *mp = p->ctx;
+    bench_point_runtime_close("mixed", mp->rt);
+    free(mp->tasks);
+    mp->rt = NULL;
+    mp->tasks = NULL;
+    mixed_point_free(mp);
+}
+
+static const bench_point_kind_t mixed_policy_kind = {
+    mixed_mq_open, mixed_mq_measure, mixed_mq_close};
+
+/* ----- kernel row ----- */
+
+static int mixed_kernel_open(bench_point_t *p)
+{
+    struct mixed_point *mp = p->ctx;
+    cpu_set_t set;
+    p->workers = bench_kernel_cpus(p->o->workers, &set);
+    mp->threads = calloc((size_t)mp->n, sizeof *mp->threads);
+    return mp->threads && mixed_point_alloc(mp) == 0 ? 0 : -1;
+}
+
+static void mixed_kernel_join(struct mixed_point *mp)
+{
+    for (int i = 0; i < mp->nthreads; i++)
+        pthread_join(mp->threads[i], NULL);
+    mp->nthreads = 0;
+}
+
+static int mixed_kernel_spawn(bench_point_t *p)
+{
+    struct mixed_point *mp = p->ctx;
+    pthread_attr_t attr;
+    cpu_set_t set;
+    bench_kernel_cpus(p->o->workers, &set);
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, MIXED_KERNEL_STACK);
+    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    int rc = 0;
+    for (int i = 0; i < mp->n && rc == 0; i++) {
+        rc = pthread_create(&mp->threads[i], &attr, mixed_kernel_thread,
+                            &mp->slots[i]);
+        mp->nthreads += rc == 0;
+    }
+    pthread_attr_destroy(&attr);
+    if (rc)
+        fprintf(stderr, "mqs-bench mixed: kernel: pthread_create: %s\n",
+                strerror(rc));
+    /* Every thread has published its tid before the window reads /proc. */
+    for (int i = 0; i < mp->nthreads; i++)
+        while (atomic_load(&mp->slots[i].tid) == 0)
+            sched_yield();
+    return rc ? -1 : 0;
+}
+
+static int mixed_kernel_measure(bench_point_t *p, double *value, double *extra)
+{
+    struct mixed_point *mp = p->ctx;
+    mixed_reset(mp);
+    int rc = mixed_kernel_spawn(p);
+    if (rc == 0)
+        rc = mixed_window(p, value, extra);
+    atomic_store(&mp->flags->stop, 1);
+    atomic_store(&mp->flags->start, 1);
+    mixed_kernel_join(mp);
+    return rc;
+}
+
+static void mixed_kernel_close(bench_point_t *p)
+{
+    struct mixed_point *mp = p->ctx;
+    free(mp->threads);
+    mp->threads = NULL;
+    mixed_point_free(mp);
+}
+
+static const bench_point_kind_t mixed_kernel_kind = {
+    mixed_kernel_open, mixed_kernel_measure, mixed_kernel_close};
+
+/* ----- peers ----- */
+
+static void mixed_peer_args(const bench_opts_t *o, struct mixed_point *mp,
+                            bench_peer_map_t *map)
+{
+    *map = (bench_peer_map_t){.value_key = "records_per_s"};
+    map->extra_key[MIXED_X_WAIT] = "wait_ns";
+    map->extra_scale[MIXED_X_WAIT] = 1e-6 / o->seconds; /* -> ms/s */
+    mp->peer = (bench_peer_point_t){.map = map};
+    bench_peer_arg(&mp->peer, "short", mp->nshort);
+    bench_peer_arg(&mp->peer, "long", mp->nlong);
+    bench_peer_arg(&mp->peer, "burst_records", (double)mp->burst);
+    bench_peer_arg(&mp->peer, "workers",
+                   o->workers ? o->workers : bench_cpus_allowed());
+    bench_peer_arg(&mp->peer, "seconds", o->seconds);
+}
+
+/* ------------------------------------------------------------------ */
+/* Options and the run                                                 */
+/* ------------------------------------------------------------------ */
+
+struct mixed_args {
+    int *shorts, *longs;
+    int n;
+    long burst;             /* records per short burst, calibrated */
+    struct mixed_point cur; /* the point being measured */
+    bench_peer_map_t map;   /* ... and its peer mapping */
+};
+
+static int mixed_options(int *argc, char **argv, struct mixed_args *a)
+{
+    static const char *const names[] = {"short", "long", NULL};
+    const char *v[2] = {"5,4,16", "5,2,0"};
+    int ns = 0, nl = 0;
+    *a = (struct mixed_args){0};
+    int rc = bench_point_take_options("mixed", argc, argv, names, v);
+    if (rc == 0)
+        rc = bench_parse_int_list("mixed", "--short", v[0], 0, MIXED_MAX_TASKS,
+                                  &a->shorts, &ns);
+    if (rc == 0)
+        rc = bench_parse_int_list("mixed", "--long", v[1], 0, MIXED_MAX_TASKS,
+                                  &a->longs, &nl);
+    if (rc == 0 && ns != nl) {
+        fprintf(stderr,
+                "mqs-bench mixed: --short has %d values and --long %d: they "
+                "pair by position\n",
+                ns, nl);
+        rc = BENCH_EXIT_USAGE;
+    }
+    for (int i = 0; rc == 0 && i < ns; i++)
+        if (a->shorts[i] + a->longs[i] == 0) {
+            fprintf(stderr, "mqs-bench mixed: point %d has no tasks\n", i + 1);
+            rc = BENCH_EXIT_USAGE;
+        }
+    a->n = ns;
+    return rc;
+}
+
+static const bench_point_kind_t *mixed_kind_of(const bench_row_spec_t *row)
+{
+    if (bench_peer_is(row->spec))
+        return &bench_peer_kind;
+    return row->pseudo ? &mixed_kernel_kind : &mixed_policy_kind;
+}
+
+static int mixed_setup(bench_sweep_t *sw, int i, bench_point_t *p)
+{
+    struct mixed_args *a = sw->arg;
+    struct mixed_point *mp = &a->cur;
+    *mp = (struct mixed_point){.nshort = a->shorts[i],
+                               .nlong = a->longs[i],
+                               .n = a->shorts[i] + a->longs[i],
+                               .burst = a->burst};
+    p->unit = "records/s";
+    p->nextra = MIXED_X_COUNT;
+    p->kind = mixed_kind_of(p->row);
+    p->ctx = mp;
+    if (p->kind == &bench_peer_kind) {
+        mixed_peer_args(sw->o, mp, &a->map);
+        p->ctx = &mp->peer;
+    }
+    mixed_param(p->param, sizeof p->param, mp->nshort, mp->nlong);
+    return 0;
+}
+
+int bench_mixed_main(int argc, char **argv)
+{
+    struct mixed_args a;
+    int rc = mixed_options(&argc, argv, &a);
+    bench_opts_t o;
+    if (rc == 0)
+        rc = bench_parse_options(&mixed_cli, argc, argv, &o);
+    if (rc == 0) {
+        a.burst = mixed_calibrate();
+        bench_sweep_t sw = {"mixed", &o, a.n, mixed_setup, &a};
+        rc = bench_sweep_report(&sw, "records per second", mixed_extras,
+                                MIXED_X_COUNT);
+        bench_opts_free(&o);
+    }
+    free(a.shorts);
+    free(a.longs);
+    return rc == BENCH_HELP_SHOWN ? 0 : rc;
+}

@@ -1,0 +1,475 @@
+/*
+ * spawn.c - `mqs-bench spawn`: the skynet benchmark.  A tree of tasks
+ * whose T leaves (--tasks, default 10^6) are numbered 0..T-1: every inner
+ * task spawns --fanout F children (default 10), each owning a 1/F slice
+ * of its parent's leaf range, joins them in order and returns the sum of
+ * what they returned; a leaf returns its number.  The root's sum must be
+ * T(T-1)/2: a wrong sum, or a spawn that fails, is a failed measurement
+ * (exit 1), never a figure.  T must be a power of F, as in skynet, so
+ * every slice divides evenly.
+ *
+ *   value   ns per task = wall time of the whole tree (root spawned to
+ *           root joined) / every task of the tree, inner ones included:
+ *           (F T - 1) / (F - 1) tasks, 1,111,111 for 10^6 leaves.
+ *   extra   peak_rss_kib: the peak resident set of the process that ran
+ *           the tree, in KiB (getrusage(RUSAGE_SELF).ru_maxrss read by
+ *           that process after the tree; it includes mqs-bench's own
+ *           couple of MiB).
+ *
+ * Every measurement runs in a forked child process that creates its
+ * runtime (or threads), runs one tree, reports through a pipe and exits,
+ * so the RSS is that tree's own and no stack or page a previous tree
+ * left behind is reused: each measurement starts cold, as one run of the
+ * skynet program does.  The fork happens with no runtime alive in the
+ * parent (rows run one at a time), so the child is single-threaded.
+ *
+ * Memory: a tree of 10^6 leaves has 1.1 M tasks, and how many are alive
+ * at once depends on the order the policy runs them (depth first: about
+ * depth x F; breadth first: nearly all).  Stacks are 16 KiB, the
+ * smallest mqs accepts, set as the runtime's DEFAULT stack size rather
+ * than a per-task attribute because only default-size stacks go back to
+ * a worker's stack cache.  Each stack is one mapping plus a guard page
+ * (two VMAs), so vm.max_map_count (65530 by default) caps the live tasks
+ * near 32 K whatever the RAM.
+ *
+ * Kernel row: the same tree on pthreads (64 KiB stacks), but only up to
+ * --kernel-tasks leaves (default 10^4, 11,111 threads): 1.1 M threads do
+ * not fit (threads-max, the map count).  Larger sizes show as "not run"
+ * with the cap in the note, so the table compares mqs with the kernel at
+ * 10^4 and stands alone at 10^6.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "mqs.h"
+#include "point.h"
+
+#define SPAWN_MAX_FANOUT 64
+#define SPAWN_STACK (16u * 1024u)
+#define SPAWN_KERNEL_STACK (64u * 1024u)
+
+static const char *const spawn_pseudo[] = {"kernel", "go", "fiber", NULL};
+
+enum { SPAWN_X_RSS, SPAWN_X_COUNT };
+static const bench_extra_col_t spawn_extras[SPAWN_X_COUNT] = {
+    [SPAWN_X_RSS] = {"peak_rss_kib", "RSS KiB", 0},
+};
+
+static const bench_cli_t spawn_cli = {
+    .name = "spawn",
+    .summary = "skynet: a tree of spawned tasks summing its leaves; ns per "
+               "task and peak RSS",
+    .details =
+        "experiment options:\n"
+        "  --fanout F          children per inner task (default 10, 2..64);"
+        "\n"
+        "                      every --tasks value must be a power of F\n"
+        "  --kernel-tasks K    largest tree the kernel row runs "
+        "(default 10000)\n\n"
+        "--tasks is the number of leaves T; the tree has (F T - 1)/(F - 1) "
+        "tasks.\n"
+        "ns/task = wall time of the tree / all its tasks.  Each measurement "
+        "runs in a\n"
+        "forked child; RSS KiB is that child's peak (getrusage ru_maxrss).\n"
+        "mqs tasks have 16 KiB stacks (the runtime's default stack size is "
+        "set, so\n"
+        "they are cached); kernel threads 64 KiB.  The leaf sum is checked "
+        "against\n"
+        "T(T-1)/2: a wrong sum or a failed spawn is a failure (exit 1).  "
+        "--seconds\n"
+        "is not used (a tree is a fixed amount of work).\n\n"
+        "rows:  a policy (mq, ...)  mqs tasks, mqs_spawn/mqs_join\n"
+        "       kernel  pthread_create/pthread_join, trees up to "
+        "--kernel-tasks\n"
+        "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n\n"
+        "example: mqs-bench spawn --policy mq,kernel --tasks 10000 "
+        "--repeats 3\n",
+    .default_tasks = "10000,1000000",
+    .default_policy = "mq,kernel,go,fiber",
+    .pseudo = spawn_pseudo,
+    .default_seconds = 1,
+    .default_repeats = 5,
+};
+
+/* ------------------------------------------------------------------ */
+/* The tree (pure arithmetic, tested)                                  */
+/* ------------------------------------------------------------------ */
+
+/* Is t a power of f (f^0 = 1 included)? */
+static bool spawn_is_power(long t, int f)
+{
+    if (t < 1 || f < 2)
+        return false;
+    while (t % f == 0)
+        t /= f;
+    return t == 1;
+}
+
+/* Every task of a tree with t leaves: t + t/f + ... + 1. */
+static double spawn_tree_tasks(long t, int f)
+{
+    double n = 0;
+    for (long level = t; level >= 1; level /= f) {
+        n += (double)level;
+        if (level == 1)
+            break;
+    }
+    return n;
+}
+
+static uint64_t spawn_expected_sum(uint64_t t)
+{
+    return t * (t - 1) / 2;
+}
+
+/* ------------------------------------------------------------------ */
+/* One tree, in the measuring child                                    */
+/* ------------------------------------------------------------------ */
+
+struct spawn_tree {
+    int fanout;
+    _Atomic int err; /* first spawn error (0 = none) */
+};
+
+struct spawn_node {
+    struct spawn_tree *tree;
+    uint64_t num, size, sum;
+};
+
+static void spawn_fail(struct spawn_tree *tree, int err)
+{
+    int zero = 0;
+    atomic_compare_exchange_strong(&tree->err, &zero, err);
+}
+
+/* A child whose spawn failed is left out of the sum, so the root's sum
+ * comes out wrong as well as the error being recorded. */
+static void *spawn_mq_node(void *arg)
+{
+    struct spawn_node *n = arg;
+    if (n->size == 1) {
+        n->sum = n->num;
+        return NULL;
+    }
+    struct spawn_node kids[SPAWN_MAX_FANOUT];
+    mqs_task_t *t[SPAWN_MAX_FANOUT];
+    int f = n->tree->fanout;
+    uint64_t sub = n->size / (uint64_t)f;
+    for (int i = 0; i < f; i++) {
+        kids[i] =
+            (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
+        int rc =
+            mqs_spawn(mqs_runtime_self(), &t[i], NULL, spawn_mq_node, &kids[i]);
+        if (rc) {
+            spawn_fail(n->tree, rc);
+            t[i] = NULL;
+        }
+    }
+    n->sum = 0;
+    for (int i = 0; i < f; i++)
+        if (t[i] && mqs_join(t[i], NULL) == 0)
+            n->sum += kids[i].sum;
+    return NULL;
+}
+
+static void *spawn_kernel_node(void *arg)
+{
+    struct spawn_node *n = arg;
+    if (n->size == 1) {
+        n->sum = n->num;
+        return NULL;
+    }
+    struct spawn_node kids[SPAWN_MAX_FANOUT];
+    pthread_t t[SPAWN_MAX_FANOUT];
+    bool ok[SPAWN_MAX_FANOUT];
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, SPAWN_KERNEL_STACK);
+    int f = n->tree->fanout;
+    uint64_t sub = n->size / (uint64_t)f;
+    for (int i = 0; i < f; i++) {
+        kids[i] =
+            (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
+        int rc = pthread_create(&t[i], &attr, spawn_kernel_node, &kids[i]);
+        ok[i] = rc == 0;
+        if (rc)
+            spawn_fail(n->tree, rc == EAGAIN ? MQS_ENOMEM : MQS_ESYS);
+    }
+    pthread_attr_destroy(&attr);
+    n->sum = 0;
+    for (int i = 0; i < f; i++)
+        if (ok[i] && pthread_join(t[i], NULL) == 0)
+            n->sum += kids[i].sum;
+    return NULL;
+}
+
+/* What the child sends back. */
+struct spawn_out {
+    int rc;  /* 0, or -1 with err / a wrong sum */
+    int err; /* an MQS_E* code from a spawn, 0 if none */
+    double ns;
+    uint64_t sum;
+    long rss_kib;
+};
+
+struct spawn_point {
+    long leaves;
+    int fanout, kernel_max;
+    bench_peer_point_t peer;
+};
+
+static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
+{
+    mqs_runtime_t *rt;
+    if (bench_point_runtime_open("spawn", p->row->spec, p->o->workers, SPAWN_STACK,
+                           &rt))
+        return -1;
+    mqs_task_t *t;
+    uint64_t t0 = bench_now_ns();
+    int rc = mqs_spawn(rt, &t, NULL, spawn_mq_node, root);
+    if (rc == 0)
+        rc = mqs_join(t, NULL);
+    *ns = bench_now_ns() - t0;
+    if (rc)
+        spawn_fail(root->tree, rc);
+    return bench_point_runtime_close("spawn", rt);
+}
+
+static int spawn_run_kernel(bench_point_t *p, struct spawn_node *root,
+                            uint64_t *ns)
+{
+    cpu_set_t set;
+    bench_kernel_cpus(p->o->workers, &set);
+    /* The child process is ours alone: its mask is the row's mask, and
+     * every thread it creates inherits it. */
+    sched_setaffinity(0, sizeof set, &set);
+    uint64_t t0 = bench_now_ns();
+    spawn_kernel_node(root);
+    *ns = bench_now_ns() - t0;
+    return 0;
+}
+
+/* In the forked child: one tree, the result into *out. */
+static void spawn_child(bench_point_t *p, struct spawn_out *out)
+{
+    struct spawn_point *sp = p->ctx;
+    struct spawn_tree tree = {.fanout = sp->fanout};
+    struct spawn_node root = {&tree, 0, (uint64_t)sp->leaves, 0};
+    uint64_t ns = 0;
+    int rc = p->row->pseudo ? spawn_run_kernel(p, &root, &ns)
+                            : spawn_run_mq(p, &root, &ns);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    out->err = atomic_load(&tree.err);
+    out->sum = root.sum;
+    out->ns = (double)ns;
+    out->rss_kib = ru.ru_maxrss;
+    bool right = root.sum == spawn_expected_sum((uint64_t)sp->leaves);
+    out->rc = rc == 0 && out->err == 0 && right ? 0 : -1;
+}
+
+/* Read the child's report; -1 when it died or said nothing. */
+static int spawn_collect(int fd, pid_t pid, struct spawn_out *out)
+{
+    ssize_t got;
+    do
+        got = read(fd, out, sizeof *out);
+    while (got < 0 && errno == EINTR);
+    close(fd);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (got != (ssize_t)sizeof *out || !WIFEXITED(st))
+        return -1;
+    return 0;
+}
+
+static int spawn_fork(bench_point_t *p, struct spawn_out *out)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        struct spawn_out o = {.rc = -1};
+        spawn_child(p, &o);
+        ssize_t w = write(fd[1], &o, sizeof o);
+        _exit(w == (ssize_t)sizeof o ? 0 : 1);
+    }
+    close(fd[1]);
+    return spawn_collect(fd[0], pid, out);
+}
+
+static void spawn_explain(bench_point_t *p, const struct spawn_out *o,
+                          uint64_t want)
+{
+    if (o->err)
+        snprintf(p->note, sizeof p->note, "failed: spawn: %s",
+                 mqs_strerror(o->err));
+    else
+        snprintf(p->note, sizeof p->note, "failed: sum %llu, not %llu",
+                 (unsigned long long)o->sum, (unsigned long long)want);
+    fprintf(stderr, "mqs-bench spawn: %s %s: %s\n", p->row->spec, p->param,
+            p->note);
+}
+
+static int spawn_measure(bench_point_t *p, double *value, double *extra)
+{
+    struct spawn_point *sp = p->ctx;
+    struct spawn_out o;
+    if (spawn_fork(p, &o) != 0) {
+        snprintf(p->note, sizeof p->note, "failed: measuring child died");
+        fprintf(stderr, "mqs-bench spawn: %s %s: %s\n", p->row->spec, p->param,
+                p->note);
+        return -1;
+    }
+    if (o.rc != 0) {
+        spawn_explain(p, &o, spawn_expected_sum((uint64_t)sp->leaves));
+        return -1;
+    }
+    *value = o.ns / spawn_tree_tasks(sp->leaves, sp->fanout);
+    extra[SPAWN_X_RSS] = (double)o.rss_kib;
+    return 0;
+}
+
+static int spawn_open(bench_point_t *p)
+{
+    struct spawn_point *sp = p->ctx;
+    if (p->row->pseudo) {
+        p->workers = bench_kernel_cpus(p->o->workers, &(cpu_set_t){0});
+        if (sp->leaves <= sp->kernel_max)
+            return 0;
+        snprintf(p->note, sizeof p->note, "not run: above --kernel-tasks %d",
+                 sp->kernel_max);
+        return BENCH_POINT_SKIP;
+    }
+    /* The runtime is made in each child; resolve its worker count here. */
+    mqs_config_t cfg, res;
+    mqs_config_init(&cfg);
+    cfg.workers = p->o->workers;
+    cfg.policy = p->row->spec;
+    p->workers = mqs_config_resolve(&cfg, &res) == 0 ? res.workers : 0;
+    return 0;
+}
+
+static void spawn_close(bench_point_t *p)
+{
+    (void)p;
+}
+
+static const bench_point_kind_t spawn_kind = {spawn_open, spawn_measure,
+                                              spawn_close};
+
+/* ------------------------------------------------------------------ */
+/* Peers                                                               */
+/* ------------------------------------------------------------------ */
+
+static int spawn_peer_check(const bench_peer_result_t *r, void *ctx)
+{
+    const struct spawn_point *sp = ctx;
+    double sum = bench_peer_get(r, "sum");
+    return sum == (double)spawn_expected_sum((uint64_t)sp->leaves) ? 0 : -1;
+}
+
+static const bench_peer_map_t spawn_peer_map = {
+    .value_key = "ns_per_task",
+    .extra_key = {[SPAWN_X_RSS] = "peak_rss_kib"},
+    .check = spawn_peer_check,
+};
+
+static void spawn_peer_args(const bench_opts_t *o, struct spawn_point *sp)
+{
+    sp->peer = (bench_peer_point_t){.map = &spawn_peer_map, .check_ctx = sp};
+    bench_peer_arg(&sp->peer, "tasks", (double)sp->leaves);
+    bench_peer_arg(&sp->peer, "fanout", sp->fanout);
+    bench_peer_arg(&sp->peer, "workers",
+                   o->workers ? o->workers : bench_cpus_allowed());
+    bench_peer_arg(&sp->peer, "seconds", o->seconds);
+}
+
+/* ------------------------------------------------------------------ */
+/* Options and the run                                                 */
+/* ------------------------------------------------------------------ */
+
+struct spawn_args {
+    int fanout, kernel_max;
+    struct spawn_point cur; /* the point being measured */
+};
+
+static int spawn_options(int *argc, char **argv, struct spawn_args *a)
+{
+    static const char *const names[] = {"fanout", "kernel-tasks", NULL};
+    const char *v[2] = {"10", "10000"};
+    int rc = bench_point_take_options("spawn", argc, argv, names, v);
+    if (rc == 0)
+        rc = bench_parse_int("spawn", "--fanout", v[0], 2, SPAWN_MAX_FANOUT,
+                             &a->fanout);
+    if (rc == 0)
+        rc = bench_parse_int("spawn", "--kernel-tasks", v[1], 1, 1000000,
+                             &a->kernel_max);
+    return rc;
+}
+
+static int spawn_check_sizes(const bench_opts_t *o, int fanout)
+{
+    for (int i = 0; i < o->ntasks; i++) {
+        if (spawn_is_power(o->tasks[i], fanout))
+            continue;
+        fprintf(stderr,
+                "mqs-bench spawn: --tasks: %d is not a power of --fanout "
+                "%d\n",
+                o->tasks[i], fanout);
+        return BENCH_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
+{
+    struct spawn_args *a = sw->arg;
+    struct spawn_point *sp = &a->cur;
+    *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max, {0}};
+    bool peer = bench_peer_is(p->row->spec);
+    if (peer)
+        spawn_peer_args(sw->o, sp);
+    p->unit = "ns";
+    p->nextra = SPAWN_X_COUNT;
+    p->kind = peer ? &bench_peer_kind : &spawn_kind;
+    p->ctx = peer ? (void *)&sp->peer : (void *)sp;
+    snprintf(p->param, sizeof p->param, "tasks=%d", sw->o->tasks[i]);
+    return 0;
+}
+
+int bench_spawn_main(int argc, char **argv)
+{
+    struct spawn_args a;
+    int rc = spawn_options(&argc, argv, &a);
+    bench_opts_t o;
+    if (rc == 0)
+        rc = bench_parse_options(&spawn_cli, argc, argv, &o);
+    if (rc == 0) {
+        rc = spawn_check_sizes(&o, a.fanout);
+        bench_sweep_t sw = {"spawn", &o, o.ntasks, spawn_setup, &a};
+        if (rc == 0)
+            rc = bench_sweep_report(&sw, "ns per task", spawn_extras,
+                                    SPAWN_X_COUNT);
+        bench_opts_free(&o);
+    }
+    return rc == BENCH_HELP_SHOWN ? 0 : rc;
+}

@@ -1,0 +1,451 @@
+/*
+ * test_bench_exp.c - the mixed, spawn and chat experiments of mqs-bench
+ * and their shared point driver: option extraction, the /proc parsers,
+ * the tree and room arithmetic against hand-computed values, the
+ * driver's averaging and skip/failure rules with a scripted row kind,
+ * and one small real run of each experiment (policy and kernel rows)
+ * whose correctness checks (leaf sum, delivery count) must pass.
+ *
+ * Like test_stats.c, the bench sources are compiled in directly; every
+ * static there has its file's prefix, so they share this unit.
+ */
+#include <math.h>
+
+#include "check.h"
+
+#include "../bench/chat.c"
+#include "../bench/common.c"
+#include "../bench/mixed.c"
+#include "../bench/output.c"
+#include "../bench/peer.c"
+#include "../bench/plot.c"
+#include "../bench/point.c"
+#include "../bench/spawn.c"
+#include "../bench/stats.c"
+
+#define NEAR(a, b, tol)                                                        \
+    do {                                                                       \
+        double near__x = (a), near__y = (b);                                   \
+        if (!(fabs(near__x - near__y) <= (tol)))                               \
+            CHECK__FAIL("NEAR(%s, %s) failed: %.9g vs %.9g", #a, #b, near__x,  \
+                        near__y);                                              \
+    } while (0)
+
+#define CHECK_STREQ(a, b)                                                      \
+    do {                                                                       \
+        const char *streq__a = (a), *streq__b = (b);                           \
+        if (!streq__a || strcmp(streq__a, streq__b) != 0)                      \
+            CHECK__FAIL("CHECK_STREQ(%s, %s) failed: \"%s\" vs \"%s\"", #a,    \
+                        #b, streq__a ? streq__a : "(null)", streq__b);         \
+    } while (0)
+
+/* ------------------------------------------------------------------ */
+/* Options                                                             */
+/* ------------------------------------------------------------------ */
+
+TEST(take_options_removes_only_its_own)
+{
+    char *argv[] = {"mixed",    "--short",   "4", "--policy", "mq",
+                    "--long=2", "--shorter", "x", NULL};
+    int argc = 8;
+    static const char *const names[] = {"short", "long", NULL};
+    const char *v[2] = {"d1", "d2"};
+    CHECK_EQ(bench_point_take_options("mixed", &argc, argv, names, v), 0);
+    CHECK_STREQ(v[0], "4");
+    CHECK_STREQ(v[1], "2");
+    CHECK_EQ(argc, 5);
+    CHECK_STREQ(argv[1], "--policy");
+    CHECK_STREQ(argv[2], "mq");
+    CHECK_STREQ(argv[3], "--shorter"); /* not a prefix match */
+    CHECK(argv[5] == NULL);
+}
+
+TEST(take_options_missing_value_and_double_dash)
+{
+    static const char *const names[] = {"fanout", NULL};
+    const char *v[1] = {"10"};
+    char *a1[] = {"spawn", "--fanout", NULL};
+    int n1 = 2;
+    CHECK_EQ(bench_point_take_options("spawn", &n1, a1, names, v), BENCH_EXIT_USAGE);
+    char *a2[] = {"spawn", "--", "--fanout", "3", NULL};
+    int n2 = 4;
+    CHECK_EQ(bench_point_take_options("spawn", &n2, a2, names, v), 0);
+    CHECK_STREQ(v[0], "10");
+    CHECK_EQ(n2, 4);
+}
+
+TEST(mixed_lists_must_pair)
+{
+    char *argv[] = {"mixed", "--short", "5,4", "--long", "5", NULL};
+    int argc = 5;
+    struct mixed_args a;
+    CHECK_EQ(mixed_options(&argc, argv, &a), BENCH_EXIT_USAGE);
+    free(a.shorts);
+    free(a.longs);
+    char *b[] = {"mixed", "--short", "0", "--long", "0", NULL};
+    argc = 5;
+    CHECK_EQ(mixed_options(&argc, b, &a), BENCH_EXIT_USAGE);
+    free(a.shorts);
+    free(a.longs);
+    char *c[] = {"mixed", NULL};
+    argc = 1;
+    CHECK_EQ(mixed_options(&argc, c, &a), 0);
+    CHECK_EQ(a.n, 3);
+    CHECK_EQ(a.shorts[2], 16);
+    CHECK_EQ(a.longs[2], 0);
+    free(a.shorts);
+    free(a.longs);
+}
+
+TEST(spawn_sizes_must_be_powers_of_the_fanout)
+{
+    CHECK(spawn_is_power(1000000, 10));
+    CHECK(spawn_is_power(1, 10));
+    CHECK(spawn_is_power(64, 2));
+    CHECK(!spawn_is_power(1000, 3));
+    CHECK(!spawn_is_power(0, 10));
+    CHECK(!spawn_is_power(20, 10));
+    bench_opts_t o = {0};
+    int t[] = {100, 27};
+    o.tasks = t;
+    o.ntasks = 2;
+    CHECK_EQ(spawn_check_sizes(&o, 10), BENCH_EXIT_USAGE);
+    o.ntasks = 1;
+    CHECK_EQ(spawn_check_sizes(&o, 10), 0);
+}
+
+TEST(chat_options_defaults_and_ranges)
+{
+    char *argv[] = {"chat", "--msg-bytes", "8", NULL};
+    int argc = 3;
+    struct chat_args a;
+    CHECK_EQ(chat_options(&argc, argv, &a), BENCH_EXIT_USAGE);
+    free(a.rooms);
+    char *b[] = {"chat", "--rooms=3", NULL};
+    argc = 2;
+    CHECK_EQ(chat_options(&argc, b, &a), 0);
+    CHECK_EQ(a.nrooms, 1);
+    CHECK_EQ(a.rooms[0], 3);
+    CHECK_EQ(a.s.users, 20);
+    CHECK_EQ(a.s.messages, 100);
+    CHECK_EQ(a.s.bytes, 100);
+    free(a.rooms);
+}
+
+/* ------------------------------------------------------------------ */
+/* Pure arithmetic and parsing                                         */
+/* ------------------------------------------------------------------ */
+
+TEST(mixed_param_has_no_comma)
+{
+    char buf[48];
+    mixed_param(buf, sizeof buf, 16, 0);
+    CHECK_STREQ(buf, "short/long=16/0");
+    CHECK(strchr(buf, ',') == NULL);
+}
+
+TEST(mixed_proc_parsers)
+{
+    uint64_t v = 0;
+    CHECK_EQ(mixed_schedstat_wait("123456 789 42\n", &v), 0);
+    CHECK_EQ(v, 789);
+    CHECK_EQ(mixed_schedstat_wait("garbage", &v), -1);
+    const char *sched = "x (1, #threads: 1)\n---\n"
+                        "se.sum_exec_runtime      :   1.0\n"
+                        "se.nr_migrations         :   17\n"
+                        "nr_switches              :   3\n";
+    CHECK_EQ(mixed_sched_migrations(sched, &v), 0);
+    CHECK_EQ(v, 17);
+    CHECK_EQ(mixed_sched_migrations("nr_switches : 3\n", &v), -1);
+}
+
+TEST(mixed_rates_and_window_extras)
+{
+    NEAR(mixed_rate(100, 300, 2000000000u), 100.0, 1e-9);
+    CHECK(isnan(mixed_rate(1, 2, 0)));
+    struct mixed_snap a = {.t = 1000000000u,
+                           .wait = 0,
+                           .migr = 10,
+                           .wait_ok = true,
+                           .migr_ok = true};
+    struct mixed_snap b = a;
+    b.t += 500000000u;   /* half a second */
+    b.wait = 250000000u; /* 250 ms of waiting */
+    b.migr = 20;
+    b.rs.pulls_idle = 3;
+    b.rs.pulls_newidle = 4;
+    b.rs.pulls_periodic = 5;
+    b.rs.pulls_priority = 6;
+    double x[MIXED_X_COUNT];
+    point_preset(x, MIXED_X_COUNT);
+    mixed_extras_of(&a, &b, false, x);
+    NEAR(x[MIXED_X_WAIT], 500.0, 1e-9); /* ms per second */
+    NEAR(x[MIXED_X_MIGR], 20.0, 1e-9);
+    NEAR(x[MIXED_X_IDLE], 6.0, 1e-9);
+    NEAR(x[MIXED_X_NEWIDLE], 8.0, 1e-9);
+    NEAR(x[MIXED_X_PERIODIC], 10.0, 1e-9);
+    NEAR(x[MIXED_X_PRIO], 12.0, 1e-9);
+    point_preset(x, MIXED_X_COUNT);
+    b.wait_ok = false;
+    mixed_extras_of(&a, &b, true, x);
+    CHECK(isnan(x[MIXED_X_WAIT]));
+    NEAR(x[MIXED_X_MIGR], 20.0, 1e-9);
+    CHECK(isnan(x[MIXED_X_IDLE]));
+}
+
+TEST(spawn_tree_arithmetic)
+{
+    NEAR(spawn_tree_tasks(1000000, 10), 1111111, 0);
+    NEAR(spawn_tree_tasks(8, 2), 15, 0);
+    NEAR(spawn_tree_tasks(1, 10), 1, 0);
+    CHECK_EQ(spawn_expected_sum(1000000), UINT64_C(499999500000));
+    CHECK_EQ(spawn_expected_sum(1), 0);
+}
+
+TEST(spawn_peer_sum_is_checked)
+{
+    struct spawn_point sp = {100, 10, 10000, {0}};
+    bench_peer_result_t r;
+    CHECK_EQ(bench_peer_parse("ns_per_task=300 sum=4950", &r), 0);
+    CHECK_EQ(spawn_peer_check(&r, &sp), 0);
+    CHECK_EQ(bench_peer_parse("ns_per_task=300 sum=4949", &r), 0);
+    CHECK_EQ(spawn_peer_check(&r, &sp), -1);
+    CHECK_EQ(bench_peer_parse("ns_per_task=300", &r), 0);
+    CHECK_EQ(spawn_peer_check(&r, &sp), -1);
+}
+
+TEST(chat_arithmetic_and_validity)
+{
+    struct chat_shape s = {10, 20, 100, 100};
+    NEAR(chat_deliveries(&s), 380000, 0);
+    struct chat_head h = {2, 5, 0};
+    CHECK(chat_valid(&h, 2, 4, 20));
+    CHECK(!chat_valid(&h, 2, 5, 20)); /* its own message */
+    CHECK(!chat_valid(&h, 1, 4, 20)); /* another room's */
+    CHECK(!chat_valid(&h, 2, 4, 5));  /* no such user */
+}
+
+/* ------------------------------------------------------------------ */
+/* The driver, with a scripted kind                                    */
+/* ------------------------------------------------------------------ */
+
+struct script {
+    int open_rc, fail_at, calls;
+    double values[4];
+};
+
+static int script_open(bench_point_t *p)
+{
+    struct script *s = p->ctx;
+    p->workers = 3;
+    if (s->open_rc == BENCH_POINT_SKIP)
+        snprintf(p->note, sizeof p->note, "not installed");
+    return s->open_rc;
+}
+
+/* Warm-up gives 1000 (must not count), then the values in turn. */
+static int script_measure(bench_point_t *p, double *value, double *extra)
+{
+    struct script *s = p->ctx;
+    int i = s->calls++;
+    if (i == s->fail_at)
+        return -1;
+    *value = p->warmup ? 1000 : s->values[(i - 1) % 4];
+    extra[0] = *value * 2;
+    return 0;
+}
+
+static void script_close(bench_point_t *p)
+{
+    (void)p;
+}
+
+static const bench_point_kind_t script_kind = {script_open, script_measure,
+                                               script_close};
+
+static int script_run(struct script *s, int repeats, bench_result_t *res)
+{
+    bench_opts_t o = {0};
+    o.prec = (bench_precision_t){repeats, repeats, 1e-9, 100};
+    bench_progress_t prog = {0};
+    bench_row_spec_t row = {"mq", false};
+    bench_point_t p = {.experiment = "t",
+                       .o = &o,
+                       .progress = &prog,
+                       .row = &row,
+                       .unit = "x",
+                       .nextra = 2,
+                       .kind = &script_kind,
+                       .ctx = s};
+    snprintf(p.param, sizeof p.param, "n=1");
+    int rc = bench_point_run(&p, res);
+    /* the note lives in p: copy what the test looks at */
+    static char note[96];
+    snprintf(note, sizeof note, "%s", res->note ? res->note : "");
+    res->note = note[0] ? note : NULL;
+    return rc;
+}
+
+TEST(point_driver_averages_repeats_not_warmup)
+{
+    struct script s = {.fail_at = -1, .values = {10, 20, 30, 40}};
+    bench_result_t r;
+    CHECK_EQ(script_run(&s, 4, &r), 0);
+    CHECK_EQ(s.calls, 5); /* warm-up + 4 */
+    NEAR(r.value, 25, 1e-12);
+    NEAR(r.extra[0], 50, 1e-12);
+    CHECK(isnan(r.extra[1])); /* never filled */
+    CHECK(isnan(r.extra[2]));
+    CHECK_EQ(r.workers, 3);
+    CHECK(r.frc); /* max repeats reached with a CI target of 1e-9 */
+    CHECK(r.note == NULL);
+}
+
+TEST(point_driver_skip_and_failure)
+{
+    struct script skip = {.open_rc = BENCH_POINT_SKIP, .fail_at = -1};
+    bench_result_t r;
+    CHECK_EQ(script_run(&skip, 2, &r), 0);
+    CHECK(isnan(r.value));
+    CHECK_STREQ(r.note, "not installed");
+    CHECK_EQ(skip.calls, 0);
+    struct script fail = {.fail_at = 2, .values = {1, 2, 3, 4}};
+    CHECK_EQ(script_run(&fail, 4, &r), -1);
+    CHECK(isnan(r.value));
+    CHECK(isnan(r.extra[0]));
+    CHECK_STREQ(r.note, "failed");
+}
+
+TEST(peer_row_missing_is_a_note)
+{
+    setenv("MQS_PEER_DIR", "/nonexistent-mqs-peer-dir", 1);
+    bench_opts_t o = {0};
+    o.prec = (bench_precision_t){2, 2, 0.01, 10};
+    o.seconds = 0.1;
+    bench_progress_t prog = {0};
+    bench_row_spec_t row = {"go", true};
+    struct chat_point cp = {.s = {1, 3, 2, 16}};
+    chat_peer_args(&o, &cp);
+    CHECK_STREQ(cp.peer.args[0], "rooms=1");
+    CHECK_STREQ(cp.peer.args[3], "msg_bytes=16");
+    bench_point_t p = {.experiment = "chat",
+                       .o = &o,
+                       .progress = &prog,
+                       .row = &row,
+                       .unit = "msgs/s",
+                       .nextra = 1,
+                       .kind = &bench_peer_kind,
+                       .ctx = &cp.peer};
+    bench_result_t r;
+    CHECK_EQ(bench_point_run(&p, &r), 0);
+    CHECK(isnan(r.value));
+    CHECK_STREQ(r.note, "not installed");
+}
+
+/* ------------------------------------------------------------------ */
+/* Small real runs                                                     */
+/* ------------------------------------------------------------------ */
+
+static bench_opts_t small_opts(void)
+{
+    bench_opts_t o = {0};
+    o.workers = 2;
+    o.seconds = 0.05;
+    o.prec = (bench_precision_t){1, 1, 0.5, 0};
+    return o;
+}
+
+static int run_point(const bench_opts_t *o, const char *rowname, bool pseudo,
+                     const bench_point_kind_t *kind, void *ctx, int nextra,
+                     bench_result_t *r)
+{
+    static bench_row_spec_t row;
+    static bench_progress_t prog;
+    row = (bench_row_spec_t){(char *)rowname, pseudo};
+    bench_point_t p = {.experiment = "t",
+                       .o = o,
+                       .progress = &prog,
+                       .row = &row,
+                       .unit = "x",
+                       .nextra = nextra,
+                       .kind = kind,
+                       .ctx = ctx};
+    int rc = bench_point_run(&p, r);
+    static char note[96]; /* r->note points into p, which ends here */
+    snprintf(note, sizeof note, "%s", r->note ? r->note : "");
+    r->note = note[0] ? note : NULL;
+    return rc;
+}
+
+TEST(spawn_small_tree_sums_right_on_mq_and_kernel)
+{
+    bench_opts_t o = small_opts();
+    bench_result_t r;
+    for (int k = 0; k < 2; k++) {
+        struct spawn_point sp = {1000, 10, 10000, {0}};
+        CHECK_EQ(run_point(&o, k ? "kernel" : "mq", k == 1, &spawn_kind, &sp,
+                           SPAWN_X_COUNT, &r),
+                 0);
+        CHECK(r.value > 0 && isfinite(r.value));
+        CHECK(r.extra[SPAWN_X_RSS] > 0);
+    }
+}
+
+TEST(spawn_kernel_above_its_cap_is_skipped)
+{
+    bench_opts_t o = small_opts();
+    bench_result_t r;
+    struct spawn_point sp = {1000, 10, 100, {0}};
+    CHECK_EQ(run_point(&o, "kernel", true, &spawn_kind, &sp, SPAWN_X_COUNT, &r),
+             0);
+    CHECK(isnan(r.value));
+    CHECK(r.note && strstr(r.note, "--kernel-tasks 100"));
+}
+
+TEST(chat_small_rooms_deliver_everything)
+{
+    bench_opts_t o = small_opts();
+    bench_result_t r;
+    for (int k = 0; k < 2; k++) {
+        struct chat_point cp = {.s = {2, 4, 50, 100}};
+        CHECK_EQ(run_point(&o, k ? "kernel" : "mq", k == 1, &chat_kind, &cp,
+                           CHAT_X_COUNT, &r),
+                 0);
+        CHECK(r.value > 0 && isfinite(r.value));
+        NEAR(r.extra[CHAT_X_TASKS], 32, 0);
+    }
+}
+
+TEST(chat_mq_run_counts_every_delivery)
+{
+    mqs_runtime_t *rt;
+    CHECK_EQ(bench_point_runtime_open("chat", "mq", 2, 0, &rt), 0);
+    struct chat_run run = {.s = {3, 5, 40, 32}, .rt = rt};
+    double secs;
+    /* A lost or misrouted message makes chat_check fail the run. */
+    CHECK_EQ(chat_mq_run(&run, &secs), 0);
+    CHECK(secs > 0);
+    CHECK_EQ(bench_point_runtime_close("chat", rt), 0);
+}
+
+TEST(mixed_small_window_on_mq_and_kernel)
+{
+    bench_opts_t o = small_opts();
+    bench_result_t r;
+    for (int k = 0; k < 2; k++) {
+        struct mixed_point mp = {.nshort = 2, .nlong = 1, .n = 3, .burst = 50};
+        int rc = run_point(&o, k ? "kernel" : "mq", k == 1,
+                           k ? &mixed_kernel_kind : &mixed_policy_kind, &mp,
+                           MIXED_X_COUNT, &r);
+        CHECK_EQ(rc, 0);
+        CHECK(mp.flags == NULL && mp.slots == NULL); /* close freed them */
+        CHECK(r.value > 0 && isfinite(r.value));
+        NEAR(r.extra[MIXED_X_BURST], 50, 0);
+        if (k == 0) {
+            CHECK(r.extra[MIXED_X_WAIT] >= 0);
+            CHECK(r.extra[MIXED_X_IDLE] >= 0);
+        } else {
+            CHECK(isnan(r.extra[MIXED_X_IDLE]));
+        }
+    }
+}
