@@ -18,8 +18,8 @@ extern const struct mqs_policy mqs_policy_ule;
 static const struct mqs_policy *const registry[] = {
     &mqs_policy_mq,
     &mqs_policy_global,
-    //&mqs_policy_o1,
-    //&mqs_policy_ule,
+    &mqs_policy_o1,
+    &mqs_policy_ule,
     NULL,
 };
 
