@@ -259,6 +259,8 @@ static void o1_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
         head = o1_new(rq, se);
     } else if (flags & MQS_ENQ_WAKEUP) {
         o1_add_sleep(o->tun, se, mqs_sched_clock());
+        if (se->slice_ns <= 0) /* it blocked just as its slice ran out */
+            se->slice_ns = o1_timeslice(o->tun, se);
         se->p[O1_SYNC] = o1_sync(o->tun, flags) && mqs__current() != NULL;
     } else if (flags & (MQS_ENQ_YIELD | MQS_ENQ_PREEMPTED)) {
         if (se->cls == MQS_CLASS_FIFO)
