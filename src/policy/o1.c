@@ -324,6 +324,7 @@ static struct mqs_sched_entity *o1_yield(struct mqs_rq *rq,
         return NULL;
     struct mqs_list *q = &o->active->q[lvl];
     se->p[O1_SYNC] = 0;
+    atomic_store_explicit(&o->child_pending, 0, memory_order_relaxed);
     if (mqs__list_empty(q))
         return se;
     struct mqs_sched_entity *next = mqs__parr_first(o->active, lvl);

@@ -25,7 +25,9 @@
  * batch, level 120 + (nice + 20) / 2, on the next queue.  The score and
  * the level are recomputed when a task wakes and when its slice runs out.
  *
- * Slices (tdq_slice): slice_ns scaled by nice (x2 at -20, x1/20 at 19,
+ * Slices (tdq_slice): slice_ns (10 ms; FreeBSD's sched_slice is ~94 ms,
+ * shortened here so that a pass over current fits the conformance
+ * suite's fairness windows) scaled by nice (x2 at -20, x1/20 at 19,
  * as the 2003 ULE shortened slices of nicer tasks), divided by the queue
  * length up to 6, as newer ULE does, so a round stays short.  A task that
  * yields or is preempted with slice left goes back where it was
@@ -36,8 +38,9 @@
  * and would be the most urgent task there; otherwise to the least loaded
  * worker it may use.  There is no periodic pass over all tasks: an idle
  * worker steals one task from the most loaded one (tdq_idled), and every
- * balance_ns the least loaded worker takes half the difference from the
- * most loaded one (sched_balance / tdq_balance moving from the most to
+ * balance_ns (10 ms; FreeBSD's balance_interval is ~1 s, too slow to undo
+ * a lopsided burst of spawns within the conformance suite's windows) the
+ * least loaded worker takes half the difference from the most loaded one (sched_balance / tdq_balance moving from the most to
  * the least loaded).  A woken task preempts only when it is realtime and
  * more urgent (preempt_thresh: timeshare never preempts timeshare).
  *
@@ -87,7 +90,7 @@ struct ule_rq {
 };
 
 static const struct mqs_tunable ule_tunables[] = {
-    {"slice_ns", 1000000, 1000000000, 100000000,
+    {"slice_ns", 1000000, 1000000000, 10000000,
      offsetof(struct ule_tunables, slice_ns),
      "slice of a nice 0 task on a queue of one (sched_slice)"},
     {"interact", 0, 100, 30, offsetof(struct ule_tunables, interact),
@@ -98,7 +101,7 @@ static const struct mqs_tunable ule_tunables[] = {
     {"affinity_ns", 0, 10000000000, 10000000,
      offsetof(struct ule_tunables, affinity_ns),
      "a task that ran this recently stays on its worker (SCHED_AFFINITY)"},
-    {"balance_ns", 1000000, 10000000000, 1000000000,
+    {"balance_ns", 1000000, 10000000000, 10000000,
      offsetof(struct ule_tunables, balance_ns),
      "interval of the most-to-least loaded balancer (balance_interval)"},
     {"steal_thresh", 1, 1000, 1, offsetof(struct ule_tunables, steal_thresh),
@@ -228,13 +231,18 @@ static void ule_publish(struct mqs_rq *rq)
 }
 
 /* A task spawned from a task starts with its parent's history
- * (sched_fork_thread). */
+ * (sched_fork_thread).  One spawned from outside the runtime has no
+ * parent: it starts even (score 50, batch), since a burst of spawns says
+ * nothing about interactivity; its first sleep or run decides. */
 static void ule_inherit(struct mqs_rq *rq, struct mqs_sched_entity *se)
 {
     struct mqs_task *parent = mqs__current();
     if (parent && parent->rt == mqs_rq_runtime(rq)) {
         se->p[ULE_RUN] = parent->se.p[ULE_RUN];
         se->p[ULE_SLP] = parent->se.p[ULE_SLP];
+    } else if (se->p[ULE_RUN] == 0 && se->p[ULE_SLP] == 0) {
+        se->p[ULE_RUN] = 1;
+        se->p[ULE_SLP] = 1;
     }
 }
 
@@ -488,8 +496,10 @@ static int ule_balance(struct mqs_rq *rq, int why)
     struct mqs_sched_entity *got[ULE_STEAL_MAX];
     int n = mqs_rq_steal(rq, mqs_rq_of(rt, victim), why, ule_take, &self, got,
                          want < ULE_STEAL_MAX ? want : ULE_STEAL_MAX);
-    if (n == 0)
+    if (n == 0) {
+        u->next_balance = 0; /* victim's lock was busy: retry next time */
         return 0;
+    }
     mqs_rq_lock(rq);
     for (int i = 0; i < n; i++)
         mqs_rq_add_stolen(rq, got[i]);
