@@ -1,51 +1,29 @@
 /*
- * ule.c - FreeBSD's ULE scheduler (Jeff Roberson, 2003), the design of
- * "ULE: A Modern Scheduler for FreeBSD" (BSDCon 2003) and sched_ule.c.
+ * ule.c - FreeBSD's ULE scheduler (Jeff Roberson, 2003; sched_ule.c).
  *
- * Each worker has a queue (ULE's kseq/tdq) in three parts: realtime,
- * timeshare and idle.  The timeshare part is ULE's pair of run queues,
- * current and next: interactive tasks are queued on current, batch tasks
- * on next, and when current runs empty the two swap.  So interactive
- * tasks run ahead of batch ones, and every batch task runs once per swap
- * (no starvation: a batch task waits at most for one pass over current
- * and the batch tasks ahead of it).  Realtime tasks always run first,
- * idle-class tasks only when the other parts are empty.
+ * Each worker's queue (ULE's kseq/tdq) has a realtime part, an idle part
+ * and ULE's timeshare pair, current and next: interactive tasks go on
+ * current, batch tasks on next, and the two swap when current empties,
+ * so every batch task runs once per pass and interactive ones go first.
+ * Interactivity is sched_interact_score() over a task's recent run and
+ * sleep time (kept under slp_run_max_ns, sched_interact_update), plus
+ * nice; under `interact` (30) the task is interactive, level 100 + 20 *
+ * score / interact, else batch, level 120 + (nice + 20) / 2.  Slices
+ * scale with nice and shrink with the queue length (tdq_slice).  A yield
+ * or preemption with slice left goes back on current; a spent slice is
+ * re-scored.  Affinity is strong (sched_pickcpu: last worker if idle, or
+ * if the task slept briefly and would lead there; else the least
+ * loaded).  No periodic pass over all tasks: an idle worker steals one
+ * task from the most loaded (tdq_idled) and every balance_ns the least
+ * loaded worker takes half the difference from the most loaded
+ * (tdq_balance).  Only realtime wake-ups preempt (preempt_thresh).
  *
- * Interactivity is sched_interact_score(): from a task's recent run time
- * r and sleep time s (both capped together at slp_run_max_ns, scaled by
- * 4/5 when they exceed it, as sched_interact_update does),
- *
- *   s > r:  score = r / max(1, s / 50)          (0..50)
- *   r > s:  score = 50 + 50 - s / max(1, r / 50) (50..100)
- *   r == s: 50 if r, else 0
- *
- * plus nice (sched_priority adds p_nice).  A score under `interact`
- * (default 30, sched_interact) makes the task interactive: its level is
- * 100 + 20 * score / interact, on the current queue.  Otherwise it is
- * batch, level 120 + (nice + 20) / 2, on the next queue.  The score and
- * the level are recomputed when a task wakes and when its slice runs out.
- *
- * Slices (tdq_slice): slice_ns (10 ms; FreeBSD's sched_slice is ~94 ms,
- * shortened here so that a pass over current fits the conformance
- * suite's fairness windows) scaled by nice (x2 at -20, x1/20 at 19,
- * as the 2003 ULE shortened slices of nicer tasks), divided by the queue
- * length up to 6, as newer ULE does, so a round stays short.  A task that
- * yields or is preempted with slice left goes back where it was
- * (current), behind its level; one whose slice ran out is re-scored.
- *
- * Affinity is strong (sched_pickcpu): a waking task goes back to its
- * last worker if that one is idle, or if it ran there within affinity_ns
- * and would be the most urgent task there; otherwise to the least loaded
- * worker it may use.  There is no periodic pass over all tasks: an idle
- * worker steals one task from the most loaded one (tdq_idled), and every
- * balance_ns (10 ms; FreeBSD's balance_interval is ~1 s, too slow to undo
- * a lopsided burst of spawns within the conformance suite's windows) the
- * least loaded worker takes half the difference from the most loaded one (sched_balance / tdq_balance moving from the most to
- * the least loaded).  A woken task preempts only when it is realtime and
- * more urgent (preempt_thresh: timeshare never preempts timeshare).
- *
- * Left out: the 2007+ calendar queue for timeshare, the cpu-usage
- * (ts_ticks) part of batch priorities, CPU topology groups.
+ * Defaults shorter than FreeBSD's (10 ms slices and balancing, against
+ * ~94 ms and ~1 s) keep a pass short enough for the conformance suite's
+ * fairness windows.  Rejected: the 2007+ calendar queue (the brief is
+ * the 2003 design) and ts_ticks cpu-usage priorities (a second history
+ * per task for little change in order).  docs/policies/ule.md has the
+ * details and sources.
  */
 #include <stddef.h>
 
