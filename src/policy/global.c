@@ -18,9 +18,10 @@
  * remaining slice in ticks: NICE_TO_TICKS(nice) = (20 - nice) / 4 + 1 at
  * HZ=100 (6 ticks of tick_ns for nice 0), charged a whole tick per
  * tick_ns of run time.  2.4 ticked every 10 ms; the default tick here is
- * 1 ms, so that a recalculation period over a few tasks (the policy's
- * no-starvation bound) stays shorter than the conformance suite's
- * fairness windows; tick_ns=10000000 gives 2.4's 60 ms slices.  When no task this worker may run has counter left
+ * 0.25 ms (nice 0: 1.5 ms, near mq's 1 ms slices), so that a
+ * recalculation period over a few tasks (the policy's no-starvation
+ * bound) stays well inside the conformance suite's fairness windows;
+ * tick_ns=10000000 gives 2.4's 60 ms slices.  When no task this worker may run has counter left
  * (and no realtime task waits), every counter is recomputed: counter =
  * counter / 2 + NICE_TO_TICKS(nice), and the scan starts again.  2.4 ran
  * that loop over every task in the system (for_each_task); here it runs
@@ -99,7 +100,7 @@ struct global_rq {
 };
 
 static const struct mqs_tunable global_tunables[] = {
-    {"tick_ns", 100000, 1000000000, 1000000,
+    {"tick_ns", 100000, 1000000000, 250000,
      offsetof(struct global_tunables, tick_ns),
      "length of a tick; nice 0 gets 6 per recalculation (2.4: 10 ms)"},
     {"affinity_bonus", 0, 100, 15,
