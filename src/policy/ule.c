@@ -47,6 +47,7 @@
 #define ULE_LEVEL 1 /* level it is queued at                         */
 #define ULE_RUN 2   /* recent run time, ns (ts_runtime)              */
 #define ULE_SLP 3   /* recent sleep time, ns (ts_slptime)            */
+#define ULE_NR 4    /* queue length its slice was sized for          */
 
 struct ule_tunables {
     int64_t slice_ns;
@@ -171,6 +172,7 @@ static void ule_place(struct ule_rq *u, struct mqs_sched_entity *se)
 {
     bool inter = false;
     se->slice_ns = ule_slice(u->tun, se, u->nr);
+    se->p[ULE_NR] = u->nr;
     switch (se->cls) {
     case MQS_CLASS_FIFO:
     case MQS_CLASS_RR:
@@ -341,11 +343,14 @@ static void ule_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     if (se->cls == MQS_CLASS_FIFO)
         return;
     struct ule_rq *u = ule_state(rq);
-    int64_t cap = ule_slice(u->tun, se, u->nr + 1);
     se->slice_ns -= (int64_t)ran_ns;
-    if (se->slice_ns > cap)
-        se->slice_ns = cap;
     se->p[ULE_RUN] += ran_ns;
+    if (u->nr > se->p[ULE_NR]) { /* rare: the queue grew */
+        int64_t cap = ule_slice(u->tun, se, u->nr);
+        se->p[ULE_NR] = u->nr;
+        if (se->slice_ns > cap)
+            se->slice_ns = cap;
+    }
 }
 
 static bool ule_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -534,3 +539,4 @@ const struct mqs_policy mqs_policy_ule = {
 #undef ULE_LEVEL
 #undef ULE_RUN
 #undef ULE_SLP
+#undef ULE_NR
