@@ -568,9 +568,18 @@ static MQS__HOT struct mqs_task *checked_pick(struct mqs_worker *w,
         return NULL;
     struct mqs_task *t = mqs_se_entry(se, struct mqs_task, se);
     int q = atomic_load_explicit(&t->queued_on, memory_order_relaxed);
-    if (q == w->index ||
-        (q >= 0 && (w->rt->policy->flags & MQS_POLICY_SHARED_RQ)))
+    if (q == w->index)
         atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
+    else if (q >= 0 && (w->rt->policy->flags & MQS_POLICY_SHARED_RQ)) {
+        /* Queued through another worker, which may still be on its
+         * stack (it yielded there and is mid-switch). */
+        if (t != w->curr && !mqs_se_movable(se))
+            mqs__panic("policy %s: pick on worker %d returned task %s, "
+                       "which is still on worker %d's stack (shared queue: "
+                       "skip tasks that are not mqs_se_movable)",
+                       w->rt->policy->name, w->index, t->name, q);
+        atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
+    }
     else if (!(q == -1 && t->stolen))
         mqs__panic("policy %s: pick on worker %d returned task %s, which "
                    "is queued on %d, not here",

@@ -117,7 +117,10 @@ enum mqs_policy_flags {
      * Every rq is then protected by the same lock (worker 0's), so holding
      * any rq's lock excludes every other queue operation, and pick on one
      * worker may return a task queued through another worker's rq: the
-     * core accepts it.  The policy keeps its queue in its per-runtime
+     * core accepts it, but only a task that is mqs_se_movable() (not
+     * still on another worker's stack, mid-switch after a yield there):
+     * the pick must skip the others, and the core aborts with the
+     * policy's name if it returns one.  The policy keeps its queue in its per-runtime
      * state and must publish (mqs_rq_publish) on every rq whenever the
      * queue changes, since a worker parks when its own rq publishes
      * nothing.  mqs_rq_steal between two rqs always fails (same lock):
