@@ -74,6 +74,13 @@ struct mqs_sched_entity {
     /* core: time it last blocked and last woke (ns), for sleep history */
     uint64_t slept_at_ns;
     uint64_t woke_at_ns;
+    /* core: of the run that just ended (put_prev's ran_ns), the part the
+     * worker's OS thread spent off its CPU (preempted by the OS or the
+     * host), measured for runs of MQS_STALL_CHECK_NS or more and 0 for
+     * shorter ones; set before put_prev.  ran_ns and sum_exec_ns include
+     * it (they are the run's exact wall time); a policy that charges for
+     * CPU actually received subtracts it. */
+    uint64_t stall_ns;
 
     /* policy: list node, a second link, and scalars */
     struct mqs_list node;
@@ -85,6 +92,9 @@ struct mqs_sched_entity {
     /* core: workers it may run on (read when any_worker is false) */
     mqs_mask_t affinity;
 };
+
+/* Runs at least this long are checked for time off the CPU (stall_ns). */
+#define MQS_STALL_CHECK_NS 20000u
 
 /* Opaque to policies except through the accessors below. */
 struct mqs_rq;

@@ -64,8 +64,9 @@ struct mq_rq {
     struct mqs__prio_array arrays[2];
     struct mqs__prio_array *active, *expired;
     unsigned active_idx;      /* active == &arrays[active_idx] */
-    unsigned mask_lvl;        /* level the masks below are for */
-    uint64_t local_mask[WORDS], remote_mask[WORDS];
+    unsigned mask_lvl;        /* level remote_mask is for */
+    uint64_t remote_mask[WORDS];
+    uint64_t now;             /* end of the run put_prev last charged */
     int64_t slice_cap;        /* nice-0 slice for the current length */
     unsigned cap_nr;          /* length slice_cap was computed for */
     unsigned nr;
@@ -311,52 +312,66 @@ static unsigned pull_limit(struct mqs_rq *rq, unsigned local)
                                                : MQS_PRIO_NORMAL_MIN;
 }
 
-/* The masks "levels more urgent than lvl" (local) and "levels worth a
- * pull from level lvl" (remote), cached for the last level that yielded
- * here: in a steady state every yield asks about the same level. */
+/* The mask "levels worth a pull from level lvl", cached for the last
+ * level that yielded here: in a steady state every yield asks about the
+ * same level. */
 static void yield_masks(struct mqs_rq *rq, struct mq_rq *m, unsigned lvl)
 {
-    if (m->mask_lvl == lvl)
-        return;
     unsigned limit = pull_limit(rq, lvl);
-    for (unsigned i = 0; i < WORDS; i++) {
-        m->local_mask[i] = mqs__below_mask(lvl, i);
+    for (unsigned i = 0; i < WORDS; i++)
         m->remote_mask[i] = mqs__below_mask(limit, i);
-    }
     m->mask_lvl = lvl;
+}
+
+/* Take first off the head of q and put n at its tail, in seven stores
+ * (a del and an add_tail would also relink first to itself: it is about
+ * to run, and nothing reads the node of a running task). */
+static inline void yield_rotate(struct mqs_list *q, struct mqs_list *first,
+                                struct mqs_list *n)
+{
+    struct mqs_list *second = first->next;
+    q->next = second;
+    second->prev = q;
+    struct mqs_list *tail = q->prev;
+    n->next = q;
+    n->prev = tail;
+    tail->next = n;
+    q->prev = n;
 }
 
 /* A yield that leaves the queue's shape unchanged: se still has slice,
  * nothing more urgent waits here or elsewhere; rotate se behind the tasks
  * of its level (or keep running it when it is alone there).  Counts,
- * bitmaps and the published summary stay as they are. */
+ * bitmaps and the published summary stay as they are.  "More urgent
+ * here" reads the published best level, which also covers the expired
+ * array: a more urgent expired task sends the yield down the slow path,
+ * which decides the same, only slower.  A leaf with no calls: this runs
+ * on every yield. */
 static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
                                          struct mqs_sched_entity *se)
 {
     struct mq_rq *m = state(rq);
     unsigned lvl = se->prio;
-    if (se->cls != MQS_CLASS_FIFO && se->slice_ns <= 0)
+    if (se->slice_ns <= 0 && se->cls != MQS_CLASS_FIFO)
         return NULL;
-    yield_masks(rq, m, lvl);
-    const uint64_t *b = m->active->bits;
-    uint64_t urgent = (b[0] & m->local_mask[0]) | (b[1] & m->local_mask[1]) |
-                      (b[2] & m->local_mask[2]);
-    for (unsigned i = 0; i < WORDS; i++)
-        urgent |= atomic_load_explicit(&rq->rt->level_bits[i],
-                                       memory_order_relaxed) &
-                  m->remote_mask[i];
-    if (urgent)
+    if (atomic_load_explicit(&rq->best_prio, memory_order_relaxed) < lvl)
         return NULL;
-    if (m->expired->nr && mqs__rq_clock(rq) - m->expired_since >
-                              (uint64_t)m->tun->starve_ns)
+    if (MQS__UNLIKELY(m->mask_lvl != lvl))
+        yield_masks(rq, m, lvl);
+    const _Atomic uint64_t *g = rq->rt->level_bits;
+    if ((atomic_load_explicit(&g[0], memory_order_relaxed) & m->remote_mask[0]) |
+        (atomic_load_explicit(&g[1], memory_order_relaxed) & m->remote_mask[1]) |
+        (atomic_load_explicit(&g[2], memory_order_relaxed) & m->remote_mask[2]))
+        return NULL;
+    if (m->expired->nr &&
+        (int64_t)(m->now - m->expired_since) > m->tun->starve_ns)
         return NULL;
     struct mqs_list *q = &m->active->q[lvl];
-    if (mqs__list_empty(q))
-        return se;
     struct mqs_list *first = q->next;
-    mqs__list_del(first);
+    if (first == q)
+        return se;
     se->p[0] = m->active_idx;
-    mqs__list_add_tail(q, &se->node);
+    yield_rotate(q, first, &se->node);
     return mqs_se_entry(first, struct mqs_sched_entity, node);
 }
 
@@ -367,9 +382,13 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
 static void mq_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         uint64_t ran_ns)
 {
+    state(rq)->now = se->exec_start_ns + ran_ns;
     if (se->cls == MQS_CLASS_FIFO)
         return;
-    se->slice_ns -= (int64_t)ran_ns;
+    /* Time the worker's thread was off its CPU is not charged: a yield
+     * loop hit by a 4 ms host preemption would otherwise lose its slice
+     * to it, and its yield count to the others. */
+    se->slice_ns -= (int64_t)(ran_ns - se->stall_ns);
     if (se->cls == MQS_CLASS_NORMAL) {
         int64_t cap = weighted(state(rq)->slice_cap, se->weight);
         if (se->slice_ns > cap)
