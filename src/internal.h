@@ -208,6 +208,7 @@ struct mqs_worker {
      * membarrier registered), and when a non-owner last took the lock. */
     bool bias_ok;
     uint64_t bias_quiet_since;
+    _Atomic uint64_t bias_revoked;  /* times a non-owner revoked it    */
     /* Wall and thread CPU time at the last stall sample (sched.c);
      * stall_wall0 == 0: no valid sample (the worker was idle since). */
     uint64_t stall_wall0, stall_cpu0;

@@ -177,8 +177,10 @@ static void bias_upkeep(struct mqs_worker *w, mqs__spinlock_t *l)
     unsigned n = atomic_load_explicit(&l->notes, memory_order_relaxed);
     if (n) {
         atomic_store_explicit(&l->notes, 0, memory_order_relaxed);
-        if (n & MQS__LOCK_UNBIAS)
+        if (n & MQS__LOCK_UNBIAS) {
             atomic_store_explicit(&l->biased, 0, memory_order_relaxed);
+            MQS__STAT_ADD(w->bias_revoked, 1);
+        }
         w->bias_quiet_since = w->now;
     } else if (w->bias_ok && w->now - w->bias_quiet_since >=
                                  MQS__BIAS_QUIET_NS &&
