@@ -752,11 +752,13 @@ static void stall_sample(struct mqs_worker *w)
 
 /*
  * How long of a run that ended at w->now the worker's thread was off its
- * CPU.  Called only for long runs (a system call is not free): every
- * stall makes the run it hits long, so all runs since the last sample
- * were short and stall-free, and the sample's off-CPU time belongs to
- * this run.  Samples are also taken every millisecond (housekeeping) and
- * dropped when the worker idles (its parked time is no stall).
+ * CPU.  Called only for runs of MQS_STALL_CHECK_NS or more, and at most
+ * once per MQS_STALL_SPACING_NS (a system call is not free: ~0.3 us):
+ * a stall makes the run it hits long, so the runs since the last sample
+ * were short and stall-free (or, within the spacing, not measured) and
+ * the sample's off-CPU time belongs to this run.  Samples are also taken
+ * every millisecond (housekeeping) and dropped when the worker idles
+ * (stall_wall0 = 0: its parked time is no stall).
  */
 static __attribute__((noinline)) uint64_t run_stall(struct mqs_worker *w,
                                                    uint64_t ran)
@@ -823,9 +825,11 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     const struct mqs_policy *p = w->rt->policy;
     w->now = mqs__clock_ns(&w->clock);
     int64_t run = (int64_t)(w->now - prev->se.exec_start_ns);
-    prev->se.stall_ns = MQS__UNLIKELY(run >= (int64_t)MQS_STALL_CHECK_NS)
-                            ? run_stall(w, (uint64_t)run)
-                            : 0;
+    prev->se.stall_ns =
+        MQS__UNLIKELY(run >= (int64_t)MQS_STALL_CHECK_NS) &&
+                w->now - w->stall_wall0 >= MQS_STALL_SPACING_NS
+            ? run_stall(w, (uint64_t)run)
+            : 0;
     housekeeping(w);
     /* In a register from here on: the stores below could alias w->now. */
     uint64_t now = w->now;

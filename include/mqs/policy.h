@@ -76,10 +76,12 @@ struct mqs_sched_entity {
     uint64_t woke_at_ns;
     /* core: of the run that just ended (put_prev's ran_ns), the part the
      * worker's OS thread spent off its CPU (preempted by the OS or the
-     * host), measured for runs of MQS_STALL_CHECK_NS or more and 0 for
-     * shorter ones; set before put_prev.  ran_ns and sum_exec_ns include
-     * it (they are the run's exact wall time); a policy that charges for
-     * CPU actually received subtracts it. */
+     * host); set before put_prev.  Measured (a system call) for runs of
+     * at least MQS_STALL_CHECK_NS, at most once per MQS_STALL_SPACING_NS
+     * of the worker's time, so always for runs that long; 0 when not
+     * measured.  ran_ns and sum_exec_ns include it (they are the run's
+     * exact wall time); a policy that charges for CPU actually received
+     * subtracts it. */
     uint64_t stall_ns;
 
     /* policy: list node, a second link, and scalars */
@@ -93,8 +95,10 @@ struct mqs_sched_entity {
     mqs_mask_t affinity;
 };
 
-/* Runs at least this long are checked for time off the CPU (stall_ns). */
-#define MQS_STALL_CHECK_NS 20000u
+/* Runs at least this long are checked for time off the CPU (stall_ns),
+ * no more often than once per spacing (bounds the cost to ~1%). */
+#define MQS_STALL_CHECK_NS 5000u
+#define MQS_STALL_SPACING_NS 50000u
 
 /* Opaque to policies except through the accessors below. */
 struct mqs_rq;

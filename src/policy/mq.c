@@ -49,6 +49,7 @@
 #define WORDS MQS__BITMAP_WORDS(LEVELS)
 _Static_assert(WORDS == 3, "priority maps are three words");
 #define STEAL_MAX 16
+#define MQ_YIELD_MAX_NS 1000 /* cap of the yield baseline (charge) */
 
 struct mq_tunables {
     int64_t slice_ns;
@@ -66,7 +67,7 @@ struct mq_rq {
     unsigned active_idx;      /* active == &arrays[active_idx] */
     unsigned mask_lvl;        /* level remote_mask is for */
     uint64_t remote_mask[WORDS];
-    uint64_t now;             /* end of the run put_prev last charged */
+    int64_t yield_ns;         /* baseline cost of a pure yield (charge) */
     int64_t slice_cap;        /* nice-0 slice for the current length */
     unsigned cap_nr;          /* length slice_cap was computed for */
     unsigned nr;
@@ -111,6 +112,7 @@ static void mq_init_rq(struct mqs_rq *rq)
     m->tun = mqs_policy_state(mqs_rq_runtime(rq));
     m->mask_lvl = MQS_PRIO_NONE;
     m->slice_cap = slice_cap(m->tun, 1);
+    m->yield_ns = MQ_YIELD_MAX_NS;
 }
 
 static void array_add(struct mqs__prio_array *a, struct mqs_sched_entity *se,
@@ -191,10 +193,15 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
                                                 MQS_ENQ_PREEMPTED));
         if (se->slice_ns <= 0)
             se->slice_ns = normal_slice(m->tun, se->weight, m->nr + 1);
-        /* enqueue may run on any thread: the caller's clock, not the
-         * owner's (which only the owner may read). */
-        if (m->expired->nr && mqs_sched_clock() - m->expired_since >
-                                  (uint64_t)m->tun->starve_ns)
+        /* Starving expired tasks stop arrivals (fresh slices) jumping
+         * ahead.  Not a yield with slice left: it brings no new time,
+         * and expiring it early would forfeit the rest of its slice (on a
+         * loaded host, where a round outlasts starve_ns in wall time,
+         * that made yield counts unfair).  enqueue may run on any
+         * thread: the caller's clock, not the owner's. */
+        if (!(flags & MQS_ENQ_YIELD) && m->expired->nr &&
+            mqs_sched_clock() - m->expired_since >
+                (uint64_t)m->tun->starve_ns)
             expire = true;
         if (expire && m->expired->nr == 0)
             m->expired_since = mqs_sched_clock();
@@ -342,7 +349,9 @@ static inline void yield_rotate(struct mqs_list *q, struct mqs_list *first,
 /* A yield that leaves the queue's shape unchanged: se still has slice,
  * nothing more urgent waits here or elsewhere; rotate se behind the tasks
  * of its level (or keep running it when it is alone there).  Counts,
- * bitmaps and the published summary stay as they are.  "More urgent
+ * bitmaps and the published summary stay as they are, and so does the
+ * expired array: a yield with slice left stays active even when expired
+ * tasks starve (mq_enqueue), since it adds no time to the round.  "More urgent
  * here" reads the published best level, which also covers the expired
  * array: a more urgent expired task sends the yield down the slow path,
  * which decides the same, only slower.  A leaf with no calls: this runs
@@ -363,9 +372,6 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
         (atomic_load_explicit(&g[1], memory_order_relaxed) & m->remote_mask[1]) |
         (atomic_load_explicit(&g[2], memory_order_relaxed) & m->remote_mask[2]))
         return NULL;
-    if (m->expired->nr &&
-        (int64_t)(m->now - m->expired_since) > m->tun->starve_ns)
-        return NULL;
     struct mqs_list *q = &m->active->q[lvl];
     struct mqs_list *first = q->next;
     if (first == q)
@@ -375,6 +381,31 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
     return mqs_se_entry(first, struct mqs_sched_entity, node);
 }
 
+/*
+ * What a run costs the task's slice.  Time the worker's thread was off its
+ * CPU (se->stall_ns) is not charged: a yield loop hit by a 4 ms host
+ * preemption would otherwise lose its slice, and its yield count, to it.
+ * A run too short to have done more than yield (under twice the worker's
+ * yield baseline, and under 2 us) is charged the baseline, not its own
+ * length: pure yields then cost every task the same, so equal slices
+ * give equal yield counts, where exact charges made tasks whose stacks
+ * happen to miss more in the cache (a few ns per switch, 10-20% between
+ * tasks) do proportionally fewer yields.  The baseline is an average of
+ * such short runs (weight 1/64), starting at and capped at 1 us; a run
+ * it covers is misjudged by less than the baseline, and a run that does
+ * real work (2 us or more) is charged exactly.
+ */
+static int64_t charge(struct mq_rq *m, struct mqs_sched_entity *se,
+                      uint64_t ran_ns)
+{
+    int64_t c = (int64_t)(ran_ns - se->stall_ns), base = m->yield_ns;
+    if (c >= 2 * base)
+        return c;
+    base += (c - base) / 64;
+    m->yield_ns = base < MQ_YIELD_MAX_NS ? base : MQ_YIELD_MAX_NS;
+    return m->yield_ns;
+}
+
 /* Charge the run; a normal task's remaining slice is also trimmed to
  * what the queue's current length allows, so tasks that got a long slice
  * while the queue was short (the first of many spawned at once) do not
@@ -382,18 +413,17 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
 static void mq_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         uint64_t ran_ns)
 {
-    state(rq)->now = se->exec_start_ns + ran_ns;
     if (se->cls == MQS_CLASS_FIFO)
         return;
-    /* Time the worker's thread was off its CPU is not charged: a yield
-     * loop hit by a 4 ms host preemption would otherwise lose its slice
-     * to it, and its yield count to the others. */
-    se->slice_ns -= (int64_t)(ran_ns - se->stall_ns);
-    if (se->cls == MQS_CLASS_NORMAL) {
-        int64_t cap = weighted(state(rq)->slice_cap, se->weight);
-        if (se->slice_ns > cap)
-            se->slice_ns = cap;
+    struct mq_rq *m = state(rq);
+    if (se->cls != MQS_CLASS_NORMAL) {
+        se->slice_ns -= (int64_t)(ran_ns - se->stall_ns);
+        return;
     }
+    se->slice_ns -= charge(m, se, ran_ns);
+    int64_t cap = weighted(m->slice_cap, se->weight);
+    if (se->slice_ns > cap)
+        se->slice_ns = cap;
 }
 
 static bool mq_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -475,3 +505,4 @@ const struct mqs_policy mqs_policy_mq = {
 #undef LEVELS
 #undef WORDS
 #undef STEAL_MAX
+#undef MQ_YIELD_MAX_NS
