@@ -11,7 +11,16 @@
  * futex.  So a yield between two tasks is one lock round trip, two policy
  * calls and one context switch, and the worker loop is not on that path
  * (the "bounce through the scheduler stack" of simpler runtimes costs a
- * second switch per yield).
+ * second switch per yield).  The lock round trip is two plain stores when
+ * the worker's lock is biased to it (spinlock.h; the owner side is here):
+ * a worker biases its lock after a millisecond in which no other thread
+ * took it, drops the bias when it goes idle or another thread revokes it.
+ *
+ * A run that lasted 5 us or more is checked for time the worker's thread
+ * spent off its CPU (thread CPU time against wall time since the last
+ * sample, a system call, at most every 50 us): policies see it as
+ * se->stall_ns and may leave it uncharged, so a host preemption does not
+ * cost the task it happened to hit its slice.
  *
  * A task that stops is still on its stack until the switch away from it
  * has saved its registers; until then `on_cpu` is 1 and nobody else may

@@ -15,7 +15,11 @@
  * array that has waited longer than starve_ns stops new arrivals from
  * jumping ahead of it, which bounds how long a normal task can wait.
  * FIFO tasks run until they block or yield; RR tasks rotate within their
- * level when their rr slice is spent.
+ * level when their rr slice is spent.  A slice is charged a run's CPU
+ * time, not its wall time (time the worker's thread was preempted by the
+ * host is left out), and a pure yield is charged the worker's yield
+ * baseline, so that yield loops get equal counts, not just equal time
+ * (charge() says why and what it costs).
  *
  * Across queues the choice stays priority-correct, as in the 2001 MQ
  * scheduler: every queue publishes its most urgent waiting level, and a
