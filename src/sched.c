@@ -839,11 +839,14 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
                 w->now - w->stall_wall0 >= MQS_STALL_SPACING_NS
             ? run_stall(w, (uint64_t)run)
             : 0;
+    /* prev's run ends here: timers and balancing below are the
+     * scheduler's time, not prev's (nor the next task's). */
+    uint64_t end = w->now;
     housekeeping(w);
     /* In a register from here on: the stores below could alias w->now. */
     uint64_t now = w->now;
     bool fast_lock = own_lock(w);
-    uint64_t ran = account_run(w, prev, now);
+    uint64_t ran = account_run(w, prev, end);
     if (p->put_prev)
         p->put_prev(&w->rq, &prev->se, ran);
     /* A stopping runtime sends every worker back to its loop. */

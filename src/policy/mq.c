@@ -71,7 +71,7 @@ struct mq_rq {
     unsigned active_idx;      /* active == &arrays[active_idx] */
     unsigned mask_lvl;        /* level remote_mask is for */
     uint64_t remote_mask[WORDS];
-    int64_t yield_ns;         /* baseline cost of a pure yield (charge) */
+    int64_t yield_fp;         /* pure-yield baseline, 1/64 ns (charge) */
     int64_t slice_cap;        /* nice-0 slice for the current length */
     unsigned cap_nr;          /* length slice_cap was computed for */
     unsigned nr;
@@ -116,7 +116,7 @@ static void mq_init_rq(struct mqs_rq *rq)
     m->tun = mqs_policy_state(mqs_rq_runtime(rq));
     m->mask_lvl = MQS_PRIO_NONE;
     m->slice_cap = slice_cap(m->tun, 1);
-    m->yield_ns = MQ_YIELD_MAX_NS;
+    m->yield_fp = MQ_YIELD_MAX_NS << 6;
 }
 
 static void array_add(struct mqs__prio_array *a, struct mqs_sched_entity *se,
@@ -402,12 +402,14 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
 static int64_t charge(struct mq_rq *m, struct mqs_sched_entity *se,
                       uint64_t ran_ns)
 {
-    int64_t c = (int64_t)(ran_ns - se->stall_ns), base = m->yield_ns;
+    int64_t c = (int64_t)(ran_ns - se->stall_ns), base = m->yield_fp >> 6;
     if (c >= 2 * base)
         return c;
-    base += (c - base) / 64;
-    m->yield_ns = base < MQ_YIELD_MAX_NS ? base : MQ_YIELD_MAX_NS;
-    return m->yield_ns;
+    /* In 1/64 ns, so that the average settles on the runs themselves (a
+     * plain (c - base) / 64 stops 63 ns short of them). */
+    int64_t fp = m->yield_fp + c - base;
+    m->yield_fp = fp < (MQ_YIELD_MAX_NS << 6) ? fp : (MQ_YIELD_MAX_NS << 6);
+    return base;
 }
 
 /* Charge the run; a normal task's remaining slice is also trimmed to
