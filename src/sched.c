@@ -222,7 +222,10 @@ static MQS__HOT bool own_lock(struct mqs_worker *w)
             return true;
         atomic_store_explicit(&l->owner_in, 0, memory_order_release);
     }
-    own_lock_slow(w);
+    if (MQS__UNLIKELY(!w->bias_ok))
+        mqs__spin_acquire(l); /* never biased (a shared queue): plain */
+    else
+        own_lock_slow(w);
     return false;
 }
 
