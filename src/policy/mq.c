@@ -72,6 +72,7 @@ struct mq_rq {
     unsigned mask_lvl;        /* level remote_mask is for */
     uint64_t remote_mask[WORDS];
     int64_t yield_fp;         /* pure-yield baseline, 1/64 ns (charge) */
+    uint64_t now;             /* end of the run put_prev last charged */
     int64_t slice_cap;        /* nice-0 slice for the current length */
     unsigned cap_nr;          /* length slice_cap was computed for */
     unsigned nr;
@@ -197,15 +198,15 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
                                                 MQS_ENQ_PREEMPTED));
         if (se->slice_ns <= 0)
             se->slice_ns = normal_slice(m->tun, se->weight, m->nr + 1);
-        /* Starving expired tasks stop arrivals (fresh slices) jumping
-         * ahead.  Not a yield with slice left: it brings no new time,
-         * and expiring it early would forfeit the rest of its slice (on a
-         * loaded host, where a round outlasts starve_ns in wall time,
-         * that made yield counts unfair).  enqueue may run on any
-         * thread: the caller's clock, not the owner's. */
-        if (!(flags & MQS_ENQ_YIELD) && m->expired->nr &&
-            mqs_sched_clock() - m->expired_since >
-                (uint64_t)m->tun->starve_ns)
+        /* Starving expired tasks: everything queued goes behind them,
+         * so the active array drains within starve_ns of wall time even
+         * when the host gives this worker little CPU (a round is
+         * latency_ns of charged CPU time, which then lasts far longer).
+         * A yield expired early keeps the rest of its slice for the next
+         * round.  enqueue may run on any thread: the caller's clock, not
+         * the owner's. */
+        if (m->expired->nr && mqs_sched_clock() - m->expired_since >
+                                  (uint64_t)m->tun->starve_ns)
             expire = true;
         if (expire && m->expired->nr == 0)
             m->expired_since = mqs_sched_clock();
@@ -353,9 +354,9 @@ static inline void yield_rotate(struct mqs_list *q, struct mqs_list *first,
 /* A yield that leaves the queue's shape unchanged: se still has slice,
  * nothing more urgent waits here or elsewhere; rotate se behind the tasks
  * of its level (or keep running it when it is alone there).  Counts,
- * bitmaps and the published summary stay as they are, and so does the
- * expired array: a yield with slice left stays active even when expired
- * tasks starve (mq_enqueue), since it adds no time to the round.  "More urgent
+ * bitmaps and the published summary stay as they are.  Not while expired
+ * tasks starve: then the yield takes the slow path, into the expired
+ * array (mq_enqueue).  "More urgent
  * here" reads the published best level, which also covers the expired
  * array: a more urgent expired task sends the yield down the slow path,
  * which decides the same, only slower.  A leaf with no calls: this runs
@@ -375,6 +376,9 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
     if ((atomic_load_explicit(&g[0], memory_order_relaxed) & m->remote_mask[0]) |
         (atomic_load_explicit(&g[1], memory_order_relaxed) & m->remote_mask[1]) |
         (atomic_load_explicit(&g[2], memory_order_relaxed) & m->remote_mask[2]))
+        return NULL;
+    if (m->expired->nr &&
+        (int64_t)(m->now - m->expired_since) > m->tun->starve_ns)
         return NULL;
     struct mqs_list *q = &m->active->q[lvl];
     struct mqs_list *first = q->next;
@@ -419,9 +423,10 @@ static int64_t charge(struct mq_rq *m, struct mqs_sched_entity *se,
 static void mq_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         uint64_t ran_ns)
 {
+    struct mq_rq *m = state(rq);
+    m->now = se->exec_start_ns + ran_ns; /* for mq_yield's starvation test */
     if (se->cls == MQS_CLASS_FIFO)
         return;
-    struct mq_rq *m = state(rq);
     if (se->cls != MQS_CLASS_NORMAL) {
         se->slice_ns -= (int64_t)(ran_ns - se->stall_ns);
         return;
