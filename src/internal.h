@@ -204,6 +204,14 @@ struct mqs_worker {
     uint64_t now;                  /* timestamp of this scheduling point  */
     uint64_t next_balance;
     mqs__clock_t clock;
+    /* Owner bias of rq.lock (sched.c): allowed at all (own lock, and
+     * membarrier registered), and when a non-owner last took the lock. */
+    bool bias_ok;
+    uint64_t bias_quiet_since;
+    _Atomic uint64_t bias_revoked;  /* times a non-owner revoked it    */
+    /* Wall and thread CPU time at the last stall sample (sched.c);
+     * stall_wall0 == 0: no valid sample (the worker was idle since). */
+    uint64_t stall_wall0, stall_cpu0;
 
     struct mqs__timer_heap timers;
     struct mqs__stack_cache stacks;

@@ -74,6 +74,15 @@ struct mqs_sched_entity {
     /* core: time it last blocked and last woke (ns), for sleep history */
     uint64_t slept_at_ns;
     uint64_t woke_at_ns;
+    /* core: of the run that just ended (put_prev's ran_ns), the part the
+     * worker's OS thread spent off its CPU (preempted by the OS or the
+     * host); set before put_prev.  Measured (a system call) for runs of
+     * at least MQS_STALL_CHECK_NS, at most once per MQS_STALL_SPACING_NS
+     * of the worker's time, so always for runs that long; 0 when not
+     * measured.  ran_ns and sum_exec_ns include it (they are the run's
+     * exact wall time); a policy that charges for CPU actually received
+     * subtracts it. */
+    uint64_t stall_ns;
 
     /* policy: list node, a second link, and scalars */
     struct mqs_list node;
@@ -85,6 +94,11 @@ struct mqs_sched_entity {
     /* core: workers it may run on (read when any_worker is false) */
     mqs_mask_t affinity;
 };
+
+/* Runs at least this long are checked for time off the CPU (stall_ns),
+ * no more often than once per spacing (bounds the cost to ~1%). */
+#define MQS_STALL_CHECK_NS 5000u
+#define MQS_STALL_SPACING_NS 50000u
 
 /* Opaque to policies except through the accessors below. */
 struct mqs_rq;
