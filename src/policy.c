@@ -11,9 +11,13 @@
 #include "internal.h"
 
 extern const struct mqs_policy mqs_policy_mq;
+extern const struct mqs_policy mqs_policy_cfs;
+extern const struct mqs_policy mqs_policy_eevdf;
 
 static const struct mqs_policy *const registry[] = {
     &mqs_policy_mq,
+    &mqs_policy_cfs,
+    &mqs_policy_eevdf,
     NULL,
 };
 
