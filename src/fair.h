@@ -62,6 +62,11 @@
 #define MQS__FAIR_P_W 4    /* se->p[]: the weight it joined the load with */
 #define MQS__FAIR_STEAL_MAX 8
 
+/* Owner-only marks of the last steal-time check (mqs__fair_charge). */
+struct mqs__steal {
+    uint64_t wall, cpu; /* worker clock and thread CPU clock (ns) */
+};
+
 /* The start of a fair policy's per-rq state.  Everything under rq lock,
  * except pub_load (atomic, read by other workers) and next_balance
  * (owning worker only). */
@@ -74,7 +79,7 @@ struct mqs__fair_rq {
     struct mqs_load_avg load;        /* the queue's load signal          */
     _Atomic uint64_t pub_load;       /* load.avg, for remote balancers   */
     uint64_t next_balance;
-    uint64_t steal_wall, steal_cpu;  /* owner: last steal check (ns)     */
+    struct mqs__steal steal;         /* owning worker only               */
 };
 
 static inline struct mqs__fair_rq *mqs__fair(struct mqs_rq *rq)
@@ -156,7 +161,7 @@ static inline void mqs__fair_init(struct mqs__fair_rq *f)
 
 /* Queue a realtime or idle-class task: an RR or idle task with its slice
  * spent gets a new one; a preempted FIFO task keeps its place. */
-static inline void mqs__fair_class_add(struct mqs__fair_rq *f,
+static inline void mqs__fair_class_add(struct mqs__prio_array *a,
                                        struct mqs_sched_entity *se, int flags,
                                        int64_t rr_slice)
 {
@@ -165,7 +170,7 @@ static inline void mqs__fair_class_add(struct mqs__fair_rq *f,
         head = (flags & MQS_ENQ_PREEMPTED) != 0;
     else if (se->slice_ns <= 0)
         se->slice_ns = rr_slice;
-    mqs__parr_add(&f->cls, se, se->prio, head);
+    mqs__parr_add(a, se, se->prio, head);
 }
 
 static inline void mqs__fair_class_put_prev(struct mqs_sched_entity *se,
@@ -356,18 +361,18 @@ static inline void mqs__fair_stop(struct mqs__fair_rq *f,
  * busy task's end at its slice), so the clock read costs nothing
  * measurable; without it one OS preemption in a yield loop charges a task
  * milliseconds of virtual time it never ran.  check_ns <= 0: off. */
-static inline uint64_t mqs__fair_charge(struct mqs__fair_rq *f, uint64_t now,
+static inline uint64_t mqs__fair_charge(struct mqs__steal *st, uint64_t now,
                                         uint64_t ran, int64_t check_ns)
 {
-    if (check_ns <= 0 || (int64_t)(now - f->steal_wall) < check_ns)
+    if (check_ns <= 0 || (int64_t)(now - st->wall) < check_ns)
         return ran;
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    uint64_t wall = now - f->steal_wall, used = cpu - f->steal_cpu;
-    bool first = f->steal_wall == 0;
-    f->steal_wall = now;
-    f->steal_cpu = cpu;
+    uint64_t wall = now - st->wall, used = cpu - st->cpu;
+    bool first = st->wall == 0;
+    st->wall = now;
+    st->cpu = cpu;
     if (first || used >= wall)
         return ran;
     return wall - used < ran ? ran - (wall - used) : 0;

@@ -197,7 +197,7 @@ static void cfs_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     }
     mqs__fair_settle(&c->f, now);
     if (se->cls != MQS_CLASS_NORMAL) {
-        mqs__fair_class_add(&c->f, se, flags, c->tun->rr_slice_ns);
+        mqs__fair_class_add(&c->f.cls, se, flags, c->tun->rr_slice_ns);
     } else {
         cfs_place(rq, se, flags);
         mqs__fair_load_join(&c->f, se, now,
@@ -279,7 +279,7 @@ static void cfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     }
     struct cfs_rq *c = cfs(rq);
     uint64_t now = mqs__rq_clock(rq);
-    uint64_t cpu = mqs__fair_charge(&c->f, now, ran, c->tun->steal_check_ns);
+    uint64_t cpu = mqs__fair_charge(&c->f.steal, now, ran, c->tun->steal_check_ns);
     se->key += mqs__fair_vtime(cpu, se->weight);
     se->slice_ns -= (int64_t)cpu;
     cfs_update_min(c, se);

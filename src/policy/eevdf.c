@@ -247,7 +247,7 @@ static void eevdf_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     }
     eevdf_settle(r, now);
     if (se->cls != MQS_CLASS_NORMAL) {
-        mqs__fair_class_add(&r->f, se, flags, r->tun->rr_slice_ns);
+        mqs__fair_class_add(&r->f.cls, se, flags, r->tun->rr_slice_ns);
     } else {
         eevdf_place(r, se, flags);
         mqs__fair_load_join(&r->f, se, now,
@@ -384,7 +384,7 @@ static void eevdf_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     }
     struct eevdf_rq *r = eevdf(rq);
     uint64_t now = mqs__rq_clock(rq);
-    uint64_t cpu = mqs__fair_charge(&r->f, now, ran, r->tun->steal_check_ns);
+    uint64_t cpu = mqs__fair_charge(&r->f.steal, now, ran, r->tun->steal_check_ns);
     uint64_t dv = mqs__fair_vtime(cpu, se->weight);
     se->key += dv;
     r->avg_sum += (int64_t)dv * (int64_t)se->p[MQS__FAIR_P_W];
