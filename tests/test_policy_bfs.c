@@ -1,0 +1,145 @@
+/*
+ * test_policy_bfs.c - bfs's design on exact queue states (the policy's
+ * ops driven with a virtual clock, tests/policy_harness.h): one queue
+ * for all workers; pick returns the earliest virtual deadline allowed on
+ * the picking worker; deadlines are now + rr_interval x prio_ratio(nice);
+ * a task that last ran on the picking worker wins within the locality
+ * window; a sleeper keeps its deadline; every worker publishes the count
+ * of queued tasks it may run; realtime tasks come first.
+ */
+#include "check.h"
+#include "policy_harness.h"
+
+#define US 1000ull
+#define MS 1000000ull
+#define BFS_SPEC "bfs:steal_check_ns=0"
+
+/* BFS's prio_ratios, recomputed here: 128 for nice -20, x 11/10 a step,
+ * times rr_interval (6 ms) / 128. */
+static uint64_t offset(int nice)
+{
+    uint64_t r = 128;
+    for (int i = -20; i < nice; i++)
+        r = r * 11 / 10;
+    return 6 * MS * r / 128;
+}
+
+TEST(bfs_deadline_is_now_plus_ratio_by_nice)
+{
+    struct harness h;
+    h_init(&h, BFS_SPEC, 1);
+    static const int nice[] = {-20, 0, 10, 19};
+    for (int k = 0; k < 4; k++) {
+        struct mqs_sched_entity *se =
+            h_task(&h, k, MQS_CLASS_NORMAL, nice[k]);
+        h_enqueue(&h, 0, se, MQS_ENQ_NEW);
+        CHECK_EQ(se->key - h.now, offset(nice[k]));
+    }
+    CHECK_EQ(offset(-20), 6 * MS);
+    for (int k = 0; k < 4; k++) /* earliest deadline first */
+        CHECK(h_pick(&h, 0) == &h.t[k]->se);
+}
+
+/* Worker 1 skips the earlier task pinned to worker 0. */
+TEST(bfs_picks_earliest_deadline_allowed_here)
+{
+    struct harness h;
+    h_init(&h, BFS_SPEC, 2);
+    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
+    struct mqs_sched_entity *c = h_task(&h, 2, MQS_CLASS_NORMAL, 5);
+    h_pin(a, 0);
+    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
+    h_set_now(&h, h.now + MS);
+    h_enqueue(&h, 1, b, MQS_ENQ_NEW);
+    h_enqueue(&h, 1, c, MQS_ENQ_NEW);
+    CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 0)), 3);
+    CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 1)), 2);
+    CHECK(h_pick(&h, 1) == b);
+    CHECK(h_pick(&h, 1) == c);
+    CHECK(h_pick(&h, 1) == NULL);
+    CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 1)), 0);
+    CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 0)), 1);
+    CHECK(h_pick(&h, 0) == a);
+}
+
+/* A task that last ran on worker 1 wins there over an earlier one that
+ * ran on worker 0, within locality_ns (100 us), not beyond. */
+TEST(bfs_locality_window)
+{
+    struct harness h;
+    h_init(&h, BFS_SPEC, 2);
+    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
+    struct mqs_sched_entity *c = h_task(&h, 2, MQS_CLASS_NORMAL, 0);
+    a->last_worker = 0;
+    b->last_worker = 1;
+    c->last_worker = 1;
+    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
+    h_set_now(&h, h.now + 50 * US);
+    h_enqueue(&h, 0, b, MQS_ENQ_NEW);
+    h_set_now(&h, h.now + 150 * US);
+    h_enqueue(&h, 0, c, MQS_ENQ_NEW);
+    CHECK(h_pick(&h, 1) == b); /* 50 us later than a, ran here */
+    CHECK(h_pick(&h, 1) == a); /* c is 200 us later than a */
+    CHECK(h_pick(&h, 1) == c);
+}
+
+/* A sleeper keeps its deadline and runs before the task that yielded
+ * meanwhile (each yield starts a new deadline). */
+TEST(bfs_sleeper_keeps_deadline)
+{
+    struct harness h;
+    h_init(&h, BFS_SPEC, 1);
+    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
+    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
+    h_enqueue(&h, 0, b, MQS_ENQ_NEW);
+    CHECK(h_pick(&h, 0) == a);
+    h_stop(&h, 0, a, MS, false); /* blocks, 5 ms of its slice left */
+    uint64_t dl = a->key;
+    for (int i = 0; i < 10; i++) {
+        CHECK(h_pick(&h, 0) == b);
+        h_stop(&h, 0, b, 100 * US, true);
+    }
+    h_enqueue(&h, 0, a, MQS_ENQ_WAKEUP);
+    CHECK_EQ(a->key, dl);
+    CHECK_EQ(a->slice_ns, 5 * MS);
+    CHECK(h.pol->wake_preempt(h_rq(&h, 0), b, a));
+    CHECK(!h.pol->wake_preempt(h_rq(&h, 0), a, b));
+    CHECK(h_pick(&h, 0) == a);
+}
+
+/* A spent slice starts a new one with a new deadline. */
+TEST(bfs_spent_slice_renews_deadline)
+{
+    struct harness h;
+    h_init(&h, BFS_SPEC, 1);
+    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
+    CHECK(h_pick(&h, 0) == a);
+    h_stop(&h, 0, a, 6 * MS, false);
+    CHECK_EQ(a->key - h.now, offset(0));
+    CHECK_EQ(a->slice_ns, 6 * MS);
+}
+
+/* Realtime first (most urgent allowed here), then normal, then idle. */
+TEST(bfs_class_order_and_affinity)
+{
+    struct harness h;
+    h_init(&h, BFS_SPEC, 2);
+    struct mqs_sched_entity *r0 = h_task(&h, 0, MQS_CLASS_FIFO, 90);
+    struct mqs_sched_entity *r1 = h_task(&h, 1, MQS_CLASS_RR, 10);
+    struct mqs_sched_entity *n = h_task(&h, 2, MQS_CLASS_NORMAL, -20);
+    struct mqs_sched_entity *i = h_task(&h, 3, MQS_CLASS_IDLE, 0);
+    h_pin(r0, 0);
+    h_enqueue(&h, 0, i, MQS_ENQ_NEW);
+    h_enqueue(&h, 0, n, MQS_ENQ_NEW);
+    h_enqueue(&h, 0, r1, MQS_ENQ_NEW);
+    h_enqueue(&h, 0, r0, MQS_ENQ_NEW);
+    CHECK(h_pick(&h, 1) == r1); /* r0 is more urgent but pinned to 0 */
+    CHECK(h_pick(&h, 1) == n);
+    CHECK(h_pick(&h, 0) == r0);
+    CHECK(h_pick(&h, 1) == i);
+    CHECK(h_pick(&h, 0) == NULL);
+}
