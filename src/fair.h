@@ -354,36 +354,48 @@ static inline void mqs__fair_stop(struct mqs__fair_rq *f,
 }
 
 /* What to charge for a run of ran ns: ran, unless the run was a short
- * one stretched by steal time.  A run that ends check_ns or more after
- * the last check is compared with the worker thread's CPU clock; if the
+ * one stretched by steal time.  A run of check_ns or more is compared
+ * with the worker thread's CPU clock since the last such check; if the
  * OS gave the worker's CPU to someone else meanwhile (a guest kernel's
- * steal time) and the run had the CPU for less than check_ns, only that
- * CPU time is charged.  Without this, one OS preemption in a yield loop
- * charges a task milliseconds of virtual time for a 100 ns run, and it
- * waits for milliseconds of the others' yields.  A run that had the CPU
- * for check_ns or more (a slice) is charged in full, so that shares stay
- * exact in run_ns, the wall time the core accounts (an OS preemption
- * inside a slice counts against that slice, as in the task's statistics;
- * correcting those too made 3 s windows of nice 0 vs 5 under eevdf read
- * 2.2 to 2.9 for 3.06 on a loaded host).  Such checks happen at most
- * once per check_ns per worker, so the clock read costs nothing
- * measurable.  check_ns <= 0: off. */
+ * steal time) and the run had the CPU for less than MQS__FAIR_SHORT_NS,
+ * only that CPU time is charged.  Without this, one OS preemption in a
+ * yield loop charges a task milliseconds of virtual time for a 100 ns
+ * run, and with n tasks queued it then waits n times that for the others
+ * to catch up (2047 tasks a worker: a 0.7 ms lead meant 1.5 s without a
+ * turn).  A run that had the CPU for longer (a slice) is charged in
+ * full, so that shares stay exact in run_ns, the wall time the core
+ * accounts (correcting those too made 3 s windows of nice 0 vs 5 under
+ * eevdf read 2.2 to 2.9 for 3.06 on a loaded host).  Runs this long are
+ * rare in a yield loop (its runs are ~100 ns) and end a slice otherwise,
+ * so the clock read (a system call) costs little.  check_ns <= 0: off. */
+#define MQS__FAIR_SHORT_NS 1000000
+static inline uint64_t mqs__fair_thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t mqs__fair_charge(struct mqs__steal *st, uint64_t now,
                                         uint64_t ran, int64_t check_ns)
 {
-    if (check_ns <= 0 || (int64_t)(now - st->wall) < check_ns)
+    if (check_ns <= 0)
         return ran;
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (st->wall == 0) { /* the first stop on this worker: start marks */
+        st->wall = now - ran;
+        st->cpu = mqs__fair_thread_cpu() - ran;
+        return ran;
+    }
+    if (ran < (uint64_t)check_ns)
+        return ran;
+    uint64_t cpu = mqs__fair_thread_cpu();
     uint64_t wall = now - st->wall, used = cpu - st->cpu;
-    bool first = st->wall == 0;
     st->wall = now;
     st->cpu = cpu;
-    if (first || used >= wall)
+    if (used >= wall)
         return ran;
     uint64_t stolen = wall - used < ran ? wall - used : ran;
-    return ran - stolen < (uint64_t)check_ns ? ran - stolen : ran;
+    return ran - stolen < MQS__FAIR_SHORT_NS ? ran - stolen : ran;
 }
 
 /* ----- balancing ----- */

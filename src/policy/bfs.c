@@ -98,9 +98,9 @@ static const struct mqs_tunable bfs_tunables[] = {
     {"locality_ns", 0, 1000000000, 100000,
      offsetof(struct bfs_tunables, locality_ns),
      "a task that last ran here wins if its deadline is this close"},
-    {"steal_check_ns", 0, 1000000000, 1000000,
+    {"steal_check_ns", 0, 1000000000, 50000,
      offsetof(struct bfs_tunables, steal_check_ns),
-     "runs this long are checked for time the OS took (not charged); 0 off"},
+     "runs this long are checked for OS preemption (steal); 0: off"},
     {NULL, 0, 0, 0, 0, NULL},
 };
 

@@ -83,9 +83,9 @@ static const struct mqs_tunable eevdf_tunables[] = {
      "SCHED_RR and idle-class time slice"},
     {"scaling", 0, 1, 1, offsetof(struct eevdf_tunables, scaling),
      "1: base slice x (1 + log2 workers); 0: as given"},
-    {"steal_check_ns", 0, 1000000000, 1000000,
+    {"steal_check_ns", 0, 1000000000, 50000,
      offsetof(struct eevdf_tunables, steal_check_ns),
-     "runs this long are checked for time the OS took (not charged); 0 off"},
+     "runs this long are checked for OS preemption (steal); 0: off"},
     {NULL, 0, 0, 0, 0, NULL},
 };
 
