@@ -500,4 +500,6 @@ static inline int mqs__fair_balance(struct mqs_rq *rq, int why,
     return n;
 }
 
+#undef MQS__FAIR_SHORT_NS
+
 #endif

@@ -34,7 +34,7 @@ static bool item_less(const struct mqs_rb_node *a, const struct mqs_rb_node *b)
     return item_of(a)->key < item_of(b)->key;
 }
 
-static void item_aug(struct mqs_rb_node *n)
+static bool item_aug(struct mqs_rb_node *n)
 {
     struct item *it = item_of(n);
     int m = it->other;
@@ -42,7 +42,9 @@ static void item_aug(struct mqs_rb_node *n)
         m = item_of(n->left)->sub_min;
     if (n->right && item_of(n->right)->sub_min < m)
         m = item_of(n->right)->sub_min;
+    bool changed = it->sub_min != m;
     it->sub_min = m;
+    return changed;
 }
 
 /* Black height of n's subtree, checking colours, links and (with aug)

@@ -59,6 +59,7 @@
 #include "mqs/policy.h"
 
 #define CFS_VBASE (UINT64_C(1) << 40) /* start of virtual time: headroom */
+#define CFS_SLICE_SHIFT 16
 
 struct cfs_tunables {
     int64_t latency_ns;
@@ -103,6 +104,9 @@ struct cfs_rq {
     _Atomic uint64_t pub_min_v;   /* min_vruntime, for placement elsewhere */
     int64_t latency, min_gran, wakeup_gran; /* scaled tunables         */
     int64_t nr_latency;
+    int64_t slice_nr;             /* cfs_slice's cache: length, weight, */
+    uint64_t slice_w;             /* and period / weight (fixed point)  */
+    uint64_t slice_per_w;
     const struct cfs_tunables *tun;
 };
 
@@ -141,13 +145,22 @@ static void cfs_update_min(struct cfs_rq *c, const struct mqs_sched_entity *curr
 }
 
 /* The slice of se, running with the tree's tasks: its weight's share of
- * the period (latency, or nr x min_gran past nr_latency tasks). */
-static int64_t cfs_slice(const struct cfs_rq *c, const struct mqs_sched_entity *se)
+ * the period (latency, or nr x min_gran past nr_latency tasks).  The
+ * period / total weight factor is cached for the queue's length and
+ * weight, which a yield does not change: then a slice is a multiply. */
+static int64_t cfs_slice(struct cfs_rq *c, const struct mqs_sched_entity *se)
 {
     int64_t nr = (int64_t)c->f.tree.n + 1;
-    int64_t period = nr > c->nr_latency ? nr * c->min_gran : c->latency;
     uint64_t w = c->f.weight > se->weight ? c->f.weight : se->weight;
-    return (int64_t)((unsigned __int128)period * se->weight / w);
+    if (nr != c->slice_nr || w != c->slice_w) {
+        int64_t period = nr > c->nr_latency ? nr * c->min_gran : c->latency;
+        if (period > (INT64_C(1) << 46)) /* 19 hours: keeps the product */
+            period = INT64_C(1) << 46;
+        c->slice_nr = nr;
+        c->slice_w = w;
+        c->slice_per_w = ((uint64_t)period << CFS_SLICE_SHIFT) / w;
+    }
+    return (int64_t)((se->weight * c->slice_per_w) >> CFS_SLICE_SHIFT);
 }
 
 /* Rebase a virtual runtime kept in another queue's time onto this one. */
@@ -326,3 +339,4 @@ const struct mqs_policy mqs_policy_cfs = {
 };
 
 #undef CFS_VBASE
+#undef CFS_SLICE_SHIFT

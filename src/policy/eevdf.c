@@ -112,7 +112,7 @@ static struct eevdf_rq *eevdf(struct mqs_rq *rq)
     return mqs__rq_state(rq);
 }
 
-static void eevdf_aug(struct mqs_rb_node *n)
+static bool eevdf_aug(struct mqs_rb_node *n)
 {
     struct mqs_sched_entity *se = mqs__fair_se(n);
     uint64_t m = se->p[EEVDF_DL];
@@ -121,7 +121,9 @@ static void eevdf_aug(struct mqs_rb_node *n)
     if (n->right &&
         mqs__fair_before(mqs__fair_se(n->right)->p[EEVDF_MIN_DL], m))
         m = mqs__fair_se(n->right)->p[EEVDF_MIN_DL];
+    bool changed = se->p[EEVDF_MIN_DL] != m;
     se->p[EEVDF_MIN_DL] = m;
+    return changed;
 }
 
 static void eevdf_init_rq(struct mqs_rq *rq)
