@@ -189,4 +189,62 @@ static inline void h_share(struct harness *h, int w, uint64_t total,
     }
 }
 
+/* Two nice-0 tasks a and b (tasks 0 and 1), queued new on worker 0 of a
+ * runtime of spec with n workers. */
+static inline void h_pair(struct harness *h, const char *spec, int n,
+                          struct mqs_sched_entity **a,
+                          struct mqs_sched_entity **b)
+{
+    h_init(h, spec, n);
+    *a = h_task(h, 0, MQS_CLASS_NORMAL, 0);
+    *b = h_task(h, 1, MQS_CLASS_NORMAL, 0);
+    h_enqueue(h, 0, *a, MQS_ENQ_NEW);
+    h_enqueue(h, 0, *b, MQS_ENQ_NEW);
+}
+
+/* Nice 0, 5 and -3 on one worker for 20 s of virtual time: CPU within 1%
+ * of the weight ratios. */
+static inline void h_check_weights(const char *spec)
+{
+    static const int nice[] = {0, 5, -3};
+    struct harness h;
+    h_init(&h, spec, 1);
+    for (int k = 0; k < 3; k++)
+        h_enqueue(&h, 0, h_task(&h, k, MQS_CLASS_NORMAL, nice[k]),
+                  MQS_ENQ_NEW);
+    uint64_t run[3] = {0, 0, 0};
+    h_share(&h, 0, 20000000000ull, 100000000ull, run, 3);
+    for (int k = 1; k < 3; k++) {
+        double want = (double)mqs_nice_weight[nice[k] + 20] /
+                      mqs_nice_weight[20];
+        double got = (double)run[k] / (double)run[0];
+        fprintf(stderr, "  nice %d / nice 0: %.4f (weights %.4f)\n", nice[k],
+                got, want);
+        CHECK_LE(got / want, 1.01);
+        CHECK_GE(got / want, 0.99);
+    }
+}
+
+/* Queue tasks 0..n-1 of the given classes and priorities on worker 0
+ * (task `pinned`, if not -1, allowed on worker 0 only) and check that
+ * the i-th pick, on worker on[i], returns task order[i] (-1: NULL). */
+static inline void h_check_order(struct harness *h, const mqs_class_t *cls,
+                                 const int *prio, int n, int pinned,
+                                 const int *on, const int *order, int npicks)
+{
+    for (int k = 0; k < n; k++) {
+        struct mqs_sched_entity *se = h_task(h, k, cls[k], prio[k]);
+        if (k == pinned)
+            h_pin(se, 0);
+        h_enqueue(h, 0, se, MQS_ENQ_NEW);
+    }
+    for (int i = 0; i < npicks; i++) {
+        struct mqs_sched_entity *se = h_pick(h, on[i]);
+        if (order[i] < 0)
+            CHECK(se == NULL);
+        else
+            CHECK(se == &h->t[order[i]]->se);
+    }
+}
+
 #endif

@@ -123,23 +123,15 @@ TEST(bfs_spent_slice_renews_deadline)
     CHECK_EQ(a->slice_ns, 6 * MS);
 }
 
-/* Realtime first (most urgent allowed here), then normal, then idle. */
+/* Realtime first (most urgent allowed here), then normal, then idle;
+ * the FIFO task (0) is pinned to worker 0. */
 TEST(bfs_class_order_and_affinity)
 {
+    static const mqs_class_t cls[] = {MQS_CLASS_IDLE, MQS_CLASS_NORMAL,
+                                      MQS_CLASS_RR, MQS_CLASS_FIFO};
+    static const int prio[] = {0, -20, 10, 90}, on[] = {1, 1, 0, 1, 0};
+    static const int order[] = {2, 1, 3, 0, -1};
     struct harness h;
     h_init(&h, BFS_SPEC, 2);
-    struct mqs_sched_entity *r0 = h_task(&h, 0, MQS_CLASS_FIFO, 90);
-    struct mqs_sched_entity *r1 = h_task(&h, 1, MQS_CLASS_RR, 10);
-    struct mqs_sched_entity *n = h_task(&h, 2, MQS_CLASS_NORMAL, -20);
-    struct mqs_sched_entity *i = h_task(&h, 3, MQS_CLASS_IDLE, 0);
-    h_pin(r0, 0);
-    h_enqueue(&h, 0, i, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, n, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, r1, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, r0, MQS_ENQ_NEW);
-    CHECK(h_pick(&h, 1) == r1); /* r0 is more urgent but pinned to 0 */
-    CHECK(h_pick(&h, 1) == n);
-    CHECK(h_pick(&h, 0) == r0);
-    CHECK(h_pick(&h, 1) == i);
-    CHECK(h_pick(&h, 0) == NULL);
+    h_check_order(&h, cls, prio, 4, 3, on, order, 5);
 }

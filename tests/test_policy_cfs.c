@@ -16,11 +16,8 @@
 TEST(cfs_runs_least_vruntime_first)
 {
     struct harness h;
-    h_init(&h, CFS_SPEC, 1);
-    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
-    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, b, MQS_ENQ_NEW);
+    struct mqs_sched_entity *a, *b;
+    h_pair(&h, CFS_SPEC, 1, &a, &b);
     /* equal keys leave in arrival order */
     CHECK(h_pick(&h, 0) == a);
     h_stop(&h, 0, a, 3 * MS, true);
@@ -34,23 +31,7 @@ TEST(cfs_runs_least_vruntime_first)
 
 TEST(cfs_weights_give_cpu_in_their_ratio)
 {
-    static const int nice[] = {0, 5, -3};
-    struct harness h;
-    h_init(&h, CFS_SPEC, 1);
-    for (int k = 0; k < 3; k++)
-        h_enqueue(&h, 0, h_task(&h, k, MQS_CLASS_NORMAL, nice[k]),
-                  MQS_ENQ_NEW);
-    uint64_t run[3] = {0, 0, 0};
-    h_share(&h, 0, 20000 * MS, 100 * MS, run, 3);
-    for (int k = 1; k < 3; k++) {
-        double want = (double)mqs_nice_weight[nice[k] + 20] /
-                      mqs_nice_weight[20];
-        double got = (double)run[k] / (double)run[0];
-        fprintf(stderr, "  nice %d / nice 0: %.4f (weights %.4f)\n", nice[k],
-                got, want);
-        CHECK_LE(got / want, 1.01);
-        CHECK_GE(got / want, 0.99);
-    }
+    h_check_weights(CFS_SPEC);
 }
 
 /* Slices: a share of latency (20 ms on one worker) by weight; past
@@ -75,11 +56,8 @@ TEST(cfs_slices_follow_latency_and_min_granularity)
 TEST(cfs_sleeper_credit_bounded)
 {
     struct harness h;
-    h_init(&h, CFS_SPEC, 1);
-    struct mqs_sched_entity *hog = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *sl = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
-    h_enqueue(&h, 0, hog, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, sl, MQS_ENQ_NEW);
+    struct mqs_sched_entity *hog, *sl;
+    h_pair(&h, CFS_SPEC, 1, &hog, &sl);
     CHECK(h_pick(&h, 0) == hog);
     h_stop(&h, 0, hog, 1 * MS, true);
     CHECK(h_pick(&h, 0) == sl);
@@ -108,11 +86,8 @@ TEST(cfs_sleeper_credit_bounded)
 TEST(cfs_short_sleep_keeps_vruntime)
 {
     struct harness h;
-    h_init(&h, CFS_SPEC, 1);
-    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
-    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, b, MQS_ENQ_NEW);
+    struct mqs_sched_entity *a, *b;
+    h_pair(&h, CFS_SPEC, 1, &a, &b);
     CHECK(h_pick(&h, 0) == a);
     h_stop(&h, 0, a, 4 * MS, false); /* a blocks 4 ms ahead */
     CHECK(h_pick(&h, 0) == b);
@@ -152,31 +127,29 @@ TEST(cfs_wakeup_preemption_granularity)
 /* Realtime before normal before idle, on one queue. */
 TEST(cfs_class_order)
 {
+    static const mqs_class_t cls[] = {MQS_CLASS_IDLE, MQS_CLASS_NORMAL,
+                                      MQS_CLASS_RR, MQS_CLASS_FIFO};
+    static const int prio[] = {0, -20, 5, 50}, on[] = {0, 0, 0, 0, 0};
+    static const int order[] = {3, 2, 1, 0, -1};
     struct harness h;
     h_init(&h, CFS_SPEC, 1);
-    struct mqs_sched_entity *i = h_task(&h, 0, MQS_CLASS_IDLE, 0);
-    struct mqs_sched_entity *n = h_task(&h, 1, MQS_CLASS_NORMAL, -20);
-    struct mqs_sched_entity *r1 = h_task(&h, 2, MQS_CLASS_RR, 5);
-    struct mqs_sched_entity *r2 = h_task(&h, 3, MQS_CLASS_FIFO, 50);
-    h_enqueue(&h, 0, i, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, n, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, r1, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, r2, MQS_ENQ_NEW);
-    CHECK(h_pick(&h, 0) == r2);
-    CHECK(h_pick(&h, 0) == r1);
-    CHECK(h_pick(&h, 0) == n);
-    CHECK(h_pick(&h, 0) == i);
-    CHECK(h_pick(&h, 0) == NULL);
+    h_check_order(&h, cls, prio, 4, -1, on, order, 5);
 }
 
-/* Worker 0 holds 4 tasks (full load each), worker 1 none: the periodic
- * balancer on 1 takes half the load, 2 tasks, and then nothing more. */
+/* Two workers, four new tasks (full load each) on worker 0. */
+static void balance_four(struct harness *h, const char *spec)
+{
+    h_init(h, spec, 2);
+    for (int k = 0; k < 4; k++)
+        h_enqueue(h, 0, h_task(h, k, MQS_CLASS_NORMAL, 0), MQS_ENQ_NEW);
+}
+
+/* Worker 0 holds 4 tasks, worker 1 none: the periodic balancer on 1
+ * takes half the load, 2 tasks, and then nothing more. */
 TEST(cfs_balance_moves_half_the_load)
 {
     struct harness h;
-    h_init(&h, CFS_SPEC, 2);
-    for (int k = 0; k < 4; k++)
-        h_enqueue(&h, 0, h_task(&h, k, MQS_CLASS_NORMAL, 0), MQS_ENQ_NEW);
+    balance_four(&h, CFS_SPEC);
     h_set_now(&h, h.now + 100 * MS);
     CHECK_EQ(h.pol->balance(h_rq(&h, 1), MQS_BALANCE_PERIODIC), 2);
     CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 0)), 2);
@@ -192,9 +165,7 @@ TEST(cfs_balance_moves_half_the_load)
 TEST(cfs_balance_leaves_cache_hot_tasks)
 {
     struct harness h;
-    h_init(&h, CFS_SPEC ",migration_cost_ns=5000000", 2);
-    for (int k = 0; k < 4; k++)
-        h_enqueue(&h, 0, h_task(&h, k, MQS_CLASS_NORMAL, 0), MQS_ENQ_NEW);
+    balance_four(&h, CFS_SPEC ",migration_cost_ns=5000000");
     for (int k = 0; k < 4; k++) {
         struct mqs_sched_entity *se = h_pick(&h, 0);
         h_stop(&h, 0, se, 1000, true);

@@ -93,46 +93,44 @@ TEST(eevdf_picks_eligible_earliest_deadline)
     CHECK_GT(not_leftmost, 100); /* deadlines, not v alone, decided */
 }
 
+/* The first task picked runs r1 and yields, the other runs r2 and
+ * blocks; the first runs alone 50 ms; the other wakes.  Returns how far
+ * behind the first it is placed. */
+static uint64_t lag_after_sleep(struct harness *h, struct mqs_sched_entity *a,
+                                struct mqs_sched_entity *b, uint64_t r1,
+                                uint64_t r2)
+{
+    struct mqs_sched_entity *first = h_pick(h, 0);
+    struct mqs_sched_entity *other = first == a ? b : a;
+    h_stop(h, 0, first, r1, true);
+    CHECK(h_pick(h, 0) == other);
+    h_stop(h, 0, other, r2, false);
+    uint64_t run[2] = {0, 0};
+    h_share(h, 0, 50 * MS, MS, run, 2);
+    h_enqueue(h, 0, other, MQS_ENQ_WAKEUP);
+    return first->key - other->key;
+}
+
 /* B blocks owed 0.25 ms (V - v); after A ran alone for 50 ms, B comes
  * back owed 0.25 ms again in the new queue (placed 0.5 ms behind A,
  * which keeps V where it was once B counts). */
 TEST(eevdf_lag_kept_across_sleep)
 {
     struct harness h;
-    h_init(&h, EEVDF_SPEC, 1);
-    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
-    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, b, MQS_ENQ_NEW);
-    struct mqs_sched_entity *first = h_pick(&h, 0);
-    struct mqs_sched_entity *other = first == a ? b : a;
-    h_stop(&h, 0, first, MS, true);
-    CHECK(h_pick(&h, 0) == other);
-    h_stop(&h, 0, other, MS / 2, false); /* blocks: V - v = 0.25 ms */
-    uint64_t run[2] = {0, 0};
-    h_share(&h, 0, 50 * MS, MS, run, 2);
-    h_enqueue(&h, 0, other, MQS_ENQ_WAKEUP);
-    CHECK_EQ(first->key - other->key, MS / 2);
+    struct mqs_sched_entity *a, *b;
+    h_pair(&h, EEVDF_SPEC, 1, &a, &b);
+    /* V - v = 0.25 ms when it blocks */
+    CHECK_EQ(lag_after_sleep(&h, a, b, MS, MS / 2), MS / 2);
 }
 
 /* Lag is clamped to max(2 slices, 1 ms) of virtual time: 1.5 ms here. */
 TEST(eevdf_lag_clamped)
 {
     struct harness h;
-    h_init(&h, EEVDF_SPEC, 1);
-    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
-    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, b, MQS_ENQ_NEW);
-    struct mqs_sched_entity *first = h_pick(&h, 0);
-    struct mqs_sched_entity *other = first == a ? b : a;
-    h_stop(&h, 0, first, 10 * MS, true);
-    CHECK(h_pick(&h, 0) == other);
-    h_stop(&h, 0, other, MS / 10, false); /* owed 4.95 ms: clamped */
-    uint64_t run[2] = {0, 0};
-    h_share(&h, 0, 50 * MS, MS, run, 2);
-    h_enqueue(&h, 0, other, MQS_ENQ_WAKEUP);
-    CHECK_EQ(first->key - other->key, 3 * MS); /* 1.5 ms x (W + w) / W */
+    struct mqs_sched_entity *a, *b;
+    h_pair(&h, EEVDF_SPEC, 1, &a, &b);
+    /* owed 4.95 ms when it blocks: clamped, 1.5 ms x (W + w) / W */
+    CHECK_EQ(lag_after_sleep(&h, a, b, 10 * MS, MS / 10), 3 * MS);
 }
 
 /* A yield moves the deadline a slice on: the peer runs even though the
@@ -140,11 +138,8 @@ TEST(eevdf_lag_clamped)
 TEST(eevdf_yield_moves_deadline)
 {
     struct harness h;
-    h_init(&h, EEVDF_SPEC, 1);
-    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
-    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, b, MQS_ENQ_NEW);
+    struct mqs_sched_entity *a, *b;
+    h_pair(&h, EEVDF_SPEC, 1, &a, &b);
     struct mqs_sched_entity *first = h_pick(&h, 0);
     uint64_t dl = DL(first);
     h_stop(&h, 0, first, 10000, true);
@@ -154,36 +149,16 @@ TEST(eevdf_yield_moves_deadline)
 
 TEST(eevdf_weights_give_cpu_in_their_ratio)
 {
-    static const int nice[] = {0, 5, -3};
-    struct harness h;
-    h_init(&h, EEVDF_SPEC, 1);
-    for (int k = 0; k < 3; k++)
-        h_enqueue(&h, 0, h_task(&h, k, MQS_CLASS_NORMAL, nice[k]),
-                  MQS_ENQ_NEW);
-    uint64_t run[3] = {0, 0, 0};
-    h_share(&h, 0, 20000 * MS, 100 * MS, run, 3);
-    for (int k = 1; k < 3; k++) {
-        double want = (double)mqs_nice_weight[nice[k] + 20] /
-                      mqs_nice_weight[20];
-        double got = (double)run[k] / (double)run[0];
-        fprintf(stderr, "  nice %d / nice 0: %.4f (weights %.4f)\n", nice[k],
-                got, want);
-        CHECK_LE(got / want, 1.01);
-        CHECK_GE(got / want, 0.99);
-    }
+    h_check_weights(EEVDF_SPEC);
 }
 
 TEST(eevdf_class_order)
 {
+    static const mqs_class_t cls[] = {MQS_CLASS_IDLE, MQS_CLASS_NORMAL,
+                                      MQS_CLASS_FIFO};
+    static const int prio[] = {0, -20, 1}, on[] = {0, 0, 0, 0};
+    static const int order[] = {2, 1, 0, -1};
     struct harness h;
     h_init(&h, EEVDF_SPEC, 1);
-    struct mqs_sched_entity *i = h_task(&h, 0, MQS_CLASS_IDLE, 0);
-    struct mqs_sched_entity *n = h_task(&h, 1, MQS_CLASS_NORMAL, -20);
-    struct mqs_sched_entity *r = h_task(&h, 2, MQS_CLASS_FIFO, 1);
-    h_enqueue(&h, 0, i, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, n, MQS_ENQ_NEW);
-    h_enqueue(&h, 0, r, MQS_ENQ_NEW);
-    CHECK(h_pick(&h, 0) == r);
-    CHECK(h_pick(&h, 0) == n);
-    CHECK(h_pick(&h, 0) == i);
+    h_check_order(&h, cls, prio, 3, -1, on, order, 4);
 }
