@@ -64,7 +64,8 @@ TEST(bfs_picks_earliest_deadline_allowed_here)
 }
 
 /* A task that last ran on worker 1 wins there over an earlier one that
- * ran on worker 0, within locality_ns (100 us), not beyond. */
+ * ran on worker 0, within locality_ns (100 us), not beyond, and the
+ * earlier one is passed over only once. */
 TEST(bfs_locality_window)
 {
     struct harness h;
@@ -82,6 +83,26 @@ TEST(bfs_locality_window)
     h_enqueue(&h, 0, c, MQS_ENQ_NEW);
     CHECK(h_pick(&h, 1) == b); /* 50 us later than a, ran here */
     CHECK(h_pick(&h, 1) == a); /* c is 200 us later than a */
+    CHECK(h_pick(&h, 1) == c);
+}
+
+TEST(bfs_locality_passes_over_once)
+{
+    struct harness h;
+    h_init(&h, BFS_SPEC, 2);
+    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
+    struct mqs_sched_entity *c = h_task(&h, 2, MQS_CLASS_NORMAL, 0);
+    a->last_worker = 0;
+    b->last_worker = 1;
+    c->last_worker = 1;
+    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
+    h_set_now(&h, h.now + 10 * US);
+    h_enqueue(&h, 0, b, MQS_ENQ_NEW);
+    h_set_now(&h, h.now + 10 * US);
+    h_enqueue(&h, 0, c, MQS_ENQ_NEW);
+    CHECK(h_pick(&h, 1) == b);
+    CHECK(h_pick(&h, 1) == a); /* c is local and near, but a waited once */
     CHECK(h_pick(&h, 1) == c);
 }
 

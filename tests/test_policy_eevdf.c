@@ -133,18 +133,24 @@ TEST(eevdf_lag_clamped)
     CHECK_EQ(lag_after_sleep(&h, a, b, 10 * MS, MS / 10), 3 * MS);
 }
 
-/* A yield moves the deadline a slice on: the peer runs even though the
- * yielder has used little of its request. */
+/* A yield starts a new request from the current v (the first request
+ * of a new task is half a slice): the peer runs even though the yielder
+ * has used little of its request. */
 TEST(eevdf_yield_moves_deadline)
 {
     struct harness h;
     struct mqs_sched_entity *a, *b;
     h_pair(&h, EEVDF_SPEC, 1, &a, &b);
     struct mqs_sched_entity *first = h_pick(&h, 0);
-    uint64_t dl = DL(first);
+    CHECK_EQ(DL(first) - first->key, 375000);
     h_stop(&h, 0, first, 10000, true);
-    CHECK_EQ(DL(first), dl + 750000); /* one slice of 0.75 ms, nice 0 */
+    CHECK_EQ(DL(first) - first->key, 750000); /* a slice of 0.75 ms */
     CHECK(h_pick(&h, 0) != first);
+    /* yielding again at once does not push the deadline further */
+    uint64_t dl = DL(first);
+    CHECK(h_pick(&h, 0) == first);
+    h_stop(&h, 0, first, 0, true);
+    CHECK_EQ(DL(first), dl);
 }
 
 TEST(eevdf_weights_give_cpu_in_their_ratio)

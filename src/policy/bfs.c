@@ -35,10 +35,10 @@
  * more tasks, within locality_ns of that deadline, for one that last ran
  * on this worker or never ran (cache locality: a task that ran elsewhere
  * is passed over for a local one with a deadline up to locality_ns
- * later).  The window is small by default (100 us): tasks that yield in
- * a loop have deadlines closer together than that and then stay with
- * the worker they ran on, so a wide window splits them into per-worker
- * groups whose shares follow the group sizes.  So pick is O(log n) plus
+ * later), but only once: the next pick on any worker takes it.  Without
+ * that bound, tasks that yield in a loop (their deadlines closer together
+ * than any window) stayed with the worker they last ran on, and their
+ * shares followed how many shared each worker.  So pick is O(log n) plus
  * the walk over tasks pinned elsewhere.
  *
  * Realtime and idle-class tasks are in one global priority array
@@ -105,7 +105,8 @@ static const struct mqs_tunable bfs_tunables[] = {
 };
 
 /* Entity: key = virtual deadline (ns); slice_ns = what is left of the
- * slice. */
+ * slice; p[0] = 1 once it was passed over for locality (BFS_PASSED). */
+#define BFS_PASSED 0
 
 static struct bfs_state *bfs(struct mqs_rq *rq)
 {
@@ -236,7 +237,8 @@ static bool bfs_local(const struct mqs_sched_entity *se, int self)
 }
 
 /* The earliest deadline this worker may run, or a task that last ran
- * here within locality_ns and BFS_SCAN steps of it. */
+ * here within locality_ns and BFS_SCAN steps of it; the earliest is
+ * passed over so at most once (then whoever picks next takes it). */
 static struct mqs_sched_entity *
 bfs_pick_tree(struct bfs_state *b, int self,
               const struct mqs_sched_entity *mine)
@@ -250,17 +252,22 @@ bfs_pick_tree(struct bfs_state *b, int self,
             continue;
         if (!first) {
             first = se;
-            if (bfs_local(se, self) || b->tun.locality_ns == 0)
-                return se;
+            if (bfs_local(se, self) || b->tun.locality_ns == 0 ||
+                se->p[BFS_PASSED])
+                break;
             continue;
         }
         if (++scanned > BFS_SCAN ||
             !mqs__fair_before(se->key,
                               first->key + (uint64_t)b->tun.locality_ns))
             break;
-        if (bfs_local(se, self))
+        if (bfs_local(se, self)) {
+            first->p[BFS_PASSED] = 1;
             return se;
+        }
     }
+    if (first)
+        first->p[BFS_PASSED] = 0;
     return first;
 }
 
@@ -276,6 +283,8 @@ static struct mqs_sched_entity *bfs_pick(struct mqs_rq *rq)
     struct bfs_state *b = bfs(rq);
     int self = mqs_rq_worker(rq);
     const struct mqs_sched_entity *mine = bfs_mine(rq);
+    mqs__fair_steal_start(&((struct bfs_rq *)mqs__rq_state(rq))->steal,
+                          mqs__rq_clock(rq), b->tun.steal_check_ns);
     struct mqs_sched_entity *se =
         bfs_pick_class(b, self, mine, MQS_PRIO_NORMAL_MIN);
     if (!se)
@@ -362,3 +371,4 @@ const struct mqs_policy mqs_policy_bfs = {
 
 #undef BFS_SCAN
 #undef BFS_NICE
+#undef BFS_PASSED

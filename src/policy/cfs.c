@@ -257,7 +257,9 @@ static struct mqs_sched_entity *cfs_take_first(struct cfs_rq *c)
 static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
 {
     struct cfs_rq *c = cfs(rq);
-    mqs__fair_settle(&c->f, mqs__rq_clock(rq));
+    uint64_t now = mqs__rq_clock(rq);
+    mqs__fair_steal_start(&c->f.steal, now, c->tun->steal_check_ns);
+    mqs__fair_settle(&c->f, now);
     struct mqs_sched_entity *se = mqs__fair_pick_rt(rq);
     if (se)
         return se;

@@ -100,12 +100,10 @@ struct eevdf_rq {
 };
 
 /* Entity: key = v; p[0] = virtual deadline (0 = never queued here);
- * p[1] = saved lag (int64); p[2] = minimum deadline of its subtree;
- * p[3] = 1 when put_prev just renewed the deadline. */
+ * p[1] = saved lag (int64); p[2] = minimum deadline of its subtree. */
 #define EEVDF_DL 0
 #define EEVDF_LAG 1
 #define EEVDF_MIN_DL 2
-#define EEVDF_RENEWED 3
 
 static struct eevdf_rq *eevdf(struct mqs_rq *rq)
 {
@@ -220,7 +218,6 @@ static void eevdf_place(struct eevdf_rq *r, struct mqs_sched_entity *se,
     se->key = eevdf_V(r) - (uint64_t)lag;
     uint64_t vslice = eevdf_vslice(r, se);
     se->p[EEVDF_DL] = se->key + (fresh ? vslice / 2 : vslice);
-    se->p[EEVDF_RENEWED] = 0;
 }
 
 static void eevdf_insert(struct eevdf_rq *r, struct mqs_sched_entity *se)
@@ -228,12 +225,13 @@ static void eevdf_insert(struct eevdf_rq *r, struct mqs_sched_entity *se)
     mqs__rb_insert(&r->f.tree, &se->rb, mqs__fair_less, eevdf_aug);
 }
 
-/* A yielding task's deadline moves a slice on (once per stop). */
+/* A yielding task starts a new request from where it is, unless its
+ * deadline is already further. */
 static void eevdf_requeue(struct eevdf_rq *r, struct mqs_sched_entity *se)
 {
-    if (!se->p[EEVDF_RENEWED])
-        se->p[EEVDF_DL] += eevdf_vslice(r, se);
-    se->p[EEVDF_RENEWED] = 0;
+    uint64_t dl = se->key + eevdf_vslice(r, se);
+    if (mqs__fair_before(se->p[EEVDF_DL], dl))
+        se->p[EEVDF_DL] = dl;
     eevdf_insert(r, se);
 }
 
@@ -353,7 +351,9 @@ static struct mqs_sched_entity *eevdf_run(struct eevdf_rq *r,
 static struct mqs_sched_entity *eevdf_pick(struct mqs_rq *rq)
 {
     struct eevdf_rq *r = eevdf(rq);
-    eevdf_settle(r, mqs__rq_clock(rq));
+    uint64_t now = mqs__rq_clock(rq);
+    mqs__fair_steal_start(&r->f.steal, now, r->tun->steal_check_ns);
+    eevdf_settle(r, now);
     struct mqs_sched_entity *se = mqs__fair_pick_rt(rq);
     if (se)
         return se;
@@ -391,11 +391,8 @@ static void eevdf_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     se->key += dv;
     r->avg_sum += (int64_t)dv * (int64_t)se->p[MQS__FAIR_P_W];
     se->slice_ns -= (int64_t)cpu;
-    se->p[EEVDF_RENEWED] = 0;
-    if (!mqs__fair_before(se->key, se->p[EEVDF_DL])) {
+    if (!mqs__fair_before(se->key, se->p[EEVDF_DL]))
         se->p[EEVDF_DL] = se->key + eevdf_vslice(r, se);
-        se->p[EEVDF_RENEWED] = 1;
-    }
     eevdf_update_min(r, se);
     mqs__fair_stop(&r->f, se, now);
 }
@@ -439,4 +436,3 @@ const struct mqs_policy mqs_policy_eevdf = {
 #undef EEVDF_DL
 #undef EEVDF_LAG
 #undef EEVDF_MIN_DL
-#undef EEVDF_RENEWED
