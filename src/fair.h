@@ -117,11 +117,20 @@ static inline struct mqs_sched_entity *mqs__fair_se(const struct mqs_rb_node *n)
     return mqs_se_entry(n, struct mqs_sched_entity, rb);
 }
 
-/* Tree order of both policies: virtual runtime (se->key). */
+/* Tree order of cfs, eevdf (virtual runtime) and bfs (deadline): se->key,
+ * copied into the node when it is inserted (mqs__fair_insert). */
 static inline bool mqs__fair_less(const struct mqs_rb_node *a,
                                   const struct mqs_rb_node *b)
 {
-    return mqs__fair_before(mqs__fair_se(a)->key, mqs__fair_se(b)->key);
+    return mqs__fair_before(a->key, b->key);
+}
+
+static inline void mqs__fair_insert(struct mqs__rb_root *t,
+                                    struct mqs_sched_entity *se,
+                                    mqs__rb_aug_fn aug)
+{
+    se->rb.key = se->key;
+    mqs__rb_insert(t, &se->rb, mqs__fair_less, aug);
 }
 
 /* min_vruntime: follows min(running, leftmost), forwards only. */

@@ -51,9 +51,12 @@ struct mqs_list {
     struct mqs_list *next, *prev;
 };
 
-/* Intrusive red-black tree node (see src/rbtree.h for helpers). */
+/* Intrusive red-black tree node (see src/rbtree.h for helpers).  key and
+ * aux belong to the tree's owner: a copy of its sort key and an augmented
+ * value, kept here so that a walk reads one cache line per node. */
 struct mqs_rb_node {
     struct mqs_rb_node *parent, *left, *right;
+    uint64_t key, aux;
     unsigned red; /* 1 red, 0 black */
 };
 

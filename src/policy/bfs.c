@@ -165,7 +165,7 @@ static void bfs_renew(struct bfs_state *b, struct mqs_sched_entity *se,
 
 static void bfs_insert(struct bfs_state *b, struct mqs_sched_entity *se)
 {
-    mqs__rb_insert(&b->tree, &se->rb, mqs__fair_less, NULL);
+    mqs__fair_insert(&b->tree, se, NULL);
 }
 
 static void bfs_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,

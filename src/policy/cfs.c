@@ -195,7 +195,7 @@ static void cfs_place(struct mqs_rq *rq, struct mqs_sched_entity *se,
 
 static void cfs_insert(struct cfs_rq *c, struct mqs_sched_entity *se)
 {
-    mqs__rb_insert(&c->f.tree, &se->rb, mqs__fair_less, NULL);
+    mqs__fair_insert(&c->f.tree, se, NULL);
 }
 
 static void cfs_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,

@@ -100,27 +100,25 @@ struct eevdf_rq {
 };
 
 /* Entity: key = v; p[0] = virtual deadline (0 = never queued here);
- * p[1] = saved lag (int64); p[2] = minimum deadline of its subtree. */
+ * p[1] = saved lag (int64); rb.aux = minimum deadline of its subtree. */
 #define EEVDF_DL 0
 #define EEVDF_LAG 1
-#define EEVDF_MIN_DL 2
 
 static struct eevdf_rq *eevdf(struct mqs_rq *rq)
 {
     return mqs__rq_state(rq);
 }
 
+/* The node's aux: the minimum deadline of its subtree. */
 static bool eevdf_aug(struct mqs_rb_node *n)
 {
-    struct mqs_sched_entity *se = mqs__fair_se(n);
-    uint64_t m = se->p[EEVDF_DL];
-    if (n->left && mqs__fair_before(mqs__fair_se(n->left)->p[EEVDF_MIN_DL], m))
-        m = mqs__fair_se(n->left)->p[EEVDF_MIN_DL];
-    if (n->right &&
-        mqs__fair_before(mqs__fair_se(n->right)->p[EEVDF_MIN_DL], m))
-        m = mqs__fair_se(n->right)->p[EEVDF_MIN_DL];
-    bool changed = se->p[EEVDF_MIN_DL] != m;
-    se->p[EEVDF_MIN_DL] = m;
+    uint64_t m = mqs__fair_se(n)->p[EEVDF_DL];
+    if (n->left && mqs__fair_before(n->left->aux, m))
+        m = n->left->aux;
+    if (n->right && mqs__fair_before(n->right->aux, m))
+        m = n->right->aux;
+    bool changed = n->aux != m;
+    n->aux = m;
     return changed;
 }
 
@@ -222,7 +220,7 @@ static void eevdf_place(struct eevdf_rq *r, struct mqs_sched_entity *se,
 
 static void eevdf_insert(struct eevdf_rq *r, struct mqs_sched_entity *se)
 {
-    mqs__rb_insert(&r->f.tree, &se->rb, mqs__fair_less, eevdf_aug);
+    mqs__fair_insert(&r->f.tree, se, eevdf_aug);
 }
 
 /* A yielding task starts a new request from where it is, unless its
@@ -288,12 +286,12 @@ static void eevdf_dequeue(struct mqs_rq *rq, struct mqs_sched_entity *se,
 /* The node of subtree n whose deadline is n's subtree minimum. */
 static struct mqs_sched_entity *eevdf_find_dl(struct mqs_rb_node *n)
 {
-    uint64_t dl = mqs__fair_se(n)->p[EEVDF_MIN_DL];
+    uint64_t dl = n->aux;
     for (;;) {
         struct mqs_sched_entity *se = mqs__fair_se(n);
         if (se->p[EEVDF_DL] == dl)
             return se;
-        if (n->left && mqs__fair_se(n->left)->p[EEVDF_MIN_DL] == dl)
+        if (n->left && n->left->aux == dl)
             n = n->left;
         else
             n = n->right;
@@ -318,11 +316,10 @@ static struct mqs_sched_entity *eevdf_best(const struct eevdf_rq *r)
             sub = NULL;
             dl = se->p[EEVDF_DL];
         }
-        if (n->left &&
-            mqs__fair_before(mqs__fair_se(n->left)->p[EEVDF_MIN_DL], dl)) {
+        if (n->left && mqs__fair_before(n->left->aux, dl)) {
             sub = n->left;
             best = NULL;
-            dl = mqs__fair_se(sub)->p[EEVDF_MIN_DL];
+            dl = sub->aux;
         }
         n = n->right;
     }
@@ -435,4 +432,3 @@ const struct mqs_policy mqs_policy_eevdf = {
 #undef EEVDF_VBASE
 #undef EEVDF_DL
 #undef EEVDF_LAG
-#undef EEVDF_MIN_DL
