@@ -63,47 +63,40 @@ TEST(bfs_picks_earliest_deadline_allowed_here)
     CHECK(h_pick(&h, 0) == a);
 }
 
+/* Tasks 0, 1, 2 of nice 0, queued new at t, t + gap_b, t + gap_b +
+ * gap_c, having last run on workers 0, 1, 1. */
+static void locality_three(struct harness *h, uint64_t gap_b, uint64_t gap_c)
+{
+    h_init(h, BFS_SPEC, 2);
+    static const int last[] = {0, 1, 1};
+    const uint64_t gap[] = {0, gap_b, gap_c};
+    for (int k = 0; k < 3; k++) {
+        struct mqs_sched_entity *se = h_task(h, k, MQS_CLASS_NORMAL, 0);
+        se->last_worker = last[k];
+        h_set_now(h, h->now + gap[k]);
+        h_enqueue(h, 0, se, MQS_ENQ_NEW);
+    }
+}
+
 /* A task that last ran on worker 1 wins there over an earlier one that
- * ran on worker 0, within locality_ns (100 us), not beyond, and the
- * earlier one is passed over only once. */
+ * ran on worker 0, within locality_ns (100 us), not beyond. */
 TEST(bfs_locality_window)
 {
     struct harness h;
-    h_init(&h, BFS_SPEC, 2);
-    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *c = h_task(&h, 2, MQS_CLASS_NORMAL, 0);
-    a->last_worker = 0;
-    b->last_worker = 1;
-    c->last_worker = 1;
-    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
-    h_set_now(&h, h.now + 50 * US);
-    h_enqueue(&h, 0, b, MQS_ENQ_NEW);
-    h_set_now(&h, h.now + 150 * US);
-    h_enqueue(&h, 0, c, MQS_ENQ_NEW);
-    CHECK(h_pick(&h, 1) == b); /* 50 us later than a, ran here */
-    CHECK(h_pick(&h, 1) == a); /* c is 200 us later than a */
-    CHECK(h_pick(&h, 1) == c);
+    locality_three(&h, 50 * US, 150 * US);
+    CHECK(h_pick(&h, 1) == &h.t[1]->se); /* 50 us later than 0, ran here */
+    CHECK(h_pick(&h, 1) == &h.t[0]->se); /* 2 is 200 us later than 0 */
+    CHECK(h_pick(&h, 1) == &h.t[2]->se);
 }
 
+/* The earlier task is passed over only once. */
 TEST(bfs_locality_passes_over_once)
 {
     struct harness h;
-    h_init(&h, BFS_SPEC, 2);
-    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *c = h_task(&h, 2, MQS_CLASS_NORMAL, 0);
-    a->last_worker = 0;
-    b->last_worker = 1;
-    c->last_worker = 1;
-    h_enqueue(&h, 0, a, MQS_ENQ_NEW);
-    h_set_now(&h, h.now + 10 * US);
-    h_enqueue(&h, 0, b, MQS_ENQ_NEW);
-    h_set_now(&h, h.now + 10 * US);
-    h_enqueue(&h, 0, c, MQS_ENQ_NEW);
-    CHECK(h_pick(&h, 1) == b);
-    CHECK(h_pick(&h, 1) == a); /* c is local and near, but a waited once */
-    CHECK(h_pick(&h, 1) == c);
+    locality_three(&h, 10 * US, 10 * US);
+    CHECK(h_pick(&h, 1) == &h.t[1]->se);
+    CHECK(h_pick(&h, 1) == &h.t[0]->se); /* 2 is local and near, 0 waited */
+    CHECK(h_pick(&h, 1) == &h.t[2]->se);
 }
 
 /* A sleeper keeps its deadline and runs before the task that yielded
