@@ -7,7 +7,7 @@
  */
 #include "check.h"
 #include "internal.h"
-#include "policy_harness.h"
+#include "policy_harness_ph.h"
 
 /* se->p[] words of global.c */
 enum { COUNTER = 0, EPOCH = 2 };

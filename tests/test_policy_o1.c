@@ -8,7 +8,7 @@
 #include "check.h"
 #include "internal.h"
 #include "helpers.h"
-#include "policy_harness.h"
+#include "policy_harness_ph.h"
 
 /* se->p[] words of o1.c */
 enum { ARRAY = 0, PRIO = 1, SLEEP_AVG = 2, SYNC = 3 };

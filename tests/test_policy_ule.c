@@ -8,7 +8,7 @@
  */
 #include "check.h"
 #include "internal.h"
-#include "policy_harness.h"
+#include "policy_harness_ph.h"
 
 /* se->p[] words of ule.c */
 enum { WHERE = 0, LEVEL = 1, RUN = 2, SLP = 3 };

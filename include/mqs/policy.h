@@ -51,6 +51,24 @@ struct mqs_list {
     struct mqs_list *next, *prev;
 };
 
+/* Intrusive red-black tree node (see src/rbtree.h for helpers).  key and
+ * aux belong to the tree's owner: a copy of its sort key and an augmented
+ * value, kept here so that a walk reads one cache line per node. */
+struct mqs_rb_node {
+    struct mqs_rb_node *parent, *left, *right;
+    uint64_t key, aux;
+    unsigned red; /* 1 red, 0 black */
+};
+
+/* Per-entity load tracking state (see src/load_avg.h): a geometric series
+ * of runnable time, half-life 32 ms. */
+struct mqs_load_avg {
+    uint64_t last_ns; /* time of the last update, 0 = never             */
+    uint64_t sum;     /* decayed runnable time (x weight for a queue)   */
+    uint64_t avg;     /* sum scaled to a load (weight when always runnable) */
+    uint32_t contrib; /* 1024 ns units into the current 1024-unit period */
+};
+
 /*
  * The scheduling view of a task, embedded in it.  Fields marked "core" are
  * written only by the core; a policy reads them.  "policy" fields belong
@@ -93,6 +111,12 @@ struct mqs_sched_entity {
 
     /* core: workers it may run on (read when any_worker is false) */
     mqs_mask_t affinity;
+
+    /* policy: appended after the core fields (the yield path's fields
+     * above keep their offsets): a tree node (cfs, eevdf, bfs) and the
+     * entity's load signal (cfs, eevdf balancing). */
+    struct mqs_rb_node rb;
+    struct mqs_load_avg load;
 };
 
 /* Runs at least this long are checked for time off the CPU (stall_ns),
