@@ -121,13 +121,28 @@ static bool claimed(bool claim, const char *what)
     return claim;
 }
 
-/* Every policy this program can test, one name per line. */
+/* Tunable settings that drive a policy down paths its defaults rarely
+ * take (ws: the global queue on every few picks), run as extra ctests. */
+static const char *const conf_variants[] = {
+    "ws:local_max=2,global_check_interval=3",
+    NULL,
+};
+
+/* Every policy this program can test, one spec per line: the registry,
+ * the policies defined here, then the variants. */
 static int list_policies(void)
 {
     for (const struct mqs_policy *const *p = mqs_policy_list(); *p; p++)
         printf("%s\n", (*p)->name);
     for (int i = 0; conf_local[i]; i++)
         printf("%s\n", conf_local[i]->name);
+    for (int i = 0; conf_variants[i]; i++) { /* if its policy is built in */
+        char name[64];
+        snprintf(name, sizeof name, "%.*s",
+                 (int)strcspn(conf_variants[i], ":"), conf_variants[i]);
+        if (mqs_policy_find(name))
+            printf("%s\n", conf_variants[i]);
+    }
     return 0;
 }
 
