@@ -415,3 +415,35 @@ TEST(policy_ops_checked_and_resolved_by_name)
     CHECK_ERR(create_err(&cfg, err, sizeof err), MQS_EINVAL);
     CHECK_STR_CONTAINS(err, "stall_ns");
 }
+
+TEST(stall_ns_config_and_environment)
+{
+    mqs_config_t cfg, out;
+    mqs_config_init(&cfg);
+    CHECK_EQ(cfg.stall_ns, -1);
+    cfg.ignore_env = true;
+    CHECK_OK(mqs_config_resolve(&cfg, &out));
+#ifdef NDEBUG
+    CHECK_EQ(out.stall_ns, 0); /* release builds: off by default */
+#else
+    CHECK_EQ(out.stall_ns, 10000000000LL);
+#endif
+    cfg.stall_ns = 0;
+    CHECK_OK(mqs_config_resolve(&cfg, &out));
+    CHECK_EQ(out.stall_ns, 0);
+    cfg.stall_ns = -1;
+    cfg.ignore_env = false;
+    setenv("MQS_STALL_NS", "250000000", 1);
+    CHECK_OK(mqs_config_resolve(&cfg, &out));
+    CHECK_EQ(out.stall_ns, 250000000);
+    char err[256] = "";
+    cfg.errbuf = err;
+    cfg.errbuf_size = sizeof err;
+    static const char *const bad[] = {"abc", "-1", "999", "3600000000001"};
+    for (int i = 0; i < 4; i++) {
+        setenv("MQS_STALL_NS", bad[i], 1);
+        CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+        CHECK_STR_CONTAINS(err, "MQS_STALL_NS");
+    }
+    unsetenv("MQS_STALL_NS");
+}
