@@ -1,56 +1,38 @@
 /*
  * ws.c - work stealing, the throughput baseline of the Go runtime and of
- * Tokio: a FIFO run queue per worker with a LIFO slot, random-victim
- * stealing of half a queue when a worker runs dry, and a global overflow
- * queue.  No priorities among normal tasks: nice is ignored, there are no
- * weights and no time slices to account.
+ * Tokio (docs/policies/ws.md has the sources and the bound in full).
  *
- * Per worker: a FIFO list of normal tasks and one LIFO slot.  A woken
- * task goes into the slot and runs next (the producer-consumer hand-off
- * keeps its data in cache); the task it displaces goes to the FIFO tail.
- * Spawned, yielding and migrated tasks go to the FIFO tail.  Two woken
- * tasks that keep waking each other could live in the slot for ever and
- * starve the FIFO: Go bounds that with the 10 ms slice the pair shares,
- * Tokio by taking the slot at most three times in a row; ws does what
- * Tokio does (lifo_max).  A FIFO that grows past local_max sends its
- * older half to the global queue (Go's runqputslow), and every
- * global_check_interval-th pick on a worker looks at the global queue
- * before its own (Go's schedtick % 61), so a task moved there is not
- * starved by a worker that never runs dry.  An idle worker takes a batch
- * from the global queue, else steals steal_pct percent (half) of the FIFO
- * of a victim chosen at random (Go's findRunnable, one pass in random
- * order; the idle loop comes back whenever it is kicked).  No periodic
- * balancer: work moves only when a worker has nothing to do.
+ * Per worker: a FIFO of normal tasks and a LIFO slot.  A woken task goes
+ * into the slot and runs next (a producer hands its data to the consumer
+ * while it is in cache); the task it displaces goes to the FIFO tail.  At
+ * most lifo_max slot picks in a row (Tokio's 3), so two tasks waking each
+ * other cannot starve the FIFO.  A FIFO longer than local_max sends its
+ * older half to a global queue (Go's runqputslow), which every
+ * global_check_interval-th pick looks at first (Go's schedtick % 61).  An
+ * idle worker takes a share of the global queue, else steals steal_pct
+ * (half) of a random victim's FIFO.  No periodic balancer, no nice, no
+ * weights, no slices: picks are the only currency, and a FIFO task at
+ * position k runs within k * (lifo_max + 1) picks of its worker.
  *
- * Starvation bound (what the conformance suite checks): on one worker a
- * normal task at position k of the FIFO runs within k * (lifo_max + 1)
- * picks; a task in the global queue is reached by each worker at least
- * every global_check_interval picks.  Normal tasks have no order among
- * them, so a running task that never reaches a scheduling point holds its
- * worker (tick asks it to yield after preempt_ns at mqs_checkpoint, as
- * Go's sysmon does after 10 ms).
+ * DESIGN.md's class order is kept on a rare side path: realtime and
+ * idle-class tasks live in a priority array (src/prio_array.h) beside the
+ * ws queues; RT levels are served before the slot, an RT task more urgent
+ * than anything here is pulled from another worker (the core's level
+ * hint says when), and idle-class tasks run only when no normal task can
+ * be had even by stealing.  Normal work publishes one level
+ * (MQS_PRIO_IDLE - 1), so a checkpoint never yields to another normal
+ * task on account of nice.
  *
- * Classes.  DESIGN.md requires every policy to run realtime tasks before
- * normal ones and idle-class tasks after them, so ws keeps RT (FIFO and
- * RR) and idle tasks in a small priority array (src/prio_array.h) beside
- * its queues: a rare path, tested first in pick so that an RT task never
- * waits behind the FIFO.  An RT task queued on another worker that is
- * more urgent than anything here (the core's runtime-wide level hint says
- * so without touching other queues) is pulled at the next pick, as mq
- * does.  Normal work is published at one level (MQS_PRIO_IDLE - 1), so
- * the core's checkpoint never yields a normal task to another normal one.
+ * The global queue lives in the per-runtime state under its own lock,
+ * taken after any rq lock.  Its tasks stay queued, in the core's terms,
+ * on the rq they overflowed from (se->p[1]) and count in its published
+ * length (so that worker does not park while they wait); another worker
+ * takes them through mqs_rq_steal on that rq, which keeps the core's
+ * checks on pick and dequeue exact.
  *
- * The global queue lives in the per-runtime state with its own lock,
- * always taken last (after rq locks).  Its tasks stay queued, in the
- * core's terms, on the rq they overflowed from (se->p[1]), which counts
- * them in its published length so that it does not park while they wait;
- * a worker that takes one whose rq is not its own does so through
- * mqs_rq_steal on that rq.  Only tasks free to run anywhere overflow.
- *
- * Rejected: Go's lock-free ring (the core already holds the rq lock at
- * every op, so a list under it is simpler and as fast); stealing the slot
- * (Go does it only after a 3 us back-off, to let the owner run it);
- * honouring nice inside the FIFO (that would be a different policy: mq).
+ * Rejected: Go's lock-free ring (the core holds the rq lock at every op
+ * anyway); stealing the slot (Go does so only after a 3 us back-off);
+ * honouring nice in the FIFO (that is mq).
  */
 #include <stddef.h>
 
