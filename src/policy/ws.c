@@ -67,7 +67,7 @@ struct ws_rq {
     struct mqs_sched_entity *slot; /* LIFO slot: the last woken task   */
     unsigned lifo_run;             /* picks from the slot in a row     */
     unsigned nglobal;              /* tasks in the global queue counted here */
-    uint64_t ticks;                /* picks, for the global check      */
+    uint64_t countdown;            /* picks to the next global check   */
     uint64_t rng;
     struct ws_global *g;
     struct mqs__prio_array special; /* realtime and idle-class tasks   */
@@ -117,6 +117,7 @@ static void ws_init_rq(struct mqs_rq *rq)
     mqs__list_init(&m->fifo);
     mqs__parr_init(&m->special);
     m->g = mqs_policy_state(mqs_rq_runtime(rq));
+    m->countdown = (uint64_t)m->g->global_check_interval;
     m->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(mqs_rq_worker(rq) + 1);
 }
 
@@ -464,14 +465,16 @@ static struct mqs_sched_entity *ws_from_global(struct mqs_rq *rq, int why)
 static struct mqs_sched_entity *ws_pick(struct mqs_rq *rq)
 {
     struct ws_rq *m = ws_state(rq);
-    m->ticks++;
+    bool global_first = --m->countdown == 0;
+    if (global_first)
+        m->countdown = (uint64_t)m->g->global_check_interval;
     struct mqs_sched_entity *se = ws_pull_rt(rq, m);
     if (se)
         return se;
     if (mqs__parr_best(&m->special) < MQS_PRIO_NORMAL_MIN) {
         se = mqs__parr_pop(&m->special);
     } else {
-        if (m->ticks % (uint64_t)m->g->global_check_interval == 0)
+        if (global_first)
             se = ws_from_global(rq, MQS_BALANCE_PERIODIC);
         if (!se)
             se = ws_local_get(m);
@@ -496,14 +499,16 @@ static struct mqs_sched_entity *ws_yield(struct mqs_rq *rq,
 {
     struct ws_rq *m = ws_state(rq);
     if (se->cls != MQS_CLASS_NORMAL || m->slot ||
-        mqs__parr_best(&m->special) < MQS_PRIO_NORMAL_MIN ||
+        (m->special.nr &&
+         mqs__parr_best(&m->special) < MQS_PRIO_NORMAL_MIN) ||
         m->nfifo + 1 > (unsigned)m->g->local_max ||
         mqs__best_prio_anywhere(mqs_rq_runtime(rq)) < MQS_PRIO_NORMAL_MIN)
         return NULL;
-    if ((m->ticks + 1) % (uint64_t)m->g->global_check_interval == 0 &&
+    if (m->countdown == 1 &&
         atomic_load_explicit(&m->g->nr, memory_order_relaxed))
-        return NULL;
-    m->ticks++;
+        return NULL; /* pick looks at the global queue first this time */
+    if (--m->countdown == 0)
+        m->countdown = (uint64_t)m->g->global_check_interval;
     m->lifo_run = 0;
     if (!m->nfifo)
         return se;
