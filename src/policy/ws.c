@@ -325,6 +325,22 @@ static int ws_take(struct mqs_rq *victim, void *arg,
     return n;
 }
 
+/* A batch from the global queue into an empty local one: a fair share
+ * (len / workers + 1), at most half of local_max, so that the batch
+ * cannot overflow straight back (Go's globrunqget).  Taking a whole
+ * batch at every periodic check instead let tasks bounce between the
+ * queues without ever being first: some starved for ever. */
+static int ws_batch_max(struct mqs_rq *rq)
+{
+    const struct ws_global *g = ws_state(rq)->g;
+    unsigned n = atomic_load_explicit(&g->nr, memory_order_relaxed) /
+                     (unsigned)mqs_nr_workers(mqs_rq_runtime(rq)) + 1;
+    unsigned half = (unsigned)g->local_max / 2;
+    n = n < half ? n : half;
+    n = n < WS_BATCH ? n : WS_BATCH;
+    return n ? (int)n : 1;
+}
+
 /* Queue here what was taken: stolen ones through the core, our own
  * global ones straight into the FIFO (they count on us already). */
 static void ws_keep(struct mqs_rq *rq, struct mqs_sched_entity **v, int from,
@@ -338,20 +354,17 @@ static void ws_keep(struct mqs_rq *rq, struct mqs_sched_entity **v, int from,
     }
 }
 
-/* A batch from the global queue (Go's globrunqget: a fair share of it).
- * Tasks are taken for one owner at a time: ours directly, another's
+/* Tasks from the global queue, at most `max` (1 for the periodic check,
+ * else batch_max), for one owner at a time: ours directly, another's
  * through mqs_rq_steal on its rq.  Returns how many; *stolen says which. */
-static int ws_global_get(struct mqs_rq *rq, int why,
+static int ws_global_get(struct mqs_rq *rq, int why, int max,
                          struct mqs_sched_entity **out, bool *stolen)
 {
     struct ws_rq *m = ws_state(rq);
     mqs_runtime_t *rt = mqs_rq_runtime(rq);
-    unsigned gnr = atomic_load_explicit(&m->g->nr, memory_order_relaxed);
-    if (gnr == 0)
+    if (atomic_load_explicit(&m->g->nr, memory_order_relaxed) == 0)
         return 0;
     int self = mqs_rq_worker(rq), owner = -1;
-    int max = (int)(gnr / (unsigned)mqs_nr_workers(rt)) + 1;
-    max = max > WS_BATCH ? WS_BATCH : max;
     mqs__spin_lock(&m->g->lock);
     if (!mqs__list_empty(&m->g->q))
         owner = (int)mqs_se_entry(m->g->q.next, struct mqs_sched_entity, node)
@@ -382,7 +395,7 @@ static int ws_steal(struct mqs_rq *rq, int why)
     mqs_runtime_t *rt = mqs_rq_runtime(rq);
     struct mqs_sched_entity *got[WS_BATCH];
     bool stolen;
-    int n = ws_global_get(rq, why, got, &stolen);
+    int n = ws_global_get(rq, why, ws_batch_max(rq), got, &stolen);
     if (n > 0) {
         ws_keep(rq, got, 0, n, stolen);
         ws_publish(rq);
@@ -450,11 +463,12 @@ static struct mqs_sched_entity *ws_local_get(struct ws_rq *m)
 }
 
 /* From the global queue: run the first, queue the rest here. */
-static struct mqs_sched_entity *ws_from_global(struct mqs_rq *rq, int why)
+static struct mqs_sched_entity *ws_from_global(struct mqs_rq *rq, int why,
+                                               int max)
 {
     struct mqs_sched_entity *got[WS_BATCH];
     bool stolen;
-    int n = ws_global_get(rq, why, got, &stolen);
+    int n = ws_global_get(rq, why, max, got, &stolen);
     if (n <= 0)
         return NULL;
     ws_keep(rq, got, 1, n, stolen);
@@ -474,12 +488,12 @@ static struct mqs_sched_entity *ws_pick(struct mqs_rq *rq)
     if (mqs__parr_best(&m->special) < MQS_PRIO_NORMAL_MIN) {
         se = mqs__parr_pop(&m->special);
     } else {
-        if (global_first)
-            se = ws_from_global(rq, MQS_BALANCE_PERIODIC);
+        if (global_first) /* one task, as Go's globrunqget(pp, 1) */
+            se = ws_from_global(rq, MQS_BALANCE_PERIODIC, 1);
         if (!se)
             se = ws_local_get(m);
         if (!se)
-            se = ws_from_global(rq, MQS_BALANCE_NEWIDLE);
+            se = ws_from_global(rq, MQS_BALANCE_NEWIDLE, ws_batch_max(rq));
         /* Idle-class tasks only when no normal task can be had. */
         if (!se && m->special.nr && ws_steal(rq, MQS_BALANCE_NEWIDLE) > 0)
             se = ws_local_get(m);
