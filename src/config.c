@@ -230,8 +230,8 @@ int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
     out->policy = e ? e : (cfg->policy ? cfg->policy : dname);
     int64_t values[64];
     const struct mqs_policy *pol;
-    rc = mqs__policy_parse(out->policy, cfg->policy_ops, &pol, values, err,
-                           n);
+    rc = mqs__policy_parse_ops(out->policy, cfg->policy_ops, &pol, values,
+                               err, n);
     if (rc && e) {
         char inner[256];
         snprintf(inner, sizeof inner, "%s", err ? err : "");
@@ -350,9 +350,15 @@ static int check_custom(const struct mqs_policy *p, char *err, size_t n)
     return 0;
 }
 
-int mqs__policy_parse(const char *spec, const struct mqs_policy *custom,
-                      const struct mqs_policy **pol, int64_t *values,
-                      char *err, size_t n)
+int mqs__policy_parse(const char *spec, const struct mqs_policy **pol,
+                      int64_t *values, char *err, size_t n)
+{
+    return mqs__policy_parse_ops(spec, NULL, pol, values, err, n);
+}
+
+int mqs__policy_parse_ops(const char *spec, const struct mqs_policy *custom,
+                          const struct mqs_policy **pol, int64_t *values,
+                          char *err, size_t n)
 {
     char name[64], names[512];
     const char *colon = strchr(spec, ':');

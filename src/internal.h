@@ -408,11 +408,13 @@ void mqs__se_set_class(struct mqs_sched_entity *se, mqs_class_t cls, int prio);
 /* config.c */
 int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out,
                       char *err, size_t errn);
-/* custom: config.policy_ops (NULL: registry only), matched by name
- * before the registry. */
-int mqs__policy_parse(const char *spec, const struct mqs_policy *custom,
-                      const struct mqs_policy **pol, int64_t *values,
-                      char *err, size_t errn);
+int mqs__policy_parse(const char *spec, const struct mqs_policy **pol,
+                      int64_t *values, char *err, size_t errn);
+/* The same with config.policy_ops: custom (NULL: registry only) is
+ * matched by name before the registry. */
+int mqs__policy_parse_ops(const char *spec, const struct mqs_policy *custom,
+                          const struct mqs_policy **pol, int64_t *values,
+                          char *err, size_t errn);
 void mqs__report_error(const mqs_config_t *cfg, const char *msg);
 
 /* Abort with a message naming the task and the broken invariant. */

@@ -167,8 +167,8 @@ static int policy_setup(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
 {
     int64_t values[64];
     const char *spec = c->policy;
-    int rc = mqs__policy_parse(spec, c->policy_ops, &rt->policy, values, err,
-                               n);
+    int rc = mqs__policy_parse_ops(spec, c->policy_ops, &rt->policy, values,
+                                   err, n);
     if (rc)
         return rc;
     snprintf(rt->policy_spec, sizeof rt->policy_spec, "%s", spec);
