@@ -17,6 +17,7 @@ extern const struct mqs_policy mqs_policy_ule;
 extern const struct mqs_policy mqs_policy_cfs;
 extern const struct mqs_policy mqs_policy_eevdf;
 extern const struct mqs_policy mqs_policy_bfs;
+extern const struct mqs_policy mqs_policy_ws;
 
 static const struct mqs_policy *const registry[] = {
     &mqs_policy_mq,
@@ -26,6 +27,7 @@ static const struct mqs_policy *const registry[] = {
     &mqs_policy_cfs,
     &mqs_policy_eevdf,
     &mqs_policy_bfs,
+    &mqs_policy_ws,
     NULL,
 };
 

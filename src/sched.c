@@ -804,6 +804,7 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
         w->now = mqs__clock_resync(&w->clock);
         w->next_balance = w->now + 1000000;
         stall_sample(w);
+        mqs__watchdog_check(w); /* stall watchdog, when on */
         /* Work waits here while a worker idles: wake it to steal. */
         if (atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed))
             kick_idle(w->rt);
@@ -939,8 +940,8 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
         uint64_t now = mqs__clock_ns(&w->clock);
         MQS__STAT_ADD(w->stats.parks, 1);
         futex_wait(&w->park_futex, seen,
-                   next == UINT64_MAX ? UINT64_MAX
-                                      : (next > now ? next - now : 0));
+                   mqs__watchdog_park_ns(w->rt, next == UINT64_MAX ? UINT64_MAX
+                                      : (next > now ? next - now : 0)));
     }
     atomic_store(&w->parked, 0);
 out:
