@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "check.h"
+#include "bench_check.h"
 
 #include "../bench/chat.c"
 #include "../bench/common.c"
@@ -23,22 +24,6 @@
 #include "../bench/point.c"
 #include "../bench/spawn.c"
 #include "../bench/stats.c"
-
-#define NEAR(a, b, tol)                                                        \
-    do {                                                                       \
-        double near__x = (a), near__y = (b);                                   \
-        if (!(fabs(near__x - near__y) <= (tol)))                               \
-            CHECK__FAIL("NEAR(%s, %s) failed: %.9g vs %.9g", #a, #b, near__x,  \
-                        near__y);                                              \
-    } while (0)
-
-#define CHECK_STREQ(a, b)                                                      \
-    do {                                                                       \
-        const char *streq__a = (a), *streq__b = (b);                           \
-        if (!streq__a || strcmp(streq__a, streq__b) != 0)                      \
-            CHECK__FAIL("CHECK_STREQ(%s, %s) failed: \"%s\" vs \"%s\"", #a,    \
-                        #b, streq__a ? streq__a : "(null)", streq__b);         \
-    } while (0)
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "bench_check.h"
 
 #include "../bench/common.c"
 #include "../bench/expkit.c"
@@ -24,21 +25,6 @@
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-#define NEAR(a, b, tol)                                                        \
-    do {                                                                       \
-        double near__x = (a), near__y = (b);                                   \
-        if (!(fabs(near__x - near__y) <= (tol)))                               \
-            CHECK__FAIL("NEAR(%s, %s) failed: %.9g vs %.9g", #a, #b, near__x,  \
-                        near__y);                                              \
-    } while (0)
-
-#define CHECK_STREQ(a, b)                                                      \
-    do {                                                                       \
-        const char *streq__a = (a), *streq__b = (b);                           \
-        if (!streq__a || strcmp(streq__a, streq__b) != 0)                      \
-            CHECK__FAIL("CHECK_STREQ(%s, %s) failed: \"%s\" vs \"%s\"", #a,    \
-                        #b, streq__a ? streq__a : "(null)", streq__b);         \
-    } while (0)
 
 TEST(take_options_both_spellings)
 {
