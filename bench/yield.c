@@ -68,6 +68,10 @@
 #define FLOOR_STACK (16u * 1024u)
 #define KERNEL_STACK (64u * 1024u)
 #define SETTLE_MAX_NS 20000000u /* 20 ms to let every task reach its loop */
+/* ... and then until every task has counted a yield (a round of an O(N)
+ * policy over thousands of tasks can take seconds), at most this long;
+ * past it the window starts anyway and zero_work_tasks shows who waits. */
+#define SETTLE_ALL_MAX_NS 10000000000ull
 
 static const char *const yield_pseudo[] = {"kernel", "floor", "go", "fiber",
                                            NULL};
@@ -238,11 +242,23 @@ static void reset_counters(struct point *pt)
 
 /* Everything but spawning and joining: set start, settle, count yields
  * over `seconds`, set stop.  Returns ns per yield through *ns. */
+static bool all_counted(const struct point *pt)
+{
+    for (int i = 0; i < pt->ntasks; i++)
+        if (atomic_load_explicit(&pt->slots[i].count, memory_order_relaxed) == 0)
+            return false;
+    return true;
+}
+
 static int run_window(struct point *pt, double seconds, double *ns)
 {
     uint64_t win = (uint64_t)(seconds * 1e9);
     atomic_store(&pt->flags->start, 1);
     bench_sleep_ns(win / 10 < SETTLE_MAX_NS ? win / 10 : SETTLE_MAX_NS);
+    for (uint64_t t = bench_now_ns(), waited = 0;
+         !all_counted(pt) && waited < SETTLE_ALL_MAX_NS;
+         waited = bench_now_ns() - t)
+        bench_sleep_ns(1000000);
     uint64_t t0 = snapshot(pt, false);
     bench_sleep_ns(win);
     uint64_t t1 = snapshot(pt, true);
