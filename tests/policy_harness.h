@@ -84,6 +84,7 @@ static inline void h_init_workers(struct harness *h, int n)
 static inline void h_init(struct harness *h, const char *spec, int n)
 {
     memset(h, 0, sizeof *h);
+    CHECK(n >= 1 && n <= H_WORKERS);
     int64_t values[64];
     char err[256];
     int rc = mqs__policy_parse(spec, &h->pol, values, err, sizeof err);

@@ -128,18 +128,12 @@ TEST(yielder_with_counter_beats_spent_tasks)
 
 TEST(class_order_rt_normal_idle)
 {
+    static const mqs_class_t cls[] = {MQS_CLASS_IDLE, MQS_CLASS_NORMAL,
+                                      MQS_CLASS_FIFO, MQS_CLASS_RR};
+    static const int prio[] = {0, -20, 10, 20}, on[] = {0, 0, 0, 0, 0};
+    static const int order[] = {3, 2, 1, 0, -1};
     h_init(&h, "global", 1);
-    h_task(&h, 0, MQS_CLASS_IDLE, 0);
-    h_task(&h, 1, MQS_CLASS_NORMAL, -20);
-    h_task(&h, 2, MQS_CLASS_FIFO, 10);
-    h_task(&h, 3, MQS_CLASS_RR, 20);
-    for (int i = 0; i < 4; i++)
-        h_enqueue(&h, 0, task(i), MQS_ENQ_NEW);
-    CHECK(h_pick(&h, 0) == task(3));
-    CHECK(h_pick(&h, 0) == task(2));
-    CHECK(h_pick(&h, 0) == task(1));
-    CHECK(h_pick(&h, 0) == task(0));
-    CHECK(h_pick(&h, 0) == NULL);
+    h_check_order(&h, cls, prio, 4, -1, on, order, 5);
     h_destroy(&h);
 }
 
@@ -162,9 +156,7 @@ TEST(each_worker_publishes_what_it_may_run)
 {
     h_init(&h, "global", 2);
     h_task(&h, 0, MQS_CLASS_NORMAL, 0);
-    task(0)->any_worker = false;
-    mqs_mask_zero(&task(0)->affinity);
-    mqs_mask_set(&task(0)->affinity, 1);
+    h_pin(task(0), 1);
     h_enqueue(&h, 0, task(0), MQS_ENQ_NEW);
     CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 0)), 0);
     CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 1)), 1);
