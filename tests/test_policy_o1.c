@@ -6,9 +6,9 @@
  * cases run real tasks on one worker and check what ran first.
  */
 #include "check.h"
-#include "internal.h"
 #include "helpers.h"
-#include "policy_harness_ph.h"
+#include "internal.h"
+#include "policy_harness.h"
 
 /* se->p[] words of o1.c */
 enum { ARRAY = 0, PRIO = 1, SLEEP_AVG = 2, SYNC = 3 };
@@ -16,156 +16,159 @@ enum { ARRAY = 0, PRIO = 1, SLEEP_AVG = 2, SYNC = 3 };
 #define MS 1000000ull
 #define SEC 1000000000ull
 
-static struct ph h;
-static struct mqs_task t[8];
+static struct harness h;
+
+/* Task k of the harness. */
+static struct mqs_sched_entity *task(int k)
+{
+    return &h.t[k]->se;
+}
 
 /* A nice-0 task woken after sleeping slept_ns (sleep_avg starts at 0). */
-static void wake(struct mqs_task *x, const char *name, uint64_t slept_ns)
+static void wake(int k, uint64_t slept_ns)
 {
-    ph_task(x, MQS_CLASS_NORMAL, 0, name);
-    x->se.slept_at_ns = 1000;
-    x->se.woke_at_ns = 1000 + slept_ns;
-    ph_enqueue(&h, 0, x, MQS_ENQ_WAKEUP);
+    struct mqs_sched_entity *x = h_task(&h, k, MQS_CLASS_NORMAL, 0);
+    x->slept_at_ns = 1000;
+    x->woke_at_ns = 1000 + slept_ns;
+    h_enqueue(&h, 0, x, MQS_ENQ_WAKEUP);
 }
 
 /* Run x for its whole slice and re-queue it as preempted. */
-static void spend_slice(struct mqs_task *x)
+static void spend_slice(struct mqs_sched_entity *x)
 {
-    ph_stop(&h, 0, x, (uint64_t)x->se.slice_ns);
-    ph_enqueue(&h, 0, x, MQS_ENQ_PREEMPTED);
+    h_stop(&h, 0, x, (uint64_t)x->slice_ns, false);
+    h_enqueue(&h, 0, x, MQS_ENQ_PREEMPTED);
 }
 
 TEST(timeslice_by_static_priority)
 {
-    ph_init(&h, "o1", 1);
+    h_init(&h, "o1", 1);
     static const int nice[] = {-20, 0, 19};
     static const int64_t want[] = {200000000, 102564102, 10000000};
     for (int i = 0; i < 3; i++) {
-        ph_task(&t[i], MQS_CLASS_NORMAL, nice[i], "n");
-        ph_enqueue(&h, 0, &t[i], MQS_ENQ_NEW);
-        CHECK_EQ(t[i].se.slice_ns, want[i]);
+        h_task(&h, i, MQS_CLASS_NORMAL, nice[i]);
+        h_enqueue(&h, 0, task(i), MQS_ENQ_NEW);
+        CHECK_EQ(task(i)->slice_ns, want[i]);
     }
-    ph_destroy(&h);
+    h_destroy(&h);
 }
 
 TEST(sleep_avg_gives_bonus_minus5_to_plus5)
 {
-    ph_init(&h, "o1", 1);
-    wake(&t[0], "hog", 0);
-    wake(&t[1], "half", SEC / 2);
-    wake(&t[2], "sleeper", 5 * SEC); /* capped at max_sleep_avg_ns */
-    CHECK_EQ(t[0].se.p[PRIO], 125);
-    CHECK_EQ(t[1].se.p[PRIO], 120);
-    CHECK_EQ(t[2].se.p[PRIO], 115);
-    CHECK_EQ(t[2].se.p[SLEEP_AVG], SEC);
+    h_init(&h, "o1", 1);
+    wake(0, 0);
+    wake(1, SEC / 2);
+    wake(2, 5 * SEC); /* capped at max_sleep_avg_ns */
+    CHECK_EQ(task(0)->p[PRIO], 125);
+    CHECK_EQ(task(1)->p[PRIO], 120);
+    CHECK_EQ(task(2)->p[PRIO], 115);
+    CHECK_EQ(task(2)->p[SLEEP_AVG], SEC);
     /* most urgent dynamic priority first */
-    CHECK(ph_pick(&h, 0) == &t[2]);
-    CHECK(ph_pick(&h, 0) == &t[1]);
-    CHECK(ph_pick(&h, 0) == &t[0]);
-    ph_destroy(&h);
+    CHECK(h_pick(&h, 0) == task(2));
+    CHECK(h_pick(&h, 0) == task(1));
+    CHECK(h_pick(&h, 0) == task(0));
+    h_destroy(&h);
 }
 
 TEST(interactive_task_stays_in_active_array)
 {
-    ph_init(&h, "o1", 1);
-    wake(&t[0], "sleeper", SEC);
-    wake(&t[1], "hog", 0);
-    struct mqs_task *s = ph_pick(&h, 0);
-    CHECK(s == &t[0]);
+    h_init(&h, "o1", 1);
+    wake(0, SEC);
+    wake(1, 0);
+    struct mqs_sched_entity *s = h_pick(&h, 0);
+    CHECK(s == task(0));
     spend_slice(s); /* sleep_avg 1 s - 102 ms: still interactive */
-    CHECK_EQ(s->se.p[PRIO], 117);
-    CHECK_EQ(s->se.p[ARRAY], t[1].se.p[ARRAY]); /* active, with the hog */
-    CHECK(ph_pick(&h, 0) == s); /* and ahead of it */
-    ph_stop(&h, 0, s, 0);       /* s blocks */
-    struct mqs_task *hog = ph_pick(&h, 0);
-    CHECK(hog == &t[1]);
-    unsigned active = (unsigned)hog->se.p[ARRAY];
+    CHECK_EQ(s->p[PRIO], 117);
+    CHECK_EQ(s->p[ARRAY], task(1)->p[ARRAY]); /* active, with the hog */
+    CHECK(h_pick(&h, 0) == s);                /* and ahead of it */
+    h_stop(&h, 0, s, 0, false);               /* s blocks */
+    struct mqs_sched_entity *hog = h_pick(&h, 0);
+    CHECK(hog == task(1));
+    unsigned active = (unsigned)hog->p[ARRAY];
     spend_slice(hog);
-    CHECK(hog->se.p[ARRAY] != active); /* the hog expired */
-    ph_destroy(&h);
+    CHECK(hog->p[ARRAY] != active); /* the hog expired */
+    h_destroy(&h);
 }
 
 TEST(hogs_expire_and_wait_for_the_swap)
 {
-    ph_init(&h, "o1", 1);
-    wake(&t[0], "a", 0);
-    wake(&t[1], "b", 0);
-    struct mqs_task *a = ph_pick(&h, 0);
+    h_init(&h, "o1", 1);
+    wake(0, 0);
+    wake(1, 0);
+    struct mqs_sched_entity *a = h_pick(&h, 0);
     spend_slice(a);
-    struct mqs_task *b = ph_pick(&h, 0);
+    struct mqs_sched_entity *b = h_pick(&h, 0);
     CHECK(b != a);
-    ph_stop(&h, 0, b, MS); /* b yields with slice left: stays active */
-    ph_enqueue(&h, 0, b, MQS_ENQ_YIELD);
-    CHECK(ph_pick(&h, 0) == b);
+    h_stop(&h, 0, b, MS, false); /* b yields with slice left: stays active */
+    h_enqueue(&h, 0, b, MQS_ENQ_YIELD);
+    CHECK(h_pick(&h, 0) == b);
     spend_slice(b);
-    CHECK(ph_pick(&h, 0) == a); /* swap: a's new slice */
-    CHECK_EQ(a->se.slice_ns, 102564102);
-    ph_destroy(&h);
+    CHECK(h_pick(&h, 0) == a); /* swap: a's new slice */
+    CHECK_EQ(a->slice_ns, 102564102);
+    h_destroy(&h);
 }
 
 TEST(expired_starving_sends_interactive_tasks_to_expired)
 {
-    ph_init(&h, "o1:starvation_ns=1", 1);
-    wake(&t[0], "sleeper", SEC);
-    wake(&t[1], "hog", 0);
-    struct mqs_task *s = ph_pick(&h, 0), *hog = ph_pick(&h, 0);
-    spend_slice(hog); /* expired from now on */
-    uint64_t t0 = mqs_now_ns();
-    while (mqs_now_ns() - t0 < 10000) /* past 1 ns * queue length */
-        ;
+    h_init(&h, "o1:starvation_ns=1", 1);
+    wake(0, SEC);
+    wake(1, 0);
+    struct mqs_sched_entity *s = h_pick(&h, 0), *hog = h_pick(&h, 0);
+    spend_slice(hog);             /* expired from now on */
+    h_set_now(&h, h.now + 10000); /* past 1 ns * queue length */
     spend_slice(s);
-    CHECK_EQ(s->se.p[ARRAY], hog->se.p[ARRAY]);
-    ph_destroy(&h);
+    CHECK_EQ(s->p[ARRAY], hog->p[ARRAY]);
+    h_destroy(&h);
 
-    ph_init(&h, "o1:starvation_ns=0", 1); /* check off: stays active */
-    wake(&t[0], "sleeper", SEC);
-    wake(&t[1], "hog", 0);
-    s = ph_pick(&h, 0);
-    hog = ph_pick(&h, 0);
+    h_init(&h, "o1:starvation_ns=0", 1); /* check off: stays active */
+    wake(0, SEC);
+    wake(1, 0);
+    s = h_pick(&h, 0);
+    hog = h_pick(&h, 0);
     spend_slice(hog);
     spend_slice(s);
-    CHECK(s->se.p[ARRAY] != hog->se.p[ARRAY]);
-    ph_destroy(&h);
+    CHECK(s->p[ARRAY] != hog->p[ARRAY]);
+    h_destroy(&h);
 }
 
 TEST(yield_rotates_in_active_or_expires_as_2_6_0)
 {
-    ph_init(&h, "o1", 1);
-    wake(&t[0], "a", 0);
-    wake(&t[1], "b", 0);
-    struct mqs_task *a = ph_pick(&h, 0);
-    struct mqs_task *b = ph_yield(&h, 0, a, 1000);
-    CHECK(b == &t[1]);
-    CHECK(ph_yield(&h, 0, b, 1000) == a);
-    CHECK_EQ(a->se.p[ARRAY], b->se.p[ARRAY]); /* both still active */
-    ph_destroy(&h);
+    h_init(&h, "o1", 1);
+    wake(0, 0);
+    wake(1, 0);
+    struct mqs_sched_entity *a = h_pick(&h, 0);
+    struct mqs_sched_entity *b = h_yield(&h, 0, a, 1000);
+    CHECK(b == task(1));
+    CHECK(h_yield(&h, 0, b, 1000) == a);
+    CHECK_EQ(a->p[ARRAY], b->p[ARRAY]); /* both still active */
+    h_destroy(&h);
 
-    ph_init(&h, "o1:yield_expired=1", 1);
-    wake(&t[0], "a", 0);
-    wake(&t[1], "b", 0);
-    wake(&t[2], "c", 0);
-    a = ph_pick(&h, 0);
-    unsigned active = (unsigned)a->se.p[ARRAY];
-    b = ph_yield(&h, 0, a, 1000);
-    CHECK(a->se.p[ARRAY] != active); /* expired */
-    struct mqs_task *c = ph_yield(&h, 0, b, 1000);
-    CHECK(c == &t[2]);
-    CHECK(ph_yield(&h, 0, c, 1000) == a); /* swap: a first again */
-    ph_destroy(&h);
+    h_init(&h, "o1:yield_expired=1", 1);
+    wake(0, 0);
+    wake(1, 0);
+    wake(2, 0);
+    a = h_pick(&h, 0);
+    unsigned active = (unsigned)a->p[ARRAY];
+    b = h_yield(&h, 0, a, 1000);
+    CHECK(a->p[ARRAY] != active); /* expired */
+    struct mqs_sched_entity *c = h_yield(&h, 0, b, 1000);
+    CHECK(c == task(2));
+    CHECK(h_yield(&h, 0, c, 1000) == a); /* swap: a first again */
+    h_destroy(&h);
 }
 
 TEST(sync_wakeup_does_not_preempt_normal_tasks)
 {
-    ph_init(&h, "o1", 1);
-    wake(&t[0], "curr", 0);
-    wake(&t[1], "woken", SEC);
-    ph_task(&t[2], MQS_CLASS_FIFO, 10, "rt");
-    t[2].se.p[SYNC] = 1;
-    CHECK(h.pol->wake_preempt(ph_rq(&h, 0), &t[0].se, &t[1].se));
-    t[1].se.p[SYNC] = 1;
-    CHECK(!h.pol->wake_preempt(ph_rq(&h, 0), &t[0].se, &t[1].se));
-    CHECK(h.pol->wake_preempt(ph_rq(&h, 0), &t[0].se, &t[2].se));
-    ph_destroy(&h);
+    h_init(&h, "o1", 1);
+    wake(0, 0);
+    wake(1, SEC);
+    h_task(&h, 2, MQS_CLASS_FIFO, 10);
+    task(2)->p[SYNC] = 1;
+    CHECK(h.pol->wake_preempt(h_rq(&h, 0), task(0), task(1)));
+    task(1)->p[SYNC] = 1;
+    CHECK(!h.pol->wake_preempt(h_rq(&h, 0), task(0), task(1)));
+    CHECK(h.pol->wake_preempt(h_rq(&h, 0), task(0), task(2)));
+    h_destroy(&h);
 }
 
 /* ----- with real tasks ----- */
@@ -231,7 +234,7 @@ static int placed_on(const char *spec, mqs_class_t cls)
     cfg.workers = 2;
     cfg.policy = spec;
     mqs_runtime_t *rt = rt_create(&cfg);
-    ph_task(&fake, cls, cls == MQS_CLASS_NORMAL ? 0 : 10, "woken");
+    h_task_init(&fake, cls, cls == MQS_CLASS_NORMAL ? 0 : 10, "woken");
     fake.se.last_worker = 1;
     static mqs_mask_t zero;
     mqs_mask_zero(&zero);
