@@ -163,7 +163,7 @@ void bench_cpuset_of(const int *cpus, int n, cpu_set_t *set)
 
 int bench_kernel_cpus(int workers, cpu_set_t *set)
 {
-    int cpus[CPU_SETSIZE];
+    int cpus[CPU_SETSIZE] = {0};
     int n = bench_cpu_list(workers, cpus, CPU_SETSIZE);
     bench_cpuset_of(cpus, n, set);
     return n;

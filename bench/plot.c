@@ -346,7 +346,7 @@ static void plot_datablock(FILE *out, const bench_results_t *rs,
     fprintf(out, "$P%dS%d << EOD\n", p, k);
     for (int i = 0; i < s->n; i++) {
         const bench_result_t *r = &rs->r[s->idx[i]];
-        double x = plot_x(pl, r), y = r->value, pct;
+        double x = plot_x(pl, r), y = r->value, pct = NAN;
         if (pl->shape.kind == BENCH_PLOT_CDF) {
             plot_param_pct(r->param, &pct);
             y = plot_nines(pct);

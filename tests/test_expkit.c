@@ -81,7 +81,7 @@ TEST(take_options_errors)
 
 TEST(cpu_list_first_w)
 {
-    int all[MQS_MAX_WORKERS], one[MQS_MAX_WORKERS];
+    int all[MQS_MAX_WORKERS] = {0}, one[MQS_MAX_WORKERS] = {0};
     int n = bench_cpu_list(0, all, MQS_MAX_WORKERS);
     CHECK_EQ(n, bench_cpus_allowed());
     CHECK_EQ(bench_cpu_list(1, one, MQS_MAX_WORKERS), 1);

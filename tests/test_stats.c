@@ -357,7 +357,7 @@ TEST(int_lists)
     CHECK_EQ(bench_parse_int_list("t", "--tasks", "1,,2", 1, 9, &v, &n), 2);
     CHECK_EQ(bench_parse_int_list("t", "--tasks", "1,", 1, 9, &v, &n), 2);
     CHECK_EQ(bench_parse_int_list("t", "--tasks", "x", 1, 9, &v, &n), 2);
-    double d;
+    double d = -1;
     CHECK_EQ(bench_parse_double("t", "--seconds", "-1", 0.001, 10, &d), 2);
     CHECK_EQ(bench_parse_double("t", "--seconds", "0.5", 0.001, 10, &d), 0);
     CHECK_NEAR(d, 0.5, 0);
