@@ -592,14 +592,22 @@ static struct mqs_task *pick_locked(struct mqs_worker *w)
     return t;
 }
 
+/* The policy's balancing first, then a spawner parked on another
+ * worker's run-next stack (child runs first, runnext.c). */
 static struct mqs_task *balance_and_pick(struct mqs_worker *w, int why)
 {
     const struct mqs_policy *p = w->rt->policy;
-    if (!p->balance || w->rt->nworkers == 1)
+    if (w->rt->nworkers == 1)
         return NULL;
-    if (p->balance(&w->rq, why) <= 0)
-        return NULL;
-    return pick_locked(w);
+    if (p->balance && p->balance(&w->rq, why) > 0) {
+        struct mqs_task *t = pick_locked(w);
+        if (t)
+            return t;
+    }
+    struct mqs_task *t = mqs__runnext_steal(w);
+    if (t)
+        count_pulls(w, why, 1);
+    return t;
 }
 
 /* Timers and the periodic balancer, due at this scheduling point? */
@@ -617,6 +625,8 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
             kick_idle(w->rt);
         if (w->rt->policy->balance && w->rt->nworkers > 1)
             w->rt->policy->balance(&w->rq, MQS_BALANCE_PERIODIC);
+        /* Spawners parked by child-first wait at most this long. */
+        mqs__runnext_flush(w);
     }
 }
 
@@ -654,6 +664,14 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     const struct mqs_policy *p = w->rt->policy;
     w->now = mqs__clock_ns(&w->clock);
     housekeeping(w);
+    /* Child first: a parked spawner resumes as its child blocks or ends;
+     * a yield hands the parked ones to the policy (runnext.c). */
+    struct mqs_task *parked = NULL;
+    if (why != MQS__SW_YIELD)
+        parked = mqs__runnext_pop(w);
+    else if (MQS__UNLIKELY(atomic_load_explicit(&w->runnext.n,
+                                                memory_order_relaxed)))
+        mqs__runnext_flush(w);
     mqs__spin_lock(w->rq.lock);
     uint64_t ran = account_run(w, prev);
     if (p->put_prev)
@@ -669,6 +687,7 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     /* A stopping runtime sends every worker back to its loop. */
     struct mqs_task *next =
         fast ? checked_pick(w, fast)
+        : parked ? parked
         : atomic_load_explicit(&w->rt->stopping, memory_order_relaxed)
             ? NULL
             : checked_pick(w, p->pick(&w->rq));
@@ -689,6 +708,46 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
         w->curr = NULL;
     }
     w = switch_to(w, prev, next);
+    mqs__finish_switch(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* Child runs first (the stack of parked spawners is in runnext.c)     */
+/* ------------------------------------------------------------------ */
+
+bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
+                      struct mqs_task *child)
+{
+    return prev && w->curr == prev && child->se.prio <= prev->se.prio &&
+           mqs__se_allowed(&child->se, w->index) &&
+           mqs__se_allowed(&prev->se, w->index) &&
+           !atomic_load_explicit(&prev->pend_flags, memory_order_relaxed) &&
+           !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) &&
+           child->se.prio <= mqs__best_prio_anywhere(w->rt) &&
+           mqs__runnext_push(w, prev);
+}
+
+void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
+                    struct mqs_task *child)
+{
+    const struct mqs_policy *p = w->rt->policy;
+    w->now = mqs__clock_ns(&w->clock);
+    uint64_t ran = account_run(w, prev);
+    if (p->put_prev) {
+        mqs__spin_lock(w->rq.lock);
+        p->put_prev(&w->rq, &prev->se, ran);
+        mqs__spin_unlock(w->rq.lock);
+    }
+    atomic_store_explicit(&prev->state, MQS__RUNNABLE, memory_order_relaxed);
+    prev->se.queued_at_ns = child->se.queued_at_ns = w->now;
+    /* More than the spawner waits here: let an idle worker steal. */
+    if (atomic_load_explicit(&w->runnext.n, memory_order_relaxed) > 1)
+        kick_idle(w->rt);
+    MQS__STAT_ADD(w->stats.switches, 1);
+    w->prev = prev;
+    w->prev_why = MQS__SW_YIELD;
+    account_start(w, child);
+    w = switch_to(w, prev, child);
     mqs__finish_switch(w);
 }
 

@@ -101,6 +101,21 @@ static int check_attr(const mqs_runtime_t *rt, const mqs_task_attr_t *a)
 
 static void task_main(void *arg, void *worker);
 
+/* "task-<id>" without snprintf (a tenth of a skynet task's cost). */
+static void default_name(char *buf, uint64_t id)
+{
+    char digits[21];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + id % 10);
+        id /= 10;
+    } while (id);
+    memcpy(buf, "task-", 5);
+    for (int i = 0; i < n; i++)
+        buf[5 + i] = digits[n - 1 - i];
+    buf[5 + n] = 0;
+}
+
 static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
                       const mqs_task_attr_t *a, mqs_task_fn fn, void *arg)
 {
@@ -111,7 +126,7 @@ static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
     if (a->name)
         strncpy(t->name, a->name, MQS__NAME_MAX - 1);
     else
-        snprintf(t->name, MQS__NAME_MAX, "task-%llu", (unsigned long long)t->id);
+        default_name(t->name, t->id);
     t->detached = a->detached;
     int prio = a->sched_class == MQS_CLASS_NORMAL ? a->nice : a->rt_priority;
     mqs__se_set_class(&t->se, a->sched_class, prio);
@@ -189,7 +204,10 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
     if (out)
         *out = t;
     atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
-    mqs__enqueue_task(rt, t, MQS_ENQ_NEW);
+    if (self && mqs__child_first(self, self->curr, t))
+        mqs__run_child(self, self->curr, t);
+    else
+        mqs__enqueue_task(rt, t, MQS_ENQ_NEW);
     return 0;
 }
 
@@ -197,6 +215,8 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
 static void run_key_dtors(struct mqs_task *t)
 {
     mqs_runtime_t *rt = t->rt;
+    if (!t->keys_set)
+        return;
     for (int round = 0; round < 4; round++) {
         bool any = false;
         for (int k = 0; k < MQS_KEYS_MAX; k++) {
@@ -213,6 +233,10 @@ static void run_key_dtors(struct mqs_task *t)
         if (!any)
             break;
     }
+    /* A destructor that kept setting keys: the stack's next task must
+     * start with none (layout() does not clear them). */
+    memset(t->keys, 0, sizeof t->keys);
+    t->keys_set = false;
 }
 
 void mqs__task_exit(struct mqs_task *t)
@@ -223,8 +247,8 @@ void mqs__task_exit(struct mqs_task *t)
     atomic_store(&t->state, MQS__DEAD);
     struct mqs_task *joiner = mqs__waitq_pop(&t->joinq, 0);
     mqs__spin_unlock(&t->joinq.lock);
-    atomic_store(&t->done_futex, 1);
-    mqs__futex_wake(&t->done_futex, 1 << 30);
+    if (atomic_exchange(&t->done_futex, MQS__DONE) == MQS__DONE_WAITED)
+        mqs__futex_wake(&t->done_futex, 1 << 30);
     if (joiner)
         mqs__wake(joiner);
     if (t->detached)
@@ -271,8 +295,10 @@ int mqs_join(mqs_task_t *t, void **result)
         else
             mqs__spin_unlock(&t->joinq.lock);
     } else {
-        while (atomic_load(&t->done_futex) == 0)
-            mqs__futex_wait(&t->done_futex, 0, UINT64_MAX);
+        unsigned v = 0;
+        atomic_compare_exchange_strong(&t->done_futex, &v, MQS__DONE_WAITED);
+        while (atomic_load(&t->done_futex) != MQS__DONE)
+            mqs__futex_wait(&t->done_futex, MQS__DONE_WAITED, UINT64_MAX);
     }
     while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
         mqs__cpu_relax();
