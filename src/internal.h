@@ -224,6 +224,13 @@ struct mqs_worker {
     struct mqs__stack_cache stacks;
     struct mqs__worker_counters stats;
     struct mqs__runnext runnext;
+    /* Owner-only batches of shared counters, so a spawn and an exit touch
+     * no line another worker writes: task ids [id_next, id_end) taken
+     * from rt->next_id, and live-task units taken from rt->live (a spawn
+     * uses one, an exit returns one; the worker hands its units back
+     * before it idles, so rt->live reaches 0 once every task ended). */
+    uint64_t id_next, id_end;
+    int64_t live_units;
 
     /* Parking: the futex word and whether the worker sleeps on it. */
     atomic_uint park_futex MQS__ALIGNED;
@@ -348,6 +355,9 @@ void mqs__worker_loop(struct mqs_worker *w);
  * went to the caller's own worker and should preempt the caller. */
 bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);
 void mqs__kick(struct mqs_worker *w);
+/* A new task's id; one live unit for it (spawn, w may be NULL). */
+uint64_t mqs__task_id_next(mqs_runtime_t *rt, struct mqs_worker *w);
+void mqs__live_get(mqs_runtime_t *rt, struct mqs_worker *w);
 /* Child runs first: may the running task prev give worker w to child, a
  * RUNNABLE task it just spawned?  If so, run_child parks prev on w's
  * run-next stack and switches to child (returns when prev runs again). */

@@ -124,6 +124,46 @@ void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle)
 }
 
 /* ------------------------------------------------------------------ */
+/* Batched shared counters (ids, live tasks)                           */
+/* ------------------------------------------------------------------ */
+
+#define SCHED_ID_BATCH 256
+#define SCHED_LIVE_BATCH 256
+
+uint64_t mqs__task_id_next(mqs_runtime_t *rt, struct mqs_worker *w)
+{
+    if (!w)
+        return atomic_fetch_add(&rt->next_id, 1);
+    if (w->id_next == w->id_end) {
+        w->id_next = atomic_fetch_add(&rt->next_id, SCHED_ID_BATCH);
+        w->id_end = w->id_next + SCHED_ID_BATCH;
+    }
+    return w->id_next++;
+}
+
+void mqs__live_get(mqs_runtime_t *rt, struct mqs_worker *w)
+{
+    if (!w) {
+        atomic_fetch_add(&rt->live, 1);
+        return;
+    }
+    if (w->live_units == 0) {
+        atomic_fetch_add(&rt->live, SCHED_LIVE_BATCH);
+        w->live_units = SCHED_LIVE_BATCH;
+    }
+    w->live_units--;
+}
+
+/* Give n units back to rt->live; the last one wakes runtime destroy. */
+static void live_put(mqs_runtime_t *rt, int64_t n)
+{
+    if (n && atomic_fetch_sub(&rt->live, n) == n) {
+        atomic_fetch_add(&rt->live_futex, 1);
+        futex_wake(&rt->live_futex, INT_MAX);
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* Run-queue helpers exported to policies                              */
 /* ------------------------------------------------------------------ */
 
@@ -521,9 +561,9 @@ void mqs__finish_switch(struct mqs_worker *w)
         MQS__STAT_ADD(w->stats.exits, 1);
         if (detached)
             mqs__task_release(prev);
-        if (atomic_fetch_sub(&w->rt->live, 1) == 1) {
-            atomic_fetch_add(&w->rt->live_futex, 1);
-            futex_wake(&w->rt->live_futex, INT_MAX);
+        if (++w->live_units > 2 * SCHED_LIVE_BATCH) {
+            w->live_units -= SCHED_LIVE_BATCH;
+            live_put(w->rt, SCHED_LIVE_BATCH);
         }
     }
 }
@@ -813,8 +853,11 @@ void mqs__worker_loop(struct mqs_worker *w)
         w->now = mqs__clock_ns(&w->clock);
         housekeeping(w);
         struct mqs_task *next = pick_locked(w);
-        if (!next)
+        if (!next) {
+            live_put(w->rt, w->live_units);
+            w->live_units = 0;
             next = idle_wait(w);
+        }
         if (!next)
             continue;
         MQS__STAT_ADD(w->stats.switches, 1);
@@ -823,3 +866,6 @@ void mqs__worker_loop(struct mqs_worker *w)
         w = switch_to(w, NULL, next);
     }
 }
+
+#undef SCHED_ID_BATCH
+#undef SCHED_LIVE_BATCH

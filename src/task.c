@@ -117,12 +117,13 @@ static void default_name(char *buf, uint64_t id)
 }
 
 static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
-                      const mqs_task_attr_t *a, mqs_task_fn fn, void *arg)
+                      const mqs_task_attr_t *a, mqs_task_fn fn, void *arg,
+                      uint64_t id)
 {
     t->rt = rt;
     t->fn = fn;
     t->arg = arg;
-    t->id = atomic_fetch_add(&rt->next_id, 1);
+    t->id = id;
     if (a->name)
         strncpy(t->name, a->name, MQS__NAME_MAX - 1);
     else
@@ -188,15 +189,14 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
     if (self && self->rt != rt)
         self = NULL;
     size_t size = attr->stack_size ? attr->stack_size : rt->stack_size;
-    struct mqs_task *t = mqs__stack_alloc(
-        self, size, (unsigned)atomic_load_explicit(&rt->next_id,
-                                                   memory_order_relaxed));
+    uint64_t id = mqs__task_id_next(rt, self);
+    struct mqs_task *t = mqs__stack_alloc(self, size, (unsigned)id);
     if (!t)
         return MQS_ENOMEM;
-    task_init(t, rt, attr, fn, arg);
+    task_init(t, rt, attr, fn, arg, id);
     t->tsan_fiber = mqs__fiber_create();
     task_track(rt, self, t);
-    atomic_fetch_add(&rt->live, 1);
+    mqs__live_get(rt, self);
     if (self)
         MQS__STAT_ADD(self->stats.spawns, 1);
     else
@@ -244,7 +244,8 @@ void mqs__task_exit(struct mqs_task *t)
     run_key_dtors(t);
     struct mqs_worker *w = mqs__worker_self();
     mqs__spin_lock(&t->joinq.lock);
-    atomic_store(&t->state, MQS__DEAD);
+    /* Readers look under joinq.lock, or at done_futex (below). */
+    atomic_store_explicit(&t->state, MQS__DEAD, memory_order_release);
     struct mqs_task *joiner = mqs__waitq_pop(&t->joinq, 0);
     mqs__spin_unlock(&t->joinq.lock);
     if (atomic_exchange(&t->done_futex, MQS__DONE) == MQS__DONE_WAITED)
