@@ -257,6 +257,7 @@ enum {
     MQS__SW_BLOCK = 1, /* on a wait queue or timer                      */
     MQS__SW_EXIT = 2,  /* returned                                      */
     MQS__SW_MOVE = 3,  /* yielded where its affinity no longer allows   */
+    MQS__SW_CHILD = 4, /* parked on the run-next stack for its child     */
 };
 
 struct mqs_runtime {

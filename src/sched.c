@@ -557,6 +557,10 @@ void mqs__finish_switch(struct mqs_worker *w)
         atomic_store_explicit(&prev->resched_move, false,
                               memory_order_relaxed);
         mqs__enqueue_task(w->rt, prev, MQS_ENQ_MIGRATED);
+    } else if (why == MQS__SW_CHILD) {
+        /* The parked spawner may move now: an idle worker may take it,
+         * as it would have taken the child before child-first. */
+        kick_idle(w->rt);
     } else if (why == MQS__SW_EXIT) {
         MQS__STAT_ADD(w->stats.exits, 1);
         if (detached)
@@ -780,12 +784,9 @@ void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
     }
     atomic_store_explicit(&prev->state, MQS__RUNNABLE, memory_order_relaxed);
     prev->se.queued_at_ns = child->se.queued_at_ns = w->now;
-    /* More than the spawner waits here: let an idle worker steal. */
-    if (atomic_load_explicit(&w->runnext.n, memory_order_relaxed) > 1)
-        kick_idle(w->rt);
     MQS__STAT_ADD(w->stats.switches, 1);
     w->prev = prev;
-    w->prev_why = MQS__SW_YIELD;
+    w->prev_why = MQS__SW_CHILD;
     account_start(w, child);
     w = switch_to(w, prev, child);
     mqs__finish_switch(w);
