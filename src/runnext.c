@@ -23,9 +23,9 @@
  * Bounds, so the stack never hides work: RT order holds because the top
  * is resumed only when nothing more urgent is queued anywhere (else the
  * whole stack goes to the policy); a yield, and the periodic balancer
- * every millisecond, hand the whole stack to the policy (bottom first,
- * MQS_ENQ_PREEMPTED), so queued tasks wait for the stack at most one
- * balancing period; it holds RUNNEXT_MAX entries, beyond which a spawn
+ * every millisecond when tasks are queued on this worker, hand the whole
+ * stack to the policy (bottom first, MQS_ENQ_PREEMPTED), so queued tasks
+ * wait for the stack at most one balancing period; it holds RUNNEXT_MAX entries, beyond which a spawn
  * just queues the child.
  *
  * Rejected: Go's runnext slot (the NEW task waits in a one-entry slot

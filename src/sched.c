@@ -669,8 +669,10 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
             kick_idle(w->rt);
         if (w->rt->policy->balance && w->rt->nworkers > 1)
             w->rt->policy->balance(&w->rq, MQS_BALANCE_PERIODIC);
-        /* Spawners parked by child-first wait at most this long. */
-        mqs__runnext_flush(w);
+        /* Spawners parked by child-first keep queued tasks waiting at
+         * most this long (with nothing queued, they wait for no one). */
+        if (atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed))
+            mqs__runnext_flush(w);
     }
 }
 
