@@ -18,6 +18,21 @@
  * put_prev), or neither (blocked, new, dead).  A task is queued on at most
  * one rq; the core checks that pick returns a task queued on the rq
  * passed (or one taken from another rq with mqs_rq_steal()).
+ *
+ * Child runs first (the core's, for every policy; src/runnext.c): when a
+ * running task spawns a child that may run on its worker and is not less
+ * urgent than the spawner nor than the best level queued anywhere
+ * (mqs_best_prio_anywhere), the core runs the child at once WITHOUT
+ * enqueue(MQS_ENQ_NEW) or pick, after put_prev for the spawner, and
+ * parks the spawner on a core stack of its own.  Parked spawners are
+ * neither queued nor running for the policy: the core resumes them
+ * without pick when the running task blocks or exits (again only if
+ * nothing more urgent is queued), lets idle workers take them after
+ * balance found nothing, and hands them to enqueue(MQS_ENQ_PREEMPTED)
+ * on a yield or at the periodic balance when tasks are queued.  So a
+ * policy may see put_prev (and later enqueue) for a task it never saw
+ * enqueue(MQS_ENQ_NEW) for, with its policy fields still zero: initialise
+ * per-task state lazily (e.g. a vruntime of 0 means "place me").
  */
 #ifndef MQS_POLICY_H
 #define MQS_POLICY_H
