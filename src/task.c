@@ -4,7 +4,12 @@
  *
  * A task's life: spawn maps (or reuses) a stack with the task struct at
  * its top, fills the scheduling entity from the attributes, and hands it
- * to the policy through the same path as a wake-up.  It runs fn(arg) on
+ * to the policy through the same path as a wake-up, or, spawned by a
+ * running task, runs it at once with the spawner parked (child runs
+ * first, runnext.c: a spawn/join tree then runs depth first).  The exit
+ * makes no system call unless an external joiner sleeps on done_futex,
+ * and the default name is formatted by hand (snprintf was a tenth of a
+ * skynet task).  It runs fn(arg) on
  * its own stack from task_main; when fn returns, key destructors run,
  * joiners are woken, and the final switch away releases a detached task's
  * stack (mqs__finish_switch, once nothing runs on it).  A joinable task's
