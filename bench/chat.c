@@ -49,7 +49,7 @@
 
 #include "common.h"
 #include "mqs.h"
-#include "point.h"
+#include "expkit.h"
 
 #define CHAT_CAPACITY 64
 #define CHAT_KERNEL_STACK (64u * 1024u)
@@ -581,7 +581,7 @@ static int chat_open(bench_point_t *p)
         p->workers = bench_kernel_cpus(p->o->workers, &set);
         return 0;
     }
-    if (bench_point_runtime_open("chat", p->row->spec, p->o->workers, 0, &cp->rt))
+    if (bench_runtime_open("chat", p->row->spec, p->o->workers, 0, &cp->rt))
         return -1;
     p->workers = mqs_runtime_workers(cp->rt);
     return 0;
@@ -609,7 +609,7 @@ static int chat_measure(bench_point_t *p, double *value, double *extra)
 static void chat_close(bench_point_t *p)
 {
     struct chat_point *cp = p->ctx;
-    bench_point_runtime_close("chat", cp->rt);
+    bench_runtime_close("chat", cp->rt);
     cp->rt = NULL;
 }
 
@@ -618,16 +618,13 @@ static const bench_point_kind_t chat_kind = {chat_open, chat_measure,
 
 static const bench_peer_map_t chat_peer_map = {.value_key = "msgs_per_s"};
 
-static void chat_peer_args(const bench_opts_t *o, struct chat_point *cp)
+static void chat_peer_args(struct chat_point *cp)
 {
     cp->peer = (bench_peer_point_t){.map = &chat_peer_map};
     bench_peer_arg(&cp->peer, "rooms", cp->s.rooms);
     bench_peer_arg(&cp->peer, "users", cp->s.users);
     bench_peer_arg(&cp->peer, "messages", cp->s.messages);
     bench_peer_arg(&cp->peer, "msg_bytes", cp->s.bytes);
-    bench_peer_arg(&cp->peer, "workers",
-                   o->workers ? o->workers : bench_cpus_allowed());
-    bench_peer_arg(&cp->peer, "seconds", o->seconds);
 }
 
 /* ------------------------------------------------------------------ */
@@ -642,11 +639,12 @@ struct chat_args {
 
 static int chat_options(int *argc, char **argv, struct chat_args *a)
 {
-    static const char *const names[] = {"rooms", "users", "messages",
-                                        "msg-bytes", NULL};
     const char *v[4] = {"1,10", "20", "100", "100"};
+    const bench_xopt_t xo[] = {{"rooms", &v[0]}, {"users", &v[1]},
+                               {"messages", &v[2]}, {"msg-bytes", &v[3]},
+                               {NULL, NULL}};
     *a = (struct chat_args){0};
-    int rc = bench_point_take_options("chat", argc, argv, names, v);
+    int rc = bench_take_options("chat", argc, argv, xo, NULL);
     if (rc == 0)
         rc = bench_parse_int_list("chat", "--rooms", v[0], 1, 1000, &a->rooms,
                                   &a->nrooms);
@@ -669,7 +667,7 @@ static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     cp->s.rooms = a->rooms[i];
     bool peer = bench_peer_is(p->row->spec);
     if (peer)
-        chat_peer_args(sw->o, cp);
+        chat_peer_args(cp);
     p->unit = "msgs/s";
     p->nextra = CHAT_X_COUNT;
     p->kind = peer ? &bench_peer_kind : &chat_kind;

@@ -1,19 +1,23 @@
 /*
- * expkit.c - helpers of the ring, pipe and wake experiments (expkit.h).
+ * expkit.c - the experiment toolkit's options and rows (expkit.h; the
+ * data-point driver is point.c).
  *
  * Experiment options: bench_parse_options() knows only the common set
  * and rejects anything else, which keeps every experiment's CLI uniform.
- * An experiment with options of its own (--size, --clients, ...) lifts
- * them out of argv first with bench_take_options(), so the common parser
- * and its --help stay one piece of code; the experiment lists its own
- * options in the details paragraph of its help.  Rejected: a second
- * getopt pass with a merged table (getopt's state is global and the
- * common parser resets it), and widening the common table with every
- * experiment's options (each would accept the others' options).
+ * An experiment with options of its own (--size, --clients, --short, ...)
+ * lifts them out of argv first with bench_take_options(), so the common
+ * parser and its --help stay one piece of code; the experiment lists its
+ * own options in the details paragraph of its help, and a misspelt
+ * option still reaches the common parser and is reported there as
+ * unknown.  Rejected: a second getopt pass with a merged table (getopt's
+ * state is global and the common parser resets it), widening the common
+ * table with every experiment's options (each would accept the others'
+ * options), and a names[]/values[] pair of arrays (the point kit's
+ * version: it could not refuse an option that does not apply).
  *
- * The point driver is the warm-up-then-repeat sequence of yield.c's
- * point_run, reusable because a sample is just a function that measures
- * for a given time.
+ * Rows: one runtime-open with the MQS_POLICY check and one CPU list for
+ * every experiment, so a kernel row of one experiment runs on the same
+ * CPUs as the kernel row of another.
  */
 #include "expkit.h"
 
@@ -83,6 +87,9 @@ int bench_take_options(const char *exp, int *argc, char **argv,
 /* Rows                                                                */
 /* ------------------------------------------------------------------ */
 
+/* Does the runtime's policy name match the row "name[:tunables]"?  The
+ * runtime reads MQS_* variables, and MQS_POLICY would silently relabel
+ * every row. */
 static bool kit_same_policy(const char *name, const char *spec)
 {
     size_t n = strcspn(spec, ":");
@@ -90,13 +97,14 @@ static bool kit_same_policy(const char *name, const char *spec)
 }
 
 int bench_runtime_open(const char *exp, const char *spec, int workers,
-                       mqs_runtime_t **rt)
+                       size_t stack_size, mqs_runtime_t **rt)
 {
     char err[256] = "";
     mqs_config_t cfg;
     mqs_config_init(&cfg);
     cfg.workers = workers;
     cfg.policy = spec;
+    cfg.stack_size = stack_size;
     cfg.errbuf = err;
     cfg.errbuf_size = sizeof err;
     *rt = NULL;
@@ -119,14 +127,15 @@ int bench_runtime_open(const char *exp, const char *spec, int workers,
     return 0;
 }
 
-void bench_runtime_close(const char *exp, mqs_runtime_t *rt)
+int bench_runtime_close(const char *exp, mqs_runtime_t *rt)
 {
     if (!rt)
-        return;
+        return 0;
     int rc = mqs_runtime_destroy(rt);
     if (rc)
         fprintf(stderr, "mqs-bench %s: mqs_runtime_destroy: %s\n", exp,
                 mqs_strerror(rc));
+    return rc ? -1 : 0;
 }
 
 int bench_cpu_list(int workers, int *cpus, int max)
@@ -152,61 +161,17 @@ void bench_cpuset_of(const int *cpus, int n, cpu_set_t *set)
         CPU_SET(cpus[i], set);
 }
 
+int bench_kernel_cpus(int workers, cpu_set_t *set)
+{
+    int cpus[CPU_SETSIZE];
+    int n = bench_cpu_list(workers, cpus, CPU_SETSIZE);
+    bench_cpuset_of(cpus, n, set);
+    return n;
+}
+
 /* ------------------------------------------------------------------ */
-/* Data points                                                         */
+/* Peers                                                               */
 /* ------------------------------------------------------------------ */
-
-struct kit_point {
-    bench_progress_t *pg;
-    const char *row, *param;
-    double seconds;
-    bench_sample_fn fn;
-    void *ctx;
-};
-
-static int kit_repeat(void *arg, int repeat, double *value)
-{
-    struct kit_point *p = arg;
-    bench_progress_show(p->pg, p->row, p->param, repeat + 1);
-    return p->fn(p->ctx, p->seconds, value);
-}
-
-int bench_point_estimate(const bench_opts_t *o, bench_progress_t *pg,
-                         const char *row, const char *param, bool warm,
-                         bench_sample_fn fn, void *ctx, bench_estimate_t *est)
-{
-    struct kit_point p = {pg, row, param, o->seconds, fn, ctx};
-    *est = (bench_estimate_t){.mean = NAN, .stdev = NAN, .ci95 = NAN,
-                              .frc = true};
-    if (warm) {
-        double v;
-        bench_progress_show(pg, row, param, 0);
-        int rc = fn(ctx, o->seconds / 4, &v);
-        if (rc)
-            return rc;
-    }
-    return bench_repeat_until_precise(&o->prec, kit_repeat, &p, est);
-}
-
-bench_result_t bench_result_of(const char *row, const char *param,
-                               int workers, const char *unit, int rc,
-                               const bench_estimate_t *est, const char *note)
-{
-    bool ok = rc == 0;
-    bench_result_t r = {
-        .row = (char *)row,
-        .param = (char *)param,
-        .workers = workers,
-        .value = ok ? est->mean : NAN,
-        .ci95 = ok ? est->ci95 : NAN,
-        .unit = unit,
-        .frc = ok && est->frc,
-        .note = ok ? NULL : note,
-    };
-    for (int i = 0; i < BENCH_MAX_EXTRA; i++)
-        r.extra[i] = NAN;
-    return r;
-}
 
 int bench_peer_sample(const char *peer, const char *exp,
                       const char *const *args, int workers, double seconds,

@@ -51,7 +51,7 @@
 
 #include "common.h"
 #include "mqs.h"
-#include "point.h"
+#include "expkit.h"
 
 #define MIXED_CACHELINE 64
 #define MIXED_RECORD_BYTES 2048
@@ -465,7 +465,7 @@ static int mixed_mq_open(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
     if (mixed_point_alloc(mp) ||
-        bench_point_runtime_open("mixed", p->row->spec, p->o->workers, 0, &mp->rt))
+        bench_runtime_open("mixed", p->row->spec, p->o->workers, 0, &mp->rt))
         return -1;
     p->workers = mqs_runtime_workers(mp->rt);
     mp->tasks = calloc((size_t)mp->n, sizeof *mp->tasks);
@@ -495,7 +495,7 @@ static int mixed_mq_measure(bench_point_t *p, double *value, double *extra)
 static void mixed_mq_close(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
-    bench_point_runtime_close("mixed", mp->rt);
+    bench_runtime_close("mixed", mp->rt);
     free(mp->tasks);
     mp->rt = NULL;
     mp->tasks = NULL;
@@ -585,9 +585,6 @@ static void mixed_peer_args(const bench_opts_t *o, struct mixed_point *mp,
     bench_peer_arg(&mp->peer, "short", mp->nshort);
     bench_peer_arg(&mp->peer, "long", mp->nlong);
     bench_peer_arg(&mp->peer, "burst_records", (double)mp->burst);
-    bench_peer_arg(&mp->peer, "workers",
-                   o->workers ? o->workers : bench_cpus_allowed());
-    bench_peer_arg(&mp->peer, "seconds", o->seconds);
 }
 
 /* ------------------------------------------------------------------ */
@@ -604,11 +601,11 @@ struct mixed_args {
 
 static int mixed_options(int *argc, char **argv, struct mixed_args *a)
 {
-    static const char *const names[] = {"short", "long", NULL};
     const char *v[2] = {"5,4,16", "5,2,0"};
+    const bench_xopt_t xo[] = {{"short", &v[0]}, {"long", &v[1]}, {NULL, NULL}};
     int ns = 0, nl = 0;
     *a = (struct mixed_args){0};
-    int rc = bench_point_take_options("mixed", argc, argv, names, v);
+    int rc = bench_take_options("mixed", argc, argv, xo, NULL);
     if (rc == 0)
         rc = bench_parse_int_list("mixed", "--short", v[0], 0, MIXED_MAX_TASKS,
                                   &a->shorts, &ns);

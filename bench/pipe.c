@@ -247,7 +247,7 @@ static int pipe_mq_sample(void *arg, double seconds, double *value)
 
 static int pipe_mq_open(struct pipe_point *pt)
 {
-    if (bench_runtime_open("pipe", pt->row, pt->o->workers, &pt->rt))
+    if (bench_runtime_open("pipe", pt->row, pt->o->workers, 0, &pt->rt))
         return -1;
     int w = mqs_runtime_workers(pt->rt);
     pt->workers = pt->mode == PIPE_SAME ? 1 : pt->mode == PIPE_CROSS ? 2 : w;

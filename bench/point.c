@@ -1,6 +1,6 @@
 /*
- * point.c - the data-point driver and the row-kind helpers shared by the
- * mixed, spawn and chat experiments (see point.h).
+ * point.c - the experiment toolkit's data-point driver, sweep and peer
+ * row kind (expkit.h).
  *
  * A point is: open the row (a runtime, a thread mask, nothing for a
  * peer), one warm-up measurement thrown away, then measurements under
@@ -9,18 +9,15 @@
  * value (wait time, migrations, peak RSS) are averaged over the same
  * repeats as the value, so a table line is one set of runs.
  *
- * yield.c predates this file and keeps its own loop: it also needs the
- * worst-over-repeats fairness, which a mean does not give.
+ * bench_point_estimate() is the same loop for an experiment whose sample
+ * is a function of the seconds to measure (ring, pipe, wake): it wraps
+ * the function in a row kind rather than keeping a second copy of the
+ * warm-up-and-repeat sequence.
  *
- * Experiment options: the common parser (common.c) knows a fixed set of
- * options, and each experiment here has two or three of its own
- * (--short, --fanout, --rooms...).  Rather than widen the common
- * parser's interface for every experiment, an experiment takes its own
- * options out of argv first (bench_point_take_options) and hands the rest on;
- * a misspelt option still reaches the common parser and is reported
- * there as unknown.
+ * yield.c keeps its own loop: it also needs the worst-over-repeats
+ * fairness, which a mean does not give.
  */
-#include "point.h"
+#include "expkit.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -94,21 +91,97 @@ static void point_fill(const bench_point_t *p, const struct point_run *run,
             res->extra[i] = run->sum[i] / run->have[i];
 }
 
+/* Warm-up (unless p->no_warm) and the repeats: the one loop. */
+static int point_loop(bench_point_t *p, struct point_run *run,
+                      bench_estimate_t *est)
+{
+    *est = (bench_estimate_t){.mean = NAN, .stdev = NAN, .ci95 = NAN,
+                              .frc = true};
+    int rc = p->no_warm ? 0 : point_warmup(p);
+    if (rc == 0)
+        rc = bench_repeat_until_precise(&p->o->prec, point_repeat, run, est);
+    return rc;
+}
+
 int bench_point_run(bench_point_t *p, bench_result_t *res)
 {
     struct point_run run = {.p = p};
-    bench_estimate_t est = {.mean = NAN, .ci95 = NAN, .frc = true};
+    bench_estimate_t est;
     p->note[0] = '\0';
     int rc = p->kind->open(p);
     if (rc == 0)
-        rc = point_warmup(p);
-    if (rc == 0)
-        rc = bench_repeat_until_precise(&p->o->prec, point_repeat, &run, &est);
+        rc = point_loop(p, &run, &est);
+    else
+        est = (bench_estimate_t){.mean = NAN, .ci95 = NAN, .frc = true};
     p->kind->close(p);
     if (rc < 0 && !p->note[0])
         snprintf(p->note, sizeof p->note, "failed");
     point_fill(p, &run, &est, rc == 0, res);
     return rc < 0 ? -1 : 0;
+}
+
+/* ----- a sample function as a row kind ----- */
+
+struct point_sample {
+    bench_sample_fn fn;
+    void *ctx;
+};
+
+static int point_sample_open(bench_point_t *p)
+{
+    (void)p;
+    return 0;
+}
+
+static int point_sample_measure(bench_point_t *p, double *value,
+                                double *extra)
+{
+    const struct point_sample *s = p->ctx;
+    (void)extra;
+    return s->fn(s->ctx, p->warmup ? p->o->seconds / 4 : p->o->seconds,
+                 value);
+}
+
+static void point_sample_close(bench_point_t *p)
+{
+    (void)p;
+}
+
+static const bench_point_kind_t point_sample_kind = {
+    point_sample_open, point_sample_measure, point_sample_close};
+
+int bench_point_estimate(const bench_opts_t *o, bench_progress_t *pg,
+                         const char *row, const char *param, bool warm,
+                         bench_sample_fn fn, void *ctx, bench_estimate_t *est)
+{
+    struct point_sample s = {fn, ctx};
+    bench_row_spec_t spec = {(char *)row, false};
+    bench_point_t p = {.o = o, .progress = pg, .row = &spec,
+                       .kind = &point_sample_kind, .ctx = &s,
+                       .no_warm = !warm};
+    struct point_run run = {.p = &p};
+    snprintf(p.param, sizeof p.param, "%s", param);
+    return point_loop(&p, &run, est);
+}
+
+bench_result_t bench_result_of(const char *row, const char *param,
+                               int workers, const char *unit, int rc,
+                               const bench_estimate_t *est, const char *note)
+{
+    bool ok = rc == 0;
+    bench_result_t r = {
+        .row = (char *)row,
+        .param = (char *)param,
+        .workers = workers,
+        .value = ok ? est->mean : NAN,
+        .ci95 = ok ? est->ci95 : NAN,
+        .unit = unit,
+        .frc = ok && est->frc,
+        .note = ok ? NULL : note,
+    };
+    for (int i = 0; i < BENCH_MAX_EXTRA; i++)
+        r.extra[i] = NAN;
+    return r;
 }
 
 int bench_sweep_run(bench_sweep_t *sw, bench_results_t *rs)
@@ -148,84 +221,6 @@ int bench_sweep_report(bench_sweep_t *sw, const char *title,
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows                                                         */
-/* ------------------------------------------------------------------ */
-
-/* Does the runtime's policy name match the row "name[:tunables]"?  The
- * runtime reads MQS_* variables, and MQS_POLICY would silently relabel
- * every row. */
-static bool point_same_policy(const char *name, const char *spec)
-{
-    size_t n = strcspn(spec, ":");
-    return name && strlen(name) == n && strncmp(name, spec, n) == 0;
-}
-
-int bench_point_runtime_open(const char *exp, const char *spec, int workers,
-                       size_t stack_size, mqs_runtime_t **rt)
-{
-    char err[256] = "";
-    mqs_config_t cfg;
-    mqs_config_init(&cfg);
-    cfg.workers = workers;
-    cfg.policy = spec;
-    cfg.stack_size = stack_size;
-    cfg.errbuf = err;
-    cfg.errbuf_size = sizeof err;
-    int rc = mqs_runtime_create(rt, &cfg);
-    if (rc != 0) {
-        fprintf(stderr, "mqs-bench %s: %s: runtime: %s\n", exp, spec,
-                err[0] ? err : mqs_strerror(rc));
-        *rt = NULL;
-        return -1;
-    }
-    if (!point_same_policy(mqs_runtime_policy(*rt), spec)) {
-        fprintf(stderr,
-                "mqs-bench %s: row %s ran policy %s: MQS_POLICY in the "
-                "environment overrides --policy; unset it\n",
-                exp, spec, mqs_runtime_policy(*rt));
-        mqs_runtime_destroy(*rt);
-        *rt = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-int bench_point_runtime_close(const char *exp, mqs_runtime_t *rt)
-{
-    if (!rt)
-        return 0;
-    int rc = mqs_runtime_destroy(rt);
-    if (rc)
-        fprintf(stderr, "mqs-bench %s: mqs_runtime_destroy: %s\n", exp,
-                mqs_strerror(rc));
-    return rc ? -1 : 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Kernel rows                                                         */
-/* ------------------------------------------------------------------ */
-
-int bench_kernel_cpus(int workers, cpu_set_t *set)
-{
-    cpu_set_t allowed;
-    CPU_ZERO(set);
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
-        int n = bench_cpus_allowed();
-        for (int c = 0; c < n && c < CPU_SETSIZE; c++)
-            CPU_SET(c, set);
-        return n;
-    }
-    int n = 0;
-    for (int c = 0; c < CPU_SETSIZE; c++) {
-        if (!CPU_ISSET(c, &allowed) || (workers && n == workers))
-            continue;
-        CPU_SET(c, set);
-        n++;
-    }
-    return n;
-}
-
-/* ------------------------------------------------------------------ */
 /* Peer rows                                                           */
 /* ------------------------------------------------------------------ */
 
@@ -256,8 +251,9 @@ static int point_peer_measure(bench_point_t *p, double *value, double *extra)
     bench_peer_point_t *pp = p->ctx;
     const bench_peer_map_t *m = pp->map;
     bench_peer_result_t r;
-    int st = bench_peer_run(p->row->spec, p->experiment, pp->args, &r, p->note,
-                            sizeof p->note);
+    int st = bench_peer_sample(p->row->spec, p->experiment, pp->args,
+                               p->o->workers, p->o->seconds, &r, p->note,
+                               sizeof p->note);
     if (st == BENCH_PEER_MISSING || st == BENCH_PEER_UNSUPPORTED)
         return BENCH_POINT_SKIP;
     if (st != BENCH_PEER_OK)
@@ -280,54 +276,3 @@ static void point_peer_close(bench_point_t *p)
 
 const bench_point_kind_t bench_peer_kind = {point_peer_open, point_peer_measure,
                                             point_peer_close};
-
-/* ------------------------------------------------------------------ */
-/* Experiment options                                                  */
-/* ------------------------------------------------------------------ */
-
-/* Index of the option arg names ("--name" or "--name=..."), or -1; *val
- * gets what follows '=' (NULL when the value is the next argument). */
-static int point_match(const char *arg, const char *const *names,
-                       const char **val)
-{
-    if (strncmp(arg, "--", 2) != 0)
-        return -1;
-    for (int i = 0; names[i]; i++) {
-        size_t n = strlen(names[i]);
-        if (strncmp(arg + 2, names[i], n) != 0)
-            continue;
-        if (arg[2 + n] == '\0' || arg[2 + n] == '=') {
-            *val = arg[2 + n] == '=' ? arg + 3 + n : NULL;
-            return i;
-        }
-    }
-    return -1;
-}
-
-int bench_point_take_options(const char *exp, int *argc, char **argv,
-                       const char *const *names, const char **values)
-{
-    int out = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *val = NULL;
-        if (strcmp(argv[i], "--") == 0) {
-            while (i < *argc)
-                argv[out++] = argv[i++];
-            break;
-        }
-        int k = point_match(argv[i], names, &val);
-        if (k < 0) {
-            argv[out++] = argv[i];
-            continue;
-        }
-        if (!val && i + 1 >= *argc) {
-            fprintf(stderr, "mqs-bench %s: missing value for '--%s'\n", exp,
-                    names[k]);
-            return BENCH_EXIT_USAGE;
-        }
-        values[k] = val ? val : argv[++i];
-    }
-    *argc = out;
-    argv[out] = NULL;
-    return 0;
-}

@@ -31,6 +31,9 @@ typedef struct report_def {
     const char *tasks;  /* --tasks; NULL: the experiment's default       */
     double weight;      /* share of the budget, relative to the others   */
     double max_seconds; /* cap on --seconds; 0: the experiment's default */
+    int params;         /* points per row and --tasks entry: the values of
+                         * the experiment's own parameter (pipe's modes,
+                         * mixed's mixes, chat's rooms); 0 = 1          */
 } report_def_t;
 
 extern const report_def_t report_standard[];

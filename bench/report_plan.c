@@ -165,7 +165,8 @@ static int rplan_points(const report_t *rp, const report_step_t *s)
     const char *t = report_step_tasks(s), *p = report_step_policy(rp, s);
     int nt = report_count_list(t ? t : s->defaults.tasks);
     int nr = report_count_rows(p ? p : s->defaults.policy);
-    return (nt ? nt : REPORT_GUESS_TASKS) * (nr ? nr : REPORT_GUESS_ROWS);
+    int np = s->def->params > 0 ? s->def->params : 1;
+    return (nt ? nt : REPORT_GUESS_TASKS) * (nr ? nr : REPORT_GUESS_ROWS) * np;
 }
 
 static double rplan_cap(const report_step_t *s)

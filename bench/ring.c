@@ -238,7 +238,7 @@ static int ring_mq_sample(void *arg, double seconds, double *value)
 static int ring_mq_open(struct ring_point *pt)
 {
     int w = pt->o->workers ? pt->o->workers : 1;
-    if (bench_runtime_open("ring", pt->row, w, &pt->rt))
+    if (bench_runtime_open("ring", pt->row, w, 0, &pt->rt))
         return -1;
     pt->workers = mqs_runtime_workers(pt->rt);
     return 0;

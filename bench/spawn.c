@@ -50,7 +50,7 @@
 
 #include "common.h"
 #include "mqs.h"
-#include "point.h"
+#include "expkit.h"
 
 #define SPAWN_MAX_FANOUT 64
 #define SPAWN_STACK (16u * 1024u)
@@ -229,7 +229,7 @@ struct spawn_point {
 static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
 {
     mqs_runtime_t *rt;
-    if (bench_point_runtime_open("spawn", p->row->spec, p->o->workers, SPAWN_STACK,
+    if (bench_runtime_open("spawn", p->row->spec, p->o->workers, SPAWN_STACK,
                            &rt))
         return -1;
     mqs_task_t *t;
@@ -240,7 +240,7 @@ static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
     *ns = bench_now_ns() - t0;
     if (rc)
         spawn_fail(root->tree, rc);
-    return bench_point_runtime_close("spawn", rt);
+    return bench_runtime_close("spawn", rt);
 }
 
 static int spawn_run_kernel(bench_point_t *p, struct spawn_node *root,
@@ -393,14 +393,11 @@ static const bench_peer_map_t spawn_peer_map = {
     .check = spawn_peer_check,
 };
 
-static void spawn_peer_args(const bench_opts_t *o, struct spawn_point *sp)
+static void spawn_peer_args(struct spawn_point *sp)
 {
     sp->peer = (bench_peer_point_t){.map = &spawn_peer_map, .check_ctx = sp};
     bench_peer_arg(&sp->peer, "tasks", (double)sp->leaves);
     bench_peer_arg(&sp->peer, "fanout", sp->fanout);
-    bench_peer_arg(&sp->peer, "workers",
-                   o->workers ? o->workers : bench_cpus_allowed());
-    bench_peer_arg(&sp->peer, "seconds", o->seconds);
 }
 
 /* ------------------------------------------------------------------ */
@@ -414,9 +411,10 @@ struct spawn_args {
 
 static int spawn_options(int *argc, char **argv, struct spawn_args *a)
 {
-    static const char *const names[] = {"fanout", "kernel-tasks", NULL};
     const char *v[2] = {"10", "10000"};
-    int rc = bench_point_take_options("spawn", argc, argv, names, v);
+    const bench_xopt_t xo[] = {
+        {"fanout", &v[0]}, {"kernel-tasks", &v[1]}, {NULL, NULL}};
+    int rc = bench_take_options("spawn", argc, argv, xo, NULL);
     if (rc == 0)
         rc = bench_parse_int("spawn", "--fanout", v[0], 2, SPAWN_MAX_FANOUT,
                              &a->fanout);
@@ -447,7 +445,7 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max, {0}};
     bool peer = bench_peer_is(p->row->spec);
     if (peer)
-        spawn_peer_args(sw->o, sp);
+        spawn_peer_args(sp);
     p->unit = "ns";
     p->nextra = SPAWN_X_COUNT;
     p->kind = peer ? &bench_peer_kind : &spawn_kind;

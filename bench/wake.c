@@ -532,7 +532,7 @@ static int wake_open(struct wake_point *pt, bool peer, bool kernel)
     if (rc == 0 && kernel)
         pt->workers = bench_cpu_list(pt->o->workers, cpus, MQS_MAX_WORKERS);
     if (rc == 0 && !peer && !kernel) {
-        rc = bench_runtime_open("wake", pt->row, pt->o->workers, &pt->rt);
+        rc = bench_runtime_open("wake", pt->row, pt->o->workers, 0, &pt->rt);
         pt->workers = rc ? pt->workers : mqs_runtime_workers(pt->rt);
     }
     return rc;

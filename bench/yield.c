@@ -53,6 +53,7 @@
 
 #include "common.h"
 #include "ctx.h"
+#include "expkit.h"
 #include "mqs.h"
 #include "peer.h"
 
@@ -275,38 +276,11 @@ static void *mq_task(void *arg)
     return NULL;
 }
 
-/* Does the runtime's policy name match the row "name[:tunables]"?  The
- * runtime reads MQS_* variables, and MQS_POLICY would silently relabel
- * every row. */
-static bool same_policy(const char *name, const char *spec)
-{
-    size_t n = strcspn(spec, ":");
-    return name && strlen(name) == n && strncmp(name, spec, n) == 0;
-}
-
 static int mq_open(struct point *pt)
 {
-    char err[256] = "";
-    mqs_config_t cfg;
-    mqs_config_init(&cfg);
-    cfg.workers = pt->o->workers;
-    cfg.policy = pt->row->spec;
-    cfg.errbuf = err;
-    cfg.errbuf_size = sizeof err;
-    int rc = mqs_runtime_create(&pt->rt, &cfg);
-    if (rc != 0) {
-        fprintf(stderr, "mqs-bench yield: %s: runtime: %s\n", pt->row->spec,
-                err[0] ? err : mqs_strerror(rc));
-        pt->rt = NULL;
+    if (bench_runtime_open("yield", pt->row->spec, pt->o->workers, 0,
+                           &pt->rt))
         return -1;
-    }
-    if (!same_policy(mqs_runtime_policy(pt->rt), pt->row->spec)) {
-        fprintf(stderr,
-                "mqs-bench yield: row %s ran policy %s: MQS_POLICY in the "
-                "environment overrides --policy; unset it\n",
-                pt->row->spec, mqs_runtime_policy(pt->rt));
-        return -1;
-    }
     pt->workers = mqs_runtime_workers(pt->rt);
     pt->busy = pt->ntasks < pt->workers ? pt->ntasks : pt->workers;
     pt->tasks = calloc((size_t)pt->ntasks, sizeof *pt->tasks);
@@ -347,12 +321,7 @@ static int mq_measure(struct point *pt, double seconds, double *ns)
 
 static void mq_close(struct point *pt)
 {
-    if (pt->rt) {
-        int rc = mqs_runtime_destroy(pt->rt);
-        if (rc)
-            fprintf(stderr, "mqs-bench yield: mqs_runtime_destroy: %s\n",
-                    mqs_strerror(rc));
-    }
+    bench_runtime_close("yield", pt->rt);
     free(pt->tasks);
     pt->rt = NULL;
     pt->tasks = NULL;
@@ -377,28 +346,10 @@ static void *kernel_thread(void *arg)
     return NULL;
 }
 
-/* The CPUs the threads may use: all allowed ones, or with --workers W
- * the first W of them (a shared mask, not one CPU per thread). */
-static int kernel_cpus(const bench_opts_t *o, cpu_set_t *set)
-{
-    cpu_set_t allowed;
-    CPU_ZERO(set);
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
-        return bench_cpus_allowed();
-    int n = 0;
-    for (int c = 0; c < CPU_SETSIZE; c++) {
-        if (!CPU_ISSET(c, &allowed) || (o->workers && n == o->workers))
-            continue;
-        CPU_SET(c, set);
-        n++;
-    }
-    return n;
-}
-
 static int kernel_open(struct point *pt)
 {
     cpu_set_t set;
-    pt->workers = kernel_cpus(pt->o, &set);
+    pt->workers = bench_kernel_cpus(pt->o->workers, &set);
     pt->busy = pt->ntasks < pt->workers ? pt->ntasks : pt->workers;
     pt->threads = calloc((size_t)pt->ntasks, sizeof *pt->threads);
     return pt->threads ? 0 : -1;
@@ -415,7 +366,7 @@ static int kernel_spawn(struct point *pt)
 {
     pthread_attr_t attr;
     cpu_set_t set;
-    kernel_cpus(pt->o, &set);
+    bench_kernel_cpus(pt->o->workers, &set);
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, KERNEL_STACK);
     pthread_attr_setaffinity_np(&attr, sizeof set, &set);

@@ -90,6 +90,7 @@ static inline bool mqs_mask_isset(const mqs_mask_t *m, int w)
 
 typedef struct mqs_runtime mqs_runtime_t;
 typedef struct mqs_task mqs_task_t;
+struct mqs_policy; /* mqs/policy.h */
 
 /*
  * Runtime configuration.  Initialise with mqs_config_init(): every field
@@ -104,6 +105,25 @@ typedef struct mqs_task mqs_task_t;
  *   policy         MQS_POLICY          "name[:k=v,...]" "mq"
  *   stack_size     MQS_STACK_SIZE      16 KiB..1 GiB    256 KiB (suffix K, M, G ok)
  *   idle_spin_ns   MQS_IDLE_SPIN_NS    0..1e9           50000
+ *   stall_ns       MQS_STALL_NS        0 or 1e6..3.6e12 0 (off) with NDEBUG, else 10 s
+ *
+ * policy_ops runs a policy table that is not in the registry (a policy
+ * under development, a test's deliberately broken one): the name part of
+ * `policy` (or MQS_POLICY) is then looked up first against
+ * policy_ops->name, then in the registry, so "mine:k=v" sets its
+ * tunables and "mq" still picks a registered policy.  With `policy` NULL
+ * the runtime uses policy_ops with its default tunables.  The table must
+ * outlive the runtime and have .name, .enqueue and .pick (MQS_EINVAL
+ * otherwise).
+ *
+ * stall_ns is the stall watchdog (src/watchdog.c): a task that has been
+ * runnable on a worker's queue for longer than stall_ns while that worker
+ * kept reaching scheduling points and ran nothing more urgent than it (or
+ * idled) is reported with the policy's and the task's name, and the
+ * process aborts: a policy that loses a task or never picks it is caught
+ * instead of hanging.  0 turns it off.  It costs nothing on the yield
+ * path (checked at most every millisecond per worker; an idle worker
+ * wakes every stall_ns / 8 to check while it is on).
  *
  * Errors from mqs_runtime_create() come with a message naming the field or
  * variable and its accepted range: written to errbuf when it is set, else
@@ -115,6 +135,8 @@ typedef struct mqs_config {
     const char *policy;   /* NULL = default; "mq", "mq:rr_slice_ns=1000000" */
     size_t stack_size;    /* 0 = default */
     int64_t idle_spin_ns; /* -1 = default */
+    int64_t stall_ns;     /* -1 = default; 0 = no stall watchdog */
+    const struct mqs_policy *policy_ops; /* NULL = by name from the registry */
     bool ignore_env;      /* true: MQS_* variables are not read */
     char *errbuf;         /* optional: receives the error message */
     size_t errbuf_size;

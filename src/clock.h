@@ -31,6 +31,15 @@ static inline uint64_t mqs__mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time of the calling thread: a system call (~0.2 us), so only for
+ * rare checks (sched.c: was a long run really a stall?). */
+static inline uint64_t mqs__thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t mqs__cycles(void)
 {
 #if defined(__x86_64__)

@@ -22,6 +22,16 @@
 #define DEFAULT_STACK (256u * 1024u)
 #define DEFAULT_IDLE_SPIN_NS 50000
 #define MAX_STACK ((size_t)1 << 30)
+/* The stall watchdog is a debugging net: on in debug builds (and set
+ * explicitly by the conformance suite), off in release builds, where a
+ * long wait may be what the program asked for (an RT task hogging). */
+#ifdef NDEBUG
+#define DEFAULT_STALL_NS 0
+#else
+#define DEFAULT_STALL_NS 10000000000LL
+#endif
+#define MIN_STALL_NS 1000000LL
+#define MAX_STALL_NS 3600000000000LL
 
 static int fail(char *err, size_t n, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -176,6 +186,27 @@ static int apply_spin(const mqs_config_t *cfg, mqs_config_t *out, char *err,
     return 0;
 }
 
+static int apply_stall(const mqs_config_t *cfg, mqs_config_t *out,
+                       char *err, size_t n)
+{
+    const char *e = env(cfg, "MQS_STALL_NS");
+    long long v = cfg->stall_ns;
+    bool bad = e ? !parse_ll(e, &v) || v < 0 : v < -1;
+    if (!bad && v > 0 && (v < MIN_STALL_NS || v > MAX_STALL_NS))
+        bad = true;
+    if (bad && e)
+        return fail(err, n, MQS_EINVAL,
+                    "MQS_STALL_NS=%s: expected 0 (off) or a whole number of "
+                    "nanoseconds from %lld to %lld", e, MIN_STALL_NS,
+                    MAX_STALL_NS);
+    if (bad)
+        return fail(err, n, MQS_EINVAL,
+                    "config.stall_ns=%lld: expected -1 (default), 0 (off) or "
+                    "%lld to %lld", v, MIN_STALL_NS, MAX_STALL_NS);
+    out->stall_ns = v < 0 ? DEFAULT_STALL_NS : v;
+    return 0;
+}
+
 int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
                       size_t n)
 {
@@ -189,13 +220,18 @@ int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
     if ((rc = apply_workers(cfg, out, err, n)) ||
         (rc = apply_pin(cfg, out, err, n)) ||
         (rc = apply_stack(cfg, out, err, n)) ||
-        (rc = apply_spin(cfg, out, err, n)))
+        (rc = apply_spin(cfg, out, err, n)) ||
+        (rc = apply_stall(cfg, out, err, n)))
         return rc;
     const char *e = env(cfg, "MQS_POLICY");
-    out->policy = e ? e : (cfg->policy ? cfg->policy : "mq");
+    const char *dname = cfg->policy_ops && cfg->policy_ops->name
+                          ? cfg->policy_ops->name
+                          : "mq";
+    out->policy = e ? e : (cfg->policy ? cfg->policy : dname);
     int64_t values[64];
     const struct mqs_policy *pol;
-    rc = mqs__policy_parse(out->policy, &pol, values, err, n);
+    rc = mqs__policy_parse_ops(out->policy, cfg->policy_ops, &pol, values,
+                               err, n);
     if (rc && e) {
         char inner[256];
         snprintf(inner, sizeof inner, "%s", err ? err : "");
@@ -211,6 +247,7 @@ void mqs_config_init(mqs_config_t *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->pin = -1;
     cfg->idle_spin_ns = -1;
+    cfg->stall_ns = -1;
 }
 
 int mqs_config_resolve(const mqs_config_t *cfg, mqs_config_t *out)
@@ -294,8 +331,34 @@ static int set_tunable(const struct mqs_policy *p, const char *kv, size_t len,
                 names);
 }
 
+/* A policy table handed in through config.policy_ops: the ops the core
+ * cannot do without, and tunables that fit the state it allocates. */
+static int check_custom(const struct mqs_policy *p, char *err, size_t n)
+{
+    if (!p->name || !*p->name || !p->enqueue || !p->pick)
+        return fail(err, n, MQS_EINVAL,
+                    "config.policy_ops: a policy needs .name, .enqueue and "
+                    ".pick (policy '%s')", p->name ? p->name : "(null)");
+    int i = 0;
+    for (const struct mqs_tunable *t = p->tunables; t && t->name; t++, i++)
+        if (i >= 64 || t->offset + sizeof(int64_t) > p->rt_size ||
+            t->min > t->max || t->def < t->min || t->def > t->max)
+            return fail(err, n, MQS_EINVAL,
+                        "config.policy_ops: policy %s: tunable %s does not "
+                        "fit rt_size or its range (at most 64 tunables)",
+                        p->name, t->name);
+    return 0;
+}
+
 int mqs__policy_parse(const char *spec, const struct mqs_policy **pol,
                       int64_t *values, char *err, size_t n)
+{
+    return mqs__policy_parse_ops(spec, NULL, pol, values, err, n);
+}
+
+int mqs__policy_parse_ops(const char *spec, const struct mqs_policy *custom,
+                          const struct mqs_policy **pol, int64_t *values,
+                          char *err, size_t n)
 {
     char name[64], names[512];
     const char *colon = strchr(spec, ':');
@@ -304,7 +367,14 @@ int mqs__policy_parse(const char *spec, const struct mqs_policy **pol,
         len = sizeof name - 1;
     memcpy(name, spec, len);
     name[len] = 0;
-    const struct mqs_policy *p = mqs_policy_find(name);
+    if (custom) {
+        int rc = check_custom(custom, err, n);
+        if (rc)
+            return rc;
+    }
+    const struct mqs_policy *p = custom && strcmp(custom->name, name) == 0
+                                     ? custom
+                                     : mqs_policy_find(name);
     if (!p) {
         list_policies(names, sizeof names);
         return fail(err, n, MQS_ENOPOLICY,

@@ -219,6 +219,14 @@ struct mqs_worker {
     uint64_t now;                  /* timestamp of this scheduling point  */
     uint64_t next_balance;
     mqs__clock_t clock;
+    /* Owner bias of rq.lock (sched.c): allowed at all (own lock, and
+     * membarrier registered), and when a non-owner last took the lock. */
+    bool bias_ok;
+    uint64_t bias_quiet_since;
+    _Atomic uint64_t bias_revoked;  /* times a non-owner revoked it    */
+    /* Wall and thread CPU time at the last stall sample (sched.c);
+     * stall_wall0 == 0: no valid sample (the worker was idle since). */
+    uint64_t stall_wall0, stall_cpu0;
 
     struct mqs__timer_heap timers;
     struct mqs__stack_cache stacks;
@@ -249,6 +257,14 @@ struct mqs_worker {
     void *loop_stack_lo;
     size_t loop_stack_size;
     void *tsan_fiber;
+
+    /* Stall watchdog record (watchdog.c): written by the owner at its
+     * checks, read by whichever worker scans. */
+    struct mqs__wd_worker {
+        _Atomic uint64_t since; /* checking without a gap since then  */
+        _Atomic uint64_t last;  /* time of the last check             */
+        atomic_uint prio;       /* level it ran at that check (255: idle) */
+    } wd MQS__ALIGNED;
 } MQS__ALIGNED;
 
 /* Why a task stops running (worker->prev_why). */
@@ -269,6 +285,8 @@ struct mqs_runtime {
 
     size_t stack_size;
     int64_t idle_spin_ns;
+    int64_t stall_ns;              /* stall watchdog bound, 0 = off       */
+    _Atomic uint64_t wd_next_scan; /* when the next watchdog scan is due  */
     int pin;
     mqs__clock_t clock;
 
@@ -399,6 +417,14 @@ void mqs__wake(struct mqs_task *t);
 /* Deadline helper: now + timeout, saturating. */
 uint64_t mqs__deadline(uint64_t timeout_ns);
 
+/* watchdog.c: the stall watchdog.  mqs__watchdog_check is called by
+ * worker w from its periodic housekeeping (at most every millisecond,
+ * never on the plain yield path) and from its idle loop; it returns at
+ * once when the watchdog is off.  mqs__watchdog_park_ns caps how long an
+ * idle worker may park so that its checks keep coming. */
+void mqs__watchdog_check(struct mqs_worker *w);
+uint64_t mqs__watchdog_park_ns(const mqs_runtime_t *rt, uint64_t timeout_ns);
+
 /* timer.c */
 void mqs__timer_add(struct mqs_worker *w, struct mqs_task *t);
 void mqs__timer_cancel(mqs_runtime_t *rt, struct mqs_task *t);
@@ -435,6 +461,11 @@ int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out,
                       char *err, size_t errn);
 int mqs__policy_parse(const char *spec, const struct mqs_policy **pol,
                       int64_t *values, char *err, size_t errn);
+/* The same with config.policy_ops: custom (NULL: registry only) is
+ * matched by name before the registry. */
+int mqs__policy_parse_ops(const char *spec, const struct mqs_policy *custom,
+                          const struct mqs_policy **pol, int64_t *values,
+                          char *err, size_t errn);
 void mqs__report_error(const mqs_config_t *cfg, const char *msg);
 
 /* Abort with a message naming the task and the broken invariant. */

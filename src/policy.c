@@ -11,9 +11,23 @@
 #include "internal.h"
 
 extern const struct mqs_policy mqs_policy_mq;
+extern const struct mqs_policy mqs_policy_global;
+extern const struct mqs_policy mqs_policy_o1;
+extern const struct mqs_policy mqs_policy_ule;
+extern const struct mqs_policy mqs_policy_cfs;
+extern const struct mqs_policy mqs_policy_eevdf;
+extern const struct mqs_policy mqs_policy_bfs;
+extern const struct mqs_policy mqs_policy_ws;
 
 static const struct mqs_policy *const registry[] = {
     &mqs_policy_mq,
+    &mqs_policy_global,
+    &mqs_policy_o1,
+    &mqs_policy_ule,
+    &mqs_policy_cfs,
+    &mqs_policy_eevdf,
+    &mqs_policy_bfs,
+    &mqs_policy_ws,
     NULL,
 };
 

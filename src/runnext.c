@@ -6,8 +6,11 @@
  * divide and conquer) wants the child to run now, on the same worker, as
  * a call would: the spawner's frames and the child's argument are hot,
  * and the tree then runs depth first, so about depth x fanout tasks are
- * alive at once instead of the whole tree.  mqs_spawn from a task
- * therefore switches straight to the child when it may (mqs__run_child
+ * alive at once instead of the whole tree.  mqs_spawn of a joinable
+ * child from a task, under a policy with MQS_POLICY_CHILD_FIRST (mq; a
+ * policy that sets tasks up in enqueue(NEW), or has its own child-first
+ * rule as o1, leaves it out), therefore switches straight to the child
+ * when it may (mqs__run_child
  * in sched.c: same worker allowed, not less urgent than the spawner nor
  * than anything queued anywhere) and parks the spawner here, on top of
  * the worker's run-next stack.  When the running task next blocks or

@@ -162,11 +162,13 @@ static void runtime_free(mqs_runtime_t *rt)
 
 /* Policy state: tunables first (int64_t each, in table order), then
  * whatever the policy keeps. */
-static int policy_setup(mqs_runtime_t *rt, const char *spec, char *err,
+static int policy_setup(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
                         size_t n)
 {
     int64_t values[64];
-    int rc = mqs__policy_parse(spec, &rt->policy, values, err, n);
+    const char *spec = c->policy;
+    int rc = mqs__policy_parse_ops(spec, c->policy_ops, &rt->policy, values,
+                                   err, n);
     if (rc)
         return rc;
     snprintf(rt->policy_spec, sizeof rt->policy_spec, "%s", spec);
@@ -193,7 +195,8 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     mqs__spin_init(&rt->ext_lock);
     mqs__list_init(&rt->ext_tasks);
     mqs__clock_init(&rt->clock);
-    int rc = policy_setup(rt, c->policy, err, n);
+    rt->stall_ns = c->stall_ns;
+    int rc = policy_setup(rt, c, err, n);
     if (rc)
         return rc;
     rt->workers = calloc((size_t)rt->nworkers, sizeof *rt->workers);

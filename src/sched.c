@@ -11,7 +11,16 @@
  * futex.  So a yield between two tasks is one lock round trip, two policy
  * calls and one context switch, and the worker loop is not on that path
  * (the "bounce through the scheduler stack" of simpler runtimes costs a
- * second switch per yield).
+ * second switch per yield).  The lock round trip is two plain stores when
+ * the worker's lock is biased to it (spinlock.h; the owner side is here):
+ * a worker biases its lock after a millisecond in which no other thread
+ * took it, drops the bias when it goes idle or another thread revokes it.
+ *
+ * A run that lasted 5 us or more is checked for time the worker's thread
+ * spent off its CPU (thread CPU time against wall time since the last
+ * sample, a system call, at most every 50 us): policies see it as
+ * se->stall_ns and may leave it uncharged, so a host preemption does not
+ * cost the task it happened to hit its slice.
  *
  * A task that stops is still on its stack until the switch away from it
  * has saved its registers; until then `on_cpu` is 1 and nobody else may
@@ -36,6 +45,7 @@
  */
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +174,125 @@ static void live_put(mqs_runtime_t *rt, int64_t n)
 }
 
 /* ------------------------------------------------------------------ */
+/* The owner side of the run-queue lock (see spinlock.h)               */
+/* ------------------------------------------------------------------ */
+
+/* A worker biases its lock again once no other thread has taken it for
+ * this long: a stream of remote wake-ups or steals then pays one
+ * membarrier per quiet spell, not one per operation. */
+#define MQS__BIAS_QUIET_NS 1000000u
+
+
+/* May this worker bias its lock?  Only its own lock (not a shared one)
+ * and only when the process could register for expedited membarriers
+ * (seccomp or an old kernel may refuse: then every lock is a plain one). */
+static bool bias_allowed(struct mqs_worker *w)
+{
+    if (w->rt->policy->flags & MQS_POLICY_SHARED_RQ)
+        return false;
+#ifdef SYS_membarrier
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+                   0, 0) == 0;
+#else
+    return false;
+#endif
+}
+
+bool mqs__spin_revoke(mqs__spinlock_t *l, bool wait)
+{
+    struct mqs_worker *self = mqs__worker_self();
+    if (self && &self->rq.own_lock == l)
+        return true; /* the owner itself: its own stores are in order */
+    atomic_store_explicit(&l->notes, MQS__LOCK_REMOTE | MQS__LOCK_UNBIAS,
+                          memory_order_relaxed);
+    /* Every thread of the process passes a full fence: the owner's
+     * owner_in store is visible now, or it will see v held. */
+#ifdef SYS_membarrier
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        mqs__panic("membarrier failed on a biased run-queue lock");
+#endif
+    for (unsigned i = 0;
+         atomic_load_explicit(&l->owner_in, memory_order_acquire); i++) {
+        if (!wait && i >= 4096)
+            return false;
+        mqs__cpu_relax();
+    }
+    return true;
+}
+
+/* The owner holds v: act on what non-owners noted, bias when quiet. */
+static void bias_upkeep(struct mqs_worker *w, mqs__spinlock_t *l)
+{
+    unsigned n = atomic_load_explicit(&l->notes, memory_order_relaxed);
+    if (n) {
+        atomic_store_explicit(&l->notes, 0, memory_order_relaxed);
+        if (n & MQS__LOCK_UNBIAS) {
+            atomic_store_explicit(&l->biased, 0, memory_order_relaxed);
+            MQS__STAT_ADD(w->bias_revoked, 1);
+        }
+        w->bias_quiet_since = w->now;
+    } else if (w->bias_ok && w->now - w->bias_quiet_since >=
+                                 MQS__BIAS_QUIET_NS &&
+               !atomic_load_explicit(&l->biased, memory_order_relaxed)) {
+        atomic_store_explicit(&l->biased, 1, memory_order_relaxed);
+    }
+}
+
+static __attribute__((noinline)) void own_lock_slow(struct mqs_worker *w)
+{
+    mqs__spinlock_t *l = w->rq.lock;
+    mqs__spin_acquire(l);
+    bias_upkeep(w, l);
+}
+
+/* Lock w's own rq from w.  Returns true when it entered through the bias
+ * (two plain stores, no atomic read-modify-write); pass the result to
+ * own_unlock. */
+static MQS__HOT bool own_lock(struct mqs_worker *w)
+{
+    mqs__spinlock_t *l = w->rq.lock;
+    if (MQS__LIKELY(atomic_load_explicit(&l->biased, memory_order_relaxed))) {
+        atomic_store_explicit(&l->owner_in, 1, memory_order_relaxed);
+        /* Compiler order only: the hardware order of the store above and
+         * the loads below is what a revoker's membarrier provides. */
+        atomic_signal_fence(memory_order_seq_cst);
+        if (MQS__LIKELY(
+                (atomic_load_explicit(&l->v, memory_order_acquire) |
+                 atomic_load_explicit(&l->notes, memory_order_relaxed)) == 0))
+            return true;
+        atomic_store_explicit(&l->owner_in, 0, memory_order_release);
+    }
+    if (MQS__UNLIKELY(!w->bias_ok))
+        mqs__spin_acquire(l); /* never biased (a shared queue): plain */
+    else
+        own_lock_slow(w);
+    return false;
+}
+
+static MQS__HOT void own_unlock(struct mqs_worker *w, bool fast)
+{
+    if (fast)
+        atomic_store_explicit(&w->rq.lock->owner_in, 0, memory_order_release);
+    else
+        mqs__spin_unlock(w->rq.lock);
+}
+
+/* Going idle: drop the bias, so wake-ups onto this worker (the common
+ * remote lock of an idle worker) take the plain path. */
+static void bias_drop(struct mqs_worker *w)
+{
+    mqs__spinlock_t *l = w->rq.lock;
+    if (!atomic_load_explicit(&l->biased, memory_order_relaxed))
+        return;
+    mqs__spin_acquire(l);
+    atomic_store_explicit(&l->biased, 0, memory_order_relaxed);
+    w->bias_quiet_since = w->now;
+    mqs__spin_unlock(l);
+}
+
+#undef MQS__BIAS_QUIET_NS
+
+/* ------------------------------------------------------------------ */
 /* Run-queue helpers exported to policies                              */
 /* ------------------------------------------------------------------ */
 
@@ -193,7 +322,11 @@ void *mqs_policy_state(mqs_runtime_t *rt)
 }
 void mqs_rq_lock(struct mqs_rq *rq)
 {
-    mqs__spin_lock(rq->lock);
+    struct mqs_worker *w = rq->rt->workers[rq->worker];
+    if (rq->lock == &rq->own_lock && mqs__worker_self() == w)
+        mqs__spin_acquire(rq->lock); /* the owner: no bias to revoke */
+    else
+        mqs__spin_lock(rq->lock);
 }
 void mqs_rq_unlock(struct mqs_rq *rq)
 {
@@ -450,8 +583,11 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
     int target = select_worker(rt, t, waker, flags);
     struct mqs_worker *tw = rt->workers[target];
     t->se.queued_at_ns = self ? self->now : mqs__clock_ns(&rt->clock);
-    bool preempt = false;
-    mqs__spin_lock(tw->rq.lock);
+    bool preempt = false, fast = false;
+    if (target == waker)
+        fast = own_lock(tw);
+    else
+        mqs__spin_lock(tw->rq.lock);
     rq_enqueue_locked(&tw->rq, t, flags);
     /* Decided under the lock: once it is dropped t may run elsewhere,
      * end and be freed. */
@@ -459,7 +595,10 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
         atomic_load_explicit(&self->curr->state, memory_order_relaxed) ==
             MQS__RUNNING)
         preempt = should_preempt(&tw->rq, self->curr, t);
-    mqs__spin_unlock(tw->rq.lock);
+    if (target == waker)
+        own_unlock(tw, fast);
+    else
+        mqs__spin_unlock(tw->rq.lock);
     if (self && (flags & MQS_ENQ_WAKEUP)) {
         if (target == waker)
             MQS__STAT_ADD(self->stats.wakeups_local, 1);
@@ -519,6 +658,18 @@ void mqs__wake(struct mqs_task *t)
 /* Switching                                                           */
 /* ------------------------------------------------------------------ */
 
+/* Does prev's stack die with this switch?  Only ASan asks (it drops the
+ * fake stack); elsewhere the atomic load of the state is not paid. */
+static MQS__HOT bool switch_dying(struct mqs_task *prev)
+{
+#if defined(MQS_ASAN)
+    return prev && prev->state == MQS__DEAD;
+#else
+    (void)prev;
+    return false;
+#endif
+}
+
 /* Switch from the current context (task prev, or the loop when prev is
  * NULL) to `to` (a task, or the loop when NULL).  Returns when the
  * context is resumed, possibly on another worker. */
@@ -529,7 +680,7 @@ static MQS__HOT struct mqs_worker *switch_to(struct mqs_worker *w,
     void **save = prev ? &prev->sp : &w->loop_sp;
     void *fake = NULL;
     if (to)
-        mqs__switch_enter(prev && prev->state == MQS__DEAD ? NULL : &fake,
+        mqs__switch_enter(switch_dying(prev) ? NULL : &fake,
                           to->stack_lo,
                           (size_t)((char *)to->stack_hi -
                                    (char *)to->stack_lo),
@@ -573,9 +724,10 @@ void mqs__finish_switch(struct mqs_worker *w)
 }
 
 /* Account the run that ends now for task t on worker w. */
-static MQS__HOT uint64_t account_run(struct mqs_worker *w, struct mqs_task *t)
+static MQS__HOT uint64_t account_run(struct mqs_worker *w, struct mqs_task *t,
+                                     uint64_t now)
 {
-    uint64_t ran = w->now - t->se.exec_start_ns;
+    uint64_t ran = now - t->se.exec_start_ns;
     if ((int64_t)ran < 0)
         ran = 0;
     t->se.sum_exec_ns += ran;
@@ -585,9 +737,10 @@ static MQS__HOT uint64_t account_run(struct mqs_worker *w, struct mqs_task *t)
 }
 
 /* Start running t on w at w->now. */
-static MQS__HOT void account_start(struct mqs_worker *w, struct mqs_task *t)
+static MQS__HOT void account_start(struct mqs_worker *w, struct mqs_task *t,
+                                   uint64_t now)
 {
-    uint64_t waited = w->now - t->se.queued_at_ns;
+    uint64_t waited = now - t->se.queued_at_ns;
     if ((int64_t)waited > 0)
         MQS__STAT_ADD(t->stats.wait_ns, waited);
     MQS__STAT_ADD(t->stats.switches, 1);
@@ -598,7 +751,7 @@ static MQS__HOT void account_start(struct mqs_worker *w, struct mqs_task *t)
         }
         t->se.last_worker = w->index;
     }
-    t->se.exec_start_ns = w->now;
+    t->se.exec_start_ns = now;
     atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
     atomic_store_explicit(&t->state, MQS__RUNNING, memory_order_relaxed);
     w->curr = t;
@@ -612,9 +765,18 @@ static MQS__HOT struct mqs_task *checked_pick(struct mqs_worker *w,
         return NULL;
     struct mqs_task *t = mqs_se_entry(se, struct mqs_task, se);
     int q = atomic_load_explicit(&t->queued_on, memory_order_relaxed);
-    if (q == w->index ||
-        (q >= 0 && (w->rt->policy->flags & MQS_POLICY_SHARED_RQ)))
+    if (q == w->index)
         atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
+    else if (q >= 0 && (w->rt->policy->flags & MQS_POLICY_SHARED_RQ)) {
+        /* Queued through another worker, which may still be on its
+         * stack (it yielded there and is mid-switch). */
+        if (t != w->curr && !mqs_se_movable(se))
+            mqs__panic("policy %s: pick on worker %d returned task %s, "
+                       "which is still on worker %d's stack (shared queue: "
+                       "skip tasks that are not mqs_se_movable)",
+                       w->rt->policy->name, w->index, t->name, q);
+        atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
+    }
     else if (!(q == -1 && t->stolen))
         mqs__panic("policy %s: pick on worker %d returned task %s, which "
                    "is queued on %d, not here",
@@ -630,9 +792,9 @@ static MQS__HOT struct mqs_task *checked_pick(struct mqs_worker *w,
 /* pick with the rq lock taken here. */
 static struct mqs_task *pick_locked(struct mqs_worker *w)
 {
-    mqs__spin_lock(w->rq.lock);
+    bool fast = own_lock(w);
     struct mqs_task *t = checked_pick(w, w->rt->policy->pick(&w->rq));
-    mqs__spin_unlock(w->rq.lock);
+    own_unlock(w, fast);
     return t;
 }
 
@@ -654,6 +816,35 @@ static struct mqs_task *balance_and_pick(struct mqs_worker *w, int why)
     return t;
 }
 
+/* Sample wall and thread CPU time together (stall detection). */
+static void stall_sample(struct mqs_worker *w)
+{
+    w->stall_wall0 = w->now;
+    w->stall_cpu0 = mqs__thread_cpu_ns();
+}
+
+/*
+ * How long of a run that ended at w->now the worker's thread was off its
+ * CPU.  Called only for runs of MQS_STALL_CHECK_NS or more, and at most
+ * once per MQS_STALL_SPACING_NS (a system call is not free: ~0.3 us):
+ * a stall makes the run it hits long, so the runs since the last sample
+ * were short and stall-free (or, within the spacing, not measured) and
+ * the sample's off-CPU time belongs to this run.  Samples are also taken
+ * every millisecond (housekeeping) and dropped when the worker idles
+ * (stall_wall0 = 0: its parked time is no stall).
+ */
+static __attribute__((noinline)) uint64_t run_stall(struct mqs_worker *w,
+                                                   uint64_t ran)
+{
+    uint64_t wall0 = w->stall_wall0, cpu0 = w->stall_cpu0, off = 0;
+    stall_sample(w);
+    if (wall0) {
+        uint64_t wall = w->now - wall0, used = w->stall_cpu0 - cpu0;
+        off = wall > used ? wall - used : 0;
+    }
+    return off < ran ? off : ran;
+}
+
 /* Timers and the periodic balancer, due at this scheduling point? */
 static MQS__HOT void housekeeping(struct mqs_worker *w)
 {
@@ -664,6 +855,8 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
     if (w->now >= w->next_balance) {
         w->now = mqs__clock_resync(&w->clock);
         w->next_balance = w->now + 1000000;
+        stall_sample(w);
+        mqs__watchdog_check(w); /* stall watchdog, when on */
         /* Work waits here while a worker idles: wake it to steal. */
         if (atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed))
             kick_idle(w->rt);
@@ -678,26 +871,26 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
 
 /* Re-queue a task that yielded: here if allowed, else where it may run.
  * Returns what the policy's yield fast path chose to run next, if it took
- * that path. */
+ * that path (never while the runtime stops). */
 static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
-                                             struct mqs_task *prev)
+                                             struct mqs_task *prev,
+                                             uint64_t now, bool stopping)
 {
     const struct mqs_policy *p = w->rt->policy;
     mqs__apply_pending(prev);
-    if (!mqs__se_allowed(&prev->se, w->index)) {
+    if (MQS__UNLIKELY(!mqs__se_allowed(&prev->se, w->index))) {
         /* It cannot be queued elsewhere before its context is saved:
          * mqs__finish_switch places it once on_cpu is 0. */
         atomic_store_explicit(&prev->resched_move, true,
                               memory_order_relaxed);
         return NULL;
     }
-    prev->se.queued_at_ns = w->now;
-    if (p->yield &&
-        !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed)) {
+    prev->se.queued_at_ns = now;
+    if (p->yield && !stopping) {
         atomic_store_explicit(&prev->queued_on, w->index,
                               memory_order_relaxed);
         struct mqs_sched_entity *next = p->yield(&w->rq, &prev->se);
-        if (next)
+        if (MQS__LIKELY(next != NULL))
             return next;
         atomic_store_explicit(&prev->queued_on, -1, memory_order_relaxed);
     }
@@ -709,6 +902,15 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
 {
     const struct mqs_policy *p = w->rt->policy;
     w->now = mqs__clock_ns(&w->clock);
+    int64_t run = (int64_t)(w->now - prev->se.exec_start_ns);
+    prev->se.stall_ns =
+        MQS__UNLIKELY(run >= (int64_t)MQS_STALL_CHECK_NS) &&
+                w->now - w->stall_wall0 >= MQS_STALL_SPACING_NS
+            ? run_stall(w, (uint64_t)run)
+            : 0;
+    /* prev's run ends here: timers and balancing below are the
+     * scheduler's time, not prev's (nor the next task's). */
+    uint64_t end = w->now;
     housekeeping(w);
     /* Child first: a parked spawner resumes as its child blocks or ends;
      * a yield hands the parked ones to the policy (runnext.c). */
@@ -718,41 +920,42 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     else if (MQS__UNLIKELY(atomic_load_explicit(&w->runnext.n,
                                                 memory_order_relaxed)))
         mqs__runnext_flush(w);
-    mqs__spin_lock(w->rq.lock);
-    uint64_t ran = account_run(w, prev);
+    /* In a register from here on: the stores below could alias w->now. */
+    uint64_t now = w->now;
+    bool fast_lock = own_lock(w);
+    uint64_t ran = account_run(w, prev, end);
     if (p->put_prev)
         p->put_prev(&w->rq, &prev->se, ran);
+    /* A stopping runtime sends every worker back to its loop. */
+    bool stopping = atomic_load_explicit(&w->rt->stopping,
+                                         memory_order_relaxed);
     bool move = false;
     struct mqs_sched_entity *fast = NULL;
     if (why == MQS__SW_YIELD) {
         atomic_store_explicit(&prev->state, MQS__RUNNABLE,
                               memory_order_relaxed);
-        fast = requeue_prev(w, prev);
-        move = atomic_load_explicit(&prev->resched_move, memory_order_relaxed);
+        fast = requeue_prev(w, prev, now, stopping);
+        move = !fast && atomic_load_explicit(&prev->resched_move,
+                                             memory_order_relaxed);
     }
-    /* A stopping runtime sends every worker back to its loop. */
-    struct mqs_task *next =
-        fast ? checked_pick(w, fast)
-        : parked ? parked
-        : atomic_load_explicit(&w->rt->stopping, memory_order_relaxed)
-            ? NULL
-            : checked_pick(w, p->pick(&w->rq));
-    mqs__spin_unlock(w->rq.lock);
+    struct mqs_task *next = fast       ? checked_pick(w, fast)
+                            : parked   ? parked
+                            : stopping ? NULL
+                                       : checked_pick(w, p->pick(&w->rq));
+    own_unlock(w, fast_lock);
     if (next == prev) {
-        account_start(w, prev);
+        account_start(w, prev, now);
         return;
     }
-    if (!next && why != MQS__SW_YIELD &&
-        !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed))
+    if (!next && why != MQS__SW_YIELD && !stopping)
         next = balance_and_pick(w, MQS_BALANCE_NEWIDLE);
     MQS__STAT_ADD(w->stats.switches, 1);
     w->prev = prev;
     w->prev_why = move ? MQS__SW_MOVE : why;
     if (next)
-        account_start(w, next);
-    else {
+        account_start(w, next, now);
+    else
         w->curr = NULL;
-    }
     w = switch_to(w, prev, next);
     mqs__finish_switch(w);
 }
@@ -764,7 +967,9 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
 bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
                       struct mqs_task *child)
 {
-    return prev && w->curr == prev && child->se.prio <= prev->se.prio &&
+    return prev && w->curr == prev && !child->detached &&
+           (w->rt->policy->flags & MQS_POLICY_CHILD_FIRST) &&
+           child->se.prio <= prev->se.prio &&
            mqs__se_allowed(&child->se, w->index) &&
            mqs__se_allowed(&prev->se, w->index) &&
            !atomic_load_explicit(&prev->pend_flags, memory_order_relaxed) &&
@@ -777,19 +982,19 @@ void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
                     struct mqs_task *child)
 {
     const struct mqs_policy *p = w->rt->policy;
-    w->now = mqs__clock_ns(&w->clock);
-    uint64_t ran = account_run(w, prev);
+    uint64_t now = w->now = mqs__clock_ns(&w->clock);
+    uint64_t ran = account_run(w, prev, now);
     if (p->put_prev) {
-        mqs__spin_lock(w->rq.lock);
+        bool fast_lock = own_lock(w);
         p->put_prev(&w->rq, &prev->se, ran);
-        mqs__spin_unlock(w->rq.lock);
+        own_unlock(w, fast_lock);
     }
     atomic_store_explicit(&prev->state, MQS__RUNNABLE, memory_order_relaxed);
-    prev->se.queued_at_ns = child->se.queued_at_ns = w->now;
+    prev->se.queued_at_ns = child->se.queued_at_ns = now;
     MQS__STAT_ADD(w->stats.switches, 1);
     w->prev = prev;
     w->prev_why = MQS__SW_CHILD;
-    account_start(w, child);
+    account_start(w, child, now);
     w = switch_to(w, prev, child);
     mqs__finish_switch(w);
 }
@@ -814,6 +1019,8 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
 {
     uint64_t t0 = mqs__clock_ns(&w->clock);
     unsigned seen = atomic_load(&w->park_futex);
+    bias_drop(w);
+    w->stall_wall0 = 0;
     mqs__publish_idle(w->rt, w->index, true);
     struct mqs_task *t = balance_and_pick(w, MQS_BALANCE_IDLE);
     while (!t && mqs__clock_ns(&w->clock) - t0 < (uint64_t)w->rt->idle_spin_ns) {
@@ -837,8 +1044,8 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
         uint64_t now = mqs__clock_ns(&w->clock);
         MQS__STAT_ADD(w->stats.parks, 1);
         futex_wait(&w->park_futex, seen,
-                   next == UINT64_MAX ? UINT64_MAX
-                                      : (next > now ? next - now : 0));
+                   mqs__watchdog_park_ns(w->rt, next == UINT64_MAX ? UINT64_MAX
+                                      : (next > now ? next - now : 0)));
     }
     atomic_store(&w->parked, 0);
 out:
@@ -849,6 +1056,8 @@ out:
 
 void mqs__worker_loop(struct mqs_worker *w)
 {
+    w->bias_ok = bias_allowed(w);
+    w->bias_quiet_since = mqs__clock_ns(&w->clock);
     for (;;) {
         mqs__finish_switch(w);
         if (atomic_load(&w->rt->stopping))
@@ -865,7 +1074,7 @@ void mqs__worker_loop(struct mqs_worker *w)
             continue;
         MQS__STAT_ADD(w->stats.switches, 1);
         w->now = mqs__clock_ns(&w->clock);
-        account_start(w, next);
+        account_start(w, next, w->now);
         w = switch_to(w, NULL, next);
     }
 }

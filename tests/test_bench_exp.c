@@ -1,10 +1,10 @@
 /*
- * test_bench_exp.c - the mixed, spawn and chat experiments of mqs-bench
- * and their shared point driver: option extraction, the /proc parsers,
- * the tree and room arithmetic against hand-computed values, the
- * driver's averaging and skip/failure rules with a scripted row kind,
- * and one small real run of each experiment (policy and kernel rows)
- * whose correctness checks (leaf sum, delivery count) must pass.
+ * test_bench_exp.c - the mixed, spawn and chat experiments of mqs-bench:
+ * their option rules, the /proc parsers, the tree and room arithmetic
+ * against hand-computed values, a peer row through the toolkit's peer
+ * kind, and one small real run of each experiment (policy and kernel
+ * rows) whose correctness checks (leaf sum, delivery count) must pass.
+ * The toolkit itself (options, driver) is tested in test_expkit.c.
  *
  * Like test_stats.c, the bench sources are compiled in directly; every
  * static there has its file's prefix, so they share this unit.
@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "check.h"
+#include "bench_check.h"
 
 #include "../bench/chat.c"
 #include "../bench/common.c"
@@ -19,60 +20,14 @@
 #include "../bench/output.c"
 #include "../bench/peer.c"
 #include "../bench/plot.c"
+#include "../bench/expkit.c"
 #include "../bench/point.c"
 #include "../bench/spawn.c"
 #include "../bench/stats.c"
 
-#define NEAR(a, b, tol)                                                        \
-    do {                                                                       \
-        double near__x = (a), near__y = (b);                                   \
-        if (!(fabs(near__x - near__y) <= (tol)))                               \
-            CHECK__FAIL("NEAR(%s, %s) failed: %.9g vs %.9g", #a, #b, near__x,  \
-                        near__y);                                              \
-    } while (0)
-
-#define CHECK_STREQ(a, b)                                                      \
-    do {                                                                       \
-        const char *streq__a = (a), *streq__b = (b);                           \
-        if (!streq__a || strcmp(streq__a, streq__b) != 0)                      \
-            CHECK__FAIL("CHECK_STREQ(%s, %s) failed: \"%s\" vs \"%s\"", #a,    \
-                        #b, streq__a ? streq__a : "(null)", streq__b);         \
-    } while (0)
-
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
 /* ------------------------------------------------------------------ */
-
-TEST(take_options_removes_only_its_own)
-{
-    char *argv[] = {"mixed",    "--short",   "4", "--policy", "mq",
-                    "--long=2", "--shorter", "x", NULL};
-    int argc = 8;
-    static const char *const names[] = {"short", "long", NULL};
-    const char *v[2] = {"d1", "d2"};
-    CHECK_EQ(bench_point_take_options("mixed", &argc, argv, names, v), 0);
-    CHECK_STREQ(v[0], "4");
-    CHECK_STREQ(v[1], "2");
-    CHECK_EQ(argc, 5);
-    CHECK_STREQ(argv[1], "--policy");
-    CHECK_STREQ(argv[2], "mq");
-    CHECK_STREQ(argv[3], "--shorter"); /* not a prefix match */
-    CHECK(argv[5] == NULL);
-}
-
-TEST(take_options_missing_value_and_double_dash)
-{
-    static const char *const names[] = {"fanout", NULL};
-    const char *v[1] = {"10"};
-    char *a1[] = {"spawn", "--fanout", NULL};
-    int n1 = 2;
-    CHECK_EQ(bench_point_take_options("spawn", &n1, a1, names, v), BENCH_EXIT_USAGE);
-    char *a2[] = {"spawn", "--", "--fanout", "3", NULL};
-    int n2 = 4;
-    CHECK_EQ(bench_point_take_options("spawn", &n2, a2, names, v), 0);
-    CHECK_STREQ(v[0], "10");
-    CHECK_EQ(n2, 4);
-}
 
 TEST(mixed_lists_must_pair)
 {
@@ -225,97 +180,6 @@ TEST(chat_arithmetic_and_validity)
     CHECK(!chat_valid(&h, 2, 4, 5));  /* no such user */
 }
 
-/* ------------------------------------------------------------------ */
-/* The driver, with a scripted kind                                    */
-/* ------------------------------------------------------------------ */
-
-struct script {
-    int open_rc, fail_at, calls;
-    double values[4];
-};
-
-static int script_open(bench_point_t *p)
-{
-    struct script *s = p->ctx;
-    p->workers = 3;
-    if (s->open_rc == BENCH_POINT_SKIP)
-        snprintf(p->note, sizeof p->note, "not installed");
-    return s->open_rc;
-}
-
-/* Warm-up gives 1000 (must not count), then the values in turn. */
-static int script_measure(bench_point_t *p, double *value, double *extra)
-{
-    struct script *s = p->ctx;
-    int i = s->calls++;
-    if (i == s->fail_at)
-        return -1;
-    *value = p->warmup ? 1000 : s->values[(i - 1) % 4];
-    extra[0] = *value * 2;
-    return 0;
-}
-
-static void script_close(bench_point_t *p)
-{
-    (void)p;
-}
-
-static const bench_point_kind_t script_kind = {script_open, script_measure,
-                                               script_close};
-
-static int script_run(struct script *s, int repeats, bench_result_t *res)
-{
-    bench_opts_t o = {0};
-    o.prec = (bench_precision_t){repeats, repeats, 1e-9, 100};
-    bench_progress_t prog = {0};
-    bench_row_spec_t row = {"mq", false};
-    bench_point_t p = {.experiment = "t",
-                       .o = &o,
-                       .progress = &prog,
-                       .row = &row,
-                       .unit = "x",
-                       .nextra = 2,
-                       .kind = &script_kind,
-                       .ctx = s};
-    snprintf(p.param, sizeof p.param, "n=1");
-    int rc = bench_point_run(&p, res);
-    /* the note lives in p: copy what the test looks at */
-    static char note[96];
-    snprintf(note, sizeof note, "%s", res->note ? res->note : "");
-    res->note = note[0] ? note : NULL;
-    return rc;
-}
-
-TEST(point_driver_averages_repeats_not_warmup)
-{
-    struct script s = {.fail_at = -1, .values = {10, 20, 30, 40}};
-    bench_result_t r;
-    CHECK_EQ(script_run(&s, 4, &r), 0);
-    CHECK_EQ(s.calls, 5); /* warm-up + 4 */
-    NEAR(r.value, 25, 1e-12);
-    NEAR(r.extra[0], 50, 1e-12);
-    CHECK(isnan(r.extra[1])); /* never filled */
-    CHECK(isnan(r.extra[2]));
-    CHECK_EQ(r.workers, 3);
-    CHECK(r.frc); /* max repeats reached with a CI target of 1e-9 */
-    CHECK(r.note == NULL);
-}
-
-TEST(point_driver_skip_and_failure)
-{
-    struct script skip = {.open_rc = BENCH_POINT_SKIP, .fail_at = -1};
-    bench_result_t r;
-    CHECK_EQ(script_run(&skip, 2, &r), 0);
-    CHECK(isnan(r.value));
-    CHECK_STREQ(r.note, "not installed");
-    CHECK_EQ(skip.calls, 0);
-    struct script fail = {.fail_at = 2, .values = {1, 2, 3, 4}};
-    CHECK_EQ(script_run(&fail, 4, &r), -1);
-    CHECK(isnan(r.value));
-    CHECK(isnan(r.extra[0]));
-    CHECK_STREQ(r.note, "failed");
-}
-
 TEST(peer_row_missing_is_a_note)
 {
     setenv("MQS_PEER_DIR", "/nonexistent-mqs-peer-dir", 1);
@@ -325,7 +189,7 @@ TEST(peer_row_missing_is_a_note)
     bench_progress_t prog = {0};
     bench_row_spec_t row = {"go", true};
     struct chat_point cp = {.s = {1, 3, 2, 16}};
-    chat_peer_args(&o, &cp);
+    chat_peer_args(&cp);
     CHECK_STREQ(cp.peer.args[0], "rooms=1");
     CHECK_STREQ(cp.peer.args[3], "msg_bytes=16");
     bench_point_t p = {.experiment = "chat",
@@ -419,13 +283,13 @@ TEST(chat_small_rooms_deliver_everything)
 TEST(chat_mq_run_counts_every_delivery)
 {
     mqs_runtime_t *rt;
-    CHECK_EQ(bench_point_runtime_open("chat", "mq", 2, 0, &rt), 0);
+    CHECK_EQ(bench_runtime_open("chat", "mq", 2, 0, &rt), 0);
     struct chat_run run = {.s = {3, 5, 40, 32}, .rt = rt};
     double secs;
     /* A lost or misrouted message makes chat_check fail the run. */
     CHECK_EQ(chat_mq_run(&run, &secs), 0);
     CHECK(secs > 0);
-    CHECK_EQ(bench_point_runtime_close("chat", rt), 0);
+    CHECK_EQ(bench_runtime_close("chat", rt), 0);
 }
 
 TEST(mixed_small_window_on_mq_and_kernel)

@@ -1,21 +1,30 @@
 /*
- * test_expkit.c - the helpers the ring, pipe and wake experiments share
- * (bench/expkit.c): lifting an experiment's own options out of argv
- * before the common parser sees them, refusing options that do not
- * apply, and the kernel rows' CPU list.
+ * test_expkit.c - the experiment toolkit every experiment shares
+ * (bench/expkit.h: expkit.c and point.c), each function once: lifting
+ * an experiment's own options out of argv before the common parser sees
+ * them and refusing options that do not apply, the kernel rows' CPU
+ * list and mask, the policy-row runtime and its MQS_POLICY relabel
+ * check, and the data-point driver's averaging and skip/failure rules
+ * with a scripted row kind, also through the sample-function adapter.
+ * (The peer row kind is tested in test_bench_exp.c with chat's args.)
  */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "bench_check.h"
 
 #include "../bench/common.c"
 #include "../bench/expkit.c"
 #include "../bench/output.c"
-#include "../bench/plot.c"
 #include "../bench/peer.c"
+#include "../bench/plot.c"
+#include "../bench/point.c"
 #include "../bench/stats.c"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
+
 
 TEST(take_options_both_spellings)
 {
@@ -82,4 +91,166 @@ TEST(cpu_list_first_w)
     cpu_set_t set;
     bench_cpuset_of(all, n, &set);
     CHECK_EQ(CPU_COUNT(&set), n);
+    cpu_set_t k1;
+    CHECK_EQ(bench_kernel_cpus(1, &k1), 1);
+    CHECK(CPU_ISSET(all[0], &k1));
+    CHECK_EQ(CPU_COUNT(&k1), 1);
+    CHECK_EQ(bench_kernel_cpus(0, &k1), n);
+    CHECK(CPU_EQUAL(&k1, &set));
+}
+
+/* A row runs the policy it names; MQS_POLICY overriding it is refused
+ * rather than silently relabelling the row. */
+TEST(runtime_open_refuses_a_relabelled_row)
+{
+    mqs_runtime_t *rt = NULL;
+    unsetenv("MQS_POLICY");
+    CHECK_EQ(bench_runtime_open("t", "mq", 1, 0, &rt), 0);
+    CHECK(rt != NULL);
+    CHECK_STREQ(mqs_runtime_policy(rt), "mq");
+    CHECK_EQ(bench_runtime_close("t", rt), 0);
+    CHECK_EQ(bench_runtime_close("t", NULL), 0);
+    CHECK_EQ(bench_runtime_open("t", "no-such-policy", 1, 0, &rt), -1);
+    CHECK(rt == NULL);
+    /* Only mq is registered in this tree, so MQS_POLICY cannot name
+     * another policy here: the check itself, on names. */
+    CHECK(kit_same_policy("mq", "mq"));
+    CHECK(kit_same_policy("mq", "mq:steal=4"));
+    CHECK(!kit_same_policy("cfs", "mq"));
+    CHECK(!kit_same_policy("mq", "mqx"));
+    CHECK(!kit_same_policy("mqx", "mq:a=1"));
+    CHECK(!kit_same_policy(NULL, "mq"));
+}
+
+/* ------------------------------------------------------------------ */
+/* The driver, with a scripted kind                                    */
+/* ------------------------------------------------------------------ */
+
+struct script {
+    int open_rc, fail_at, calls;
+    double values[4];
+};
+
+static int script_open(bench_point_t *p)
+{
+    struct script *s = p->ctx;
+    p->workers = 3;
+    if (s->open_rc == BENCH_POINT_SKIP)
+        snprintf(p->note, sizeof p->note, "not installed");
+    return s->open_rc;
+}
+
+/* Warm-up gives 1000 (must not count), then the values in turn. */
+static int script_measure(bench_point_t *p, double *value, double *extra)
+{
+    struct script *s = p->ctx;
+    int i = s->calls++;
+    if (i == s->fail_at)
+        return -1;
+    *value = p->warmup ? 1000 : s->values[(i - 1) % 4];
+    extra[0] = *value * 2;
+    return 0;
+}
+
+static void script_close(bench_point_t *p)
+{
+    (void)p;
+}
+
+static const bench_point_kind_t script_kind = {script_open, script_measure,
+                                               script_close};
+
+static int script_run(struct script *s, int repeats, bench_result_t *res)
+{
+    bench_opts_t o = {0};
+    o.prec = (bench_precision_t){repeats, repeats, 1e-9, 100};
+    bench_progress_t prog = {0};
+    bench_row_spec_t row = {"mq", false};
+    bench_point_t p = {.experiment = "t",
+                       .o = &o,
+                       .progress = &prog,
+                       .row = &row,
+                       .unit = "x",
+                       .nextra = 2,
+                       .kind = &script_kind,
+                       .ctx = s};
+    snprintf(p.param, sizeof p.param, "n=1");
+    int rc = bench_point_run(&p, res);
+    /* the note lives in p: copy what the test looks at */
+    static char note[96];
+    snprintf(note, sizeof note, "%s", res->note ? res->note : "");
+    res->note = note[0] ? note : NULL;
+    return rc;
+}
+
+TEST(point_driver_averages_repeats_not_warmup)
+{
+    struct script s = {.fail_at = -1, .values = {10, 20, 30, 40}};
+    bench_result_t r;
+    CHECK_EQ(script_run(&s, 4, &r), 0);
+    CHECK_EQ(s.calls, 5); /* warm-up + 4 */
+    NEAR(r.value, 25, 1e-12);
+    NEAR(r.extra[0], 50, 1e-12);
+    CHECK(isnan(r.extra[1])); /* never filled */
+    CHECK(isnan(r.extra[2]));
+    CHECK_EQ(r.workers, 3);
+    CHECK(r.frc); /* max repeats reached with a CI target of 1e-9 */
+    CHECK(r.note == NULL);
+}
+
+TEST(point_driver_skip_and_failure)
+{
+    struct script skip = {.open_rc = BENCH_POINT_SKIP, .fail_at = -1};
+    bench_result_t r;
+    CHECK_EQ(script_run(&skip, 2, &r), 0);
+    CHECK(isnan(r.value));
+    CHECK_STREQ(r.note, "not installed");
+    CHECK_EQ(skip.calls, 0);
+    struct script fail = {.fail_at = 2, .values = {1, 2, 3, 4}};
+    CHECK_EQ(script_run(&fail, 4, &r), -1);
+    CHECK(isnan(r.value));
+    CHECK(isnan(r.extra[0]));
+    CHECK_STREQ(r.note, "failed");
+}
+
+/* The sample-function adapter runs the same loop: one warm-up of a
+ * quarter of the seconds (not counted) unless told not to. */
+struct sampler {
+    int calls;
+    double seconds[8];
+};
+
+static int sampler_fn(void *ctx, double seconds, double *value)
+{
+    struct sampler *s = ctx;
+    s->seconds[s->calls++ % 8] = seconds;
+    *value = s->calls == 1 ? 1000 : 7;
+    return 0;
+}
+
+TEST(point_estimate_warms_up_a_quarter)
+{
+    bench_opts_t o = {0};
+    o.prec = (bench_precision_t){3, 3, 1e-9, 100};
+    o.seconds = 0.4;
+    bench_progress_t prog = {0};
+    struct sampler s = {0};
+    bench_estimate_t est;
+    CHECK_EQ(bench_point_estimate(&o, &prog, "mq", "n=1", true, sampler_fn,
+                                  &s, &est), 0);
+    CHECK_EQ(s.calls, 4);
+    NEAR(s.seconds[0], 0.1, 1e-12);
+    NEAR(s.seconds[1], 0.4, 1e-12);
+    NEAR(est.mean, 7, 1e-12);
+    struct sampler cold = {0};
+    CHECK_EQ(bench_point_estimate(&o, &prog, "go", "n=1", false, sampler_fn,
+                                  &cold, &est), 0);
+    CHECK_EQ(cold.calls, 3);
+    NEAR(est.mean, (1000 + 7 + 7) / 3.0, 1e-9);
+    bench_result_t r = bench_result_of("go", "n=1", 2, "us", 0, &est, "x");
+    NEAR(r.value, est.mean, 1e-12);
+    CHECK(r.note == NULL);
+    r = bench_result_of("go", "n=1", 2, "us", -1, &est, "failed");
+    CHECK(isnan(r.value));
+    CHECK_STREQ(r.note, "failed");
 }

@@ -385,10 +385,10 @@ TEST(csv_reads_back_what_output_writes)
 /* ----- index.html and results.json ----- */
 
 static const report_def_t test_defs[] = {
-    {"yield", "all,kernel,go", "1,2,8", 2.0, 0.2},
-    {"pipe", NULL, NULL, 1.0, 0},
-    {"wake", NULL, NULL, 1.0, 0},
-    {"ring", NULL, NULL, 1.0, 0},
+    {"yield", "all,kernel,go", "1,2,8", 2.0, 0.2, 0},
+    {"pipe", NULL, NULL, 1.0, 0, 0},
+    {"wake", NULL, NULL, 1.0, 0, 0},
+    {"ring", NULL, NULL, 1.0, 0, 0},
 };
 
 static const char known_csv[] =
@@ -637,6 +637,21 @@ TEST(plan_passes_policy_and_workers_through)
     report_free(&rp);
 }
 
+/* An experiment's own parameter (pipe's modes) multiplies its points. */
+TEST(plan_counts_an_experiments_own_parameter)
+{
+    report_t rp;
+    char err[256];
+    plan_steps(&rp, 600, -1);
+    report_def_t pipe3 = test_defs[1];
+    pipe3.params = 3;
+    rp.steps[1].def = &pipe3;
+    CHECK_EQ(report_plan(&rp, err, sizeof err), 0);
+    CHECK_EQ(rp.steps[1].points, 5 * 2 * 3);
+    CHECK_EQ(rp.steps[2].points, 5 * 2); /* params 0 counts as 1 */
+    report_free(&rp);
+}
+
 TEST(plan_gives_a_big_step_its_minimum_and_splits_the_rest)
 {
     report_t rp;
@@ -656,8 +671,8 @@ TEST(plan_gives_a_big_step_its_minimum_and_splits_the_rest)
     /* 100 points (min 50 s) in 600 s: its weighted share (108 s) is
      * enough; with weight 0.1 (10.8 s) it gets its minimum instead */
     static const report_def_t defs[] = {
-        {"a", NULL, NULL, 2.0, 0}, {"b", NULL, NULL, 2.0, 0},
-        {"c", NULL, NULL, 0.9, 0}, {"d", NULL, NULL, 0.1, 0}};
+        {"a", NULL, NULL, 2.0, 0, 0}, {"b", NULL, NULL, 2.0, 0, 0},
+        {"c", NULL, NULL, 0.9, 0, 0}, {"d", NULL, NULL, 0.1, 0, 0}};
     plan_steps(&rp, 600, -1);
     for (int i = 0; i < 4; i++)
         rp.steps[i].def = &defs[i];
@@ -758,9 +773,9 @@ static const char fake_program[] =
     "esac\n";
 
 static const report_def_t fake_defs[] = {
-    {"ok", NULL, NULL, 1, 0.1},     {"crash", NULL, NULL, 1, 0.1},
-    {"hang", NULL, NULL, 1, 0.1},   {"garbage", NULL, NULL, 1, 0.1},
-    {"absent", NULL, NULL, 1, 0.1},
+    {"ok", NULL, NULL, 1, 0.1, 0},     {"crash", NULL, NULL, 1, 0.1, 0},
+    {"hang", NULL, NULL, 1, 0.1, 0},   {"garbage", NULL, NULL, 1, 0.1, 0},
+    {"absent", NULL, NULL, 1, 0.1, 0},
 };
 
 TEST(steps_run_as_children_and_failures_stay_theirs)

@@ -19,8 +19,10 @@
  * one rq; the core checks that pick returns a task queued on the rq
  * passed (or one taken from another rq with mqs_rq_steal()).
  *
- * Child runs first (the core's, for every policy; src/runnext.c): when a
- * running task spawns a child that may run on its worker and is not less
+ * Child runs first (the core's, for a policy with MQS_POLICY_CHILD_FIRST;
+ * src/runnext.c): when a running task spawns a joinable child (a parent
+ * that joins its children: detached ones are spread by placement as
+ * before) that may run on its worker and is not less
  * urgent than the spawner nor than the best level queued anywhere
  * (mqs_best_prio_anywhere), the core runs the child at once WITHOUT
  * enqueue(MQS_ENQ_NEW) or pick, after put_prev for the spawner, and
@@ -66,6 +68,24 @@ struct mqs_list {
     struct mqs_list *next, *prev;
 };
 
+/* Intrusive red-black tree node (see src/rbtree.h for helpers).  key and
+ * aux belong to the tree's owner: a copy of its sort key and an augmented
+ * value, kept here so that a walk reads one cache line per node. */
+struct mqs_rb_node {
+    struct mqs_rb_node *parent, *left, *right;
+    uint64_t key, aux;
+    unsigned red; /* 1 red, 0 black */
+};
+
+/* Per-entity load tracking state (see src/load_avg.h): a geometric series
+ * of runnable time, half-life 32 ms. */
+struct mqs_load_avg {
+    uint64_t last_ns; /* time of the last update, 0 = never             */
+    uint64_t sum;     /* decayed runnable time (x weight for a queue)   */
+    uint64_t avg;     /* sum scaled to a load (weight when always runnable) */
+    uint32_t contrib; /* 1024 ns units into the current 1024-unit period */
+};
+
 /*
  * The scheduling view of a task, embedded in it.  Fields marked "core" are
  * written only by the core; a policy reads them.  "policy" fields belong
@@ -89,6 +109,15 @@ struct mqs_sched_entity {
     /* core: time it last blocked and last woke (ns), for sleep history */
     uint64_t slept_at_ns;
     uint64_t woke_at_ns;
+    /* core: of the run that just ended (put_prev's ran_ns), the part the
+     * worker's OS thread spent off its CPU (preempted by the OS or the
+     * host); set before put_prev.  Measured (a system call) for runs of
+     * at least MQS_STALL_CHECK_NS, at most once per MQS_STALL_SPACING_NS
+     * of the worker's time, so always for runs that long; 0 when not
+     * measured.  ran_ns and sum_exec_ns include it (they are the run's
+     * exact wall time); a policy that charges for CPU actually received
+     * subtracts it. */
+    uint64_t stall_ns;
 
     /* policy: list node, a second link, and scalars */
     struct mqs_list node;
@@ -99,7 +128,18 @@ struct mqs_sched_entity {
 
     /* core: workers it may run on (read when any_worker is false) */
     mqs_mask_t affinity;
+
+    /* policy: appended after the core fields (the yield path's fields
+     * above keep their offsets): a tree node (cfs, eevdf, bfs) and the
+     * entity's load signal (cfs, eevdf balancing). */
+    struct mqs_rb_node rb;
+    struct mqs_load_avg load;
 };
+
+/* Runs at least this long are checked for time off the CPU (stall_ns),
+ * no more often than once per spacing (bounds the cost to ~1%). */
+#define MQS_STALL_CHECK_NS 5000u
+#define MQS_STALL_SPACING_NS 50000u
 
 /* Opaque to policies except through the accessors below. */
 struct mqs_rq;
@@ -132,13 +172,24 @@ enum mqs_policy_flags {
      * Every rq is then protected by the same lock (worker 0's), so holding
      * any rq's lock excludes every other queue operation, and pick on one
      * worker may return a task queued through another worker's rq: the
-     * core accepts it.  The policy keeps its queue in its per-runtime
+     * core accepts it, but only a task that is mqs_se_movable() (not
+     * still on another worker's stack, mid-switch after a yield there):
+     * the pick must skip the others, and the core aborts with the
+     * policy's name if it returns one.  The policy keeps its queue in its per-runtime
      * state and must publish (mqs_rq_publish) on every rq whenever the
      * queue changes, since a worker parks when its own rq publishes
      * nothing.  mqs_rq_steal between two rqs always fails (same lock):
      * such a policy has no balance op.
      */
     MQS_POLICY_SHARED_RQ = 1u << 0,
+    /*
+     * The core may run a joinable child first (see "Child runs first"
+     * above): the policy needs no enqueue(MQS_ENQ_NEW) to run a task, its
+     * per-task fields may start at zero.  Without the flag every spawn
+     * goes through select_worker and enqueue(MQS_ENQ_NEW) (a policy that
+     * sets up a task there, or has its own child-first rule, as o1).
+     */
+    MQS_POLICY_CHILD_FIRST = 1u << 1,
 };
 
 struct mqs_policy {

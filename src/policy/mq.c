@@ -15,7 +15,11 @@
  * array that has waited longer than starve_ns stops new arrivals from
  * jumping ahead of it, which bounds how long a normal task can wait.
  * FIFO tasks run until they block or yield; RR tasks rotate within their
- * level when their rr slice is spent.
+ * level when their rr slice is spent.  A slice is charged a run's CPU
+ * time, not its wall time (time the worker's thread was preempted by the
+ * host is left out), and a pure yield is charged the worker's yield
+ * baseline, so that yield loops get equal counts, not just equal time
+ * (charge() says why and what it costs).
  *
  * Across queues the choice stays priority-correct, as in the 2001 MQ
  * scheduler: every queue publishes its most urgent waiting level, and a
@@ -49,6 +53,7 @@
 #define WORDS MQS__BITMAP_WORDS(LEVELS)
 _Static_assert(WORDS == 3, "priority maps are three words");
 #define STEAL_MAX 16
+#define MQ_YIELD_MAX_NS 1000 /* cap of the yield baseline (charge) */
 
 struct mq_tunables {
     int64_t slice_ns;
@@ -64,8 +69,10 @@ struct mq_rq {
     struct mqs__prio_array arrays[2];
     struct mqs__prio_array *active, *expired;
     unsigned active_idx;      /* active == &arrays[active_idx] */
-    unsigned mask_lvl;        /* level the masks below are for */
-    uint64_t local_mask[WORDS], remote_mask[WORDS];
+    unsigned mask_lvl;        /* level remote_mask is for */
+    uint64_t remote_mask[WORDS];
+    int64_t yield_fp;         /* pure-yield baseline, 1/64 ns (charge) */
+    uint64_t now;             /* end of the run put_prev last charged */
     int64_t slice_cap;        /* nice-0 slice for the current length */
     unsigned cap_nr;          /* length slice_cap was computed for */
     unsigned nr;
@@ -110,6 +117,7 @@ static void mq_init_rq(struct mqs_rq *rq)
     m->tun = mqs_policy_state(mqs_rq_runtime(rq));
     m->mask_lvl = MQS_PRIO_NONE;
     m->slice_cap = slice_cap(m->tun, 1);
+    m->yield_fp = MQ_YIELD_MAX_NS << 6;
 }
 
 static void array_add(struct mqs__prio_array *a, struct mqs_sched_entity *se,
@@ -190,8 +198,13 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
                                                 MQS_ENQ_PREEMPTED));
         if (se->slice_ns <= 0)
             se->slice_ns = normal_slice(m->tun, se->weight, m->nr + 1);
-        /* enqueue may run on any thread: the caller's clock, not the
-         * owner's (which only the owner may read). */
+        /* Starving expired tasks: everything queued goes behind them,
+         * so the active array drains within starve_ns of wall time even
+         * when the host gives this worker little CPU (a round is
+         * latency_ns of charged CPU time, which then lasts far longer).
+         * A yield expired early keeps the rest of its slice for the next
+         * round.  enqueue may run on any thread: the caller's clock, not
+         * the owner's. */
         if (m->expired->nr && mqs_sched_clock() - m->expired_since >
                                   (uint64_t)m->tun->starve_ns)
             expire = true;
@@ -311,53 +324,96 @@ static unsigned pull_limit(struct mqs_rq *rq, unsigned local)
                                                : MQS_PRIO_NORMAL_MIN;
 }
 
-/* The masks "levels more urgent than lvl" (local) and "levels worth a
- * pull from level lvl" (remote), cached for the last level that yielded
- * here: in a steady state every yield asks about the same level. */
+/* The mask "levels worth a pull from level lvl", cached for the last
+ * level that yielded here: in a steady state every yield asks about the
+ * same level. */
 static void yield_masks(struct mqs_rq *rq, struct mq_rq *m, unsigned lvl)
 {
-    if (m->mask_lvl == lvl)
-        return;
     unsigned limit = pull_limit(rq, lvl);
-    for (unsigned i = 0; i < WORDS; i++) {
-        m->local_mask[i] = mqs__below_mask(lvl, i);
+    for (unsigned i = 0; i < WORDS; i++)
         m->remote_mask[i] = mqs__below_mask(limit, i);
-    }
     m->mask_lvl = lvl;
+}
+
+/* Take first off the head of q and put n at its tail, in seven stores
+ * (a del and an add_tail would also relink first to itself: it is about
+ * to run, and nothing reads the node of a running task). */
+static inline void yield_rotate(struct mqs_list *q, struct mqs_list *first,
+                                struct mqs_list *n)
+{
+    struct mqs_list *second = first->next;
+    q->next = second;
+    second->prev = q;
+    struct mqs_list *tail = q->prev;
+    n->next = q;
+    n->prev = tail;
+    tail->next = n;
+    q->prev = n;
 }
 
 /* A yield that leaves the queue's shape unchanged: se still has slice,
  * nothing more urgent waits here or elsewhere; rotate se behind the tasks
  * of its level (or keep running it when it is alone there).  Counts,
- * bitmaps and the published summary stay as they are. */
+ * bitmaps and the published summary stay as they are.  Not while expired
+ * tasks starve: then the yield takes the slow path, into the expired
+ * array (mq_enqueue).  "More urgent
+ * here" reads the published best level, which also covers the expired
+ * array: a more urgent expired task sends the yield down the slow path,
+ * which decides the same, only slower.  A leaf with no calls: this runs
+ * on every yield. */
 static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
                                          struct mqs_sched_entity *se)
 {
     struct mq_rq *m = state(rq);
     unsigned lvl = se->prio;
-    if (se->cls != MQS_CLASS_FIFO && se->slice_ns <= 0)
+    if (se->slice_ns <= 0 && se->cls != MQS_CLASS_FIFO)
         return NULL;
-    yield_masks(rq, m, lvl);
-    const uint64_t *b = m->active->bits;
-    uint64_t urgent = (b[0] & m->local_mask[0]) | (b[1] & m->local_mask[1]) |
-                      (b[2] & m->local_mask[2]);
-    for (unsigned i = 0; i < WORDS; i++)
-        urgent |= atomic_load_explicit(&rq->rt->level_bits[i],
-                                       memory_order_relaxed) &
-                  m->remote_mask[i];
-    if (urgent)
+    if (atomic_load_explicit(&rq->best_prio, memory_order_relaxed) < lvl)
         return NULL;
-    if (m->expired->nr && mqs__rq_clock(rq) - m->expired_since >
-                              (uint64_t)m->tun->starve_ns)
+    if (MQS__UNLIKELY(m->mask_lvl != lvl))
+        yield_masks(rq, m, lvl);
+    const _Atomic uint64_t *g = rq->rt->level_bits;
+    if ((atomic_load_explicit(&g[0], memory_order_relaxed) & m->remote_mask[0]) |
+        (atomic_load_explicit(&g[1], memory_order_relaxed) & m->remote_mask[1]) |
+        (atomic_load_explicit(&g[2], memory_order_relaxed) & m->remote_mask[2]))
+        return NULL;
+    if (m->expired->nr &&
+        (int64_t)(m->now - m->expired_since) > m->tun->starve_ns)
         return NULL;
     struct mqs_list *q = &m->active->q[lvl];
-    if (mqs__list_empty(q))
-        return se;
     struct mqs_list *first = q->next;
-    mqs__list_del(first);
+    if (first == q)
+        return se;
     se->p[0] = m->active_idx;
-    mqs__list_add_tail(q, &se->node);
+    yield_rotate(q, first, &se->node);
     return mqs_se_entry(first, struct mqs_sched_entity, node);
+}
+
+/*
+ * What a run costs the task's slice.  Time the worker's thread was off its
+ * CPU (se->stall_ns) is not charged: a yield loop hit by a 4 ms host
+ * preemption would otherwise lose its slice, and its yield count, to it.
+ * A run too short to have done more than yield (under twice the worker's
+ * yield baseline, and under 2 us) is charged the baseline, not its own
+ * length: pure yields then cost every task the same, so equal slices
+ * give equal yield counts, where exact charges made tasks whose stacks
+ * happen to miss more in the cache (a few ns per switch, 10-20% between
+ * tasks) do proportionally fewer yields.  The baseline is an average of
+ * such short runs (weight 1/64), starting at and capped at 1 us; a run
+ * it covers is misjudged by less than the baseline, and a run that does
+ * real work (2 us or more) is charged exactly.
+ */
+static int64_t charge(struct mq_rq *m, struct mqs_sched_entity *se,
+                      uint64_t ran_ns)
+{
+    int64_t c = (int64_t)(ran_ns - se->stall_ns), base = m->yield_fp >> 6;
+    if (c >= 2 * base)
+        return c;
+    /* In 1/64 ns, so that the average settles on the runs themselves (a
+     * plain (c - base) / 64 stops 63 ns short of them). */
+    int64_t fp = m->yield_fp + c - base;
+    m->yield_fp = fp < (MQ_YIELD_MAX_NS << 6) ? fp : (MQ_YIELD_MAX_NS << 6);
+    return base;
 }
 
 /* Charge the run; a normal task's remaining slice is also trimmed to
@@ -367,14 +423,18 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
 static void mq_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         uint64_t ran_ns)
 {
+    struct mq_rq *m = state(rq);
+    m->now = se->exec_start_ns + ran_ns; /* for mq_yield's starvation test */
     if (se->cls == MQS_CLASS_FIFO)
         return;
-    se->slice_ns -= (int64_t)ran_ns;
-    if (se->cls == MQS_CLASS_NORMAL) {
-        int64_t cap = weighted(state(rq)->slice_cap, se->weight);
-        if (se->slice_ns > cap)
-            se->slice_ns = cap;
+    if (se->cls != MQS_CLASS_NORMAL) {
+        se->slice_ns -= (int64_t)(ran_ns - se->stall_ns);
+        return;
     }
+    se->slice_ns -= charge(m, se, ran_ns);
+    int64_t cap = weighted(m->slice_cap, se->weight);
+    if (se->slice_ns > cap)
+        se->slice_ns = cap;
 }
 
 static bool mq_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -438,6 +498,7 @@ static int mq_balance(struct mqs_rq *rq, int why)
 
 const struct mqs_policy mqs_policy_mq = {
     .name = "mq",
+    .flags = MQS_POLICY_CHILD_FIRST, /* core child-first (runnext.c) */
     .description = "multi-queue: per-worker O(1) priority arrays, "
                    "priority-correct pulls, idle stealing, periodic balance",
     .rq_size = sizeof(struct mq_rq),
@@ -456,3 +517,4 @@ const struct mqs_policy mqs_policy_mq = {
 #undef LEVELS
 #undef WORDS
 #undef STEAL_MAX
+#undef MQ_YIELD_MAX_NS

@@ -210,18 +210,6 @@ void add_latency(pairs &out, std::vector<double> x)
     out.add("samples", static_cast<double>(x.size()));
 }
 
-std::uint64_t record(std::uint64_t x)
-{
-    for (int i = 0; i < 1000; i++) {
-        x += 0x9e3779b97f4a7c15ull;
-        std::uint64_t z = x;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        x = z ^ (z >> 31);
-    }
-    return x;
-}
-
 // ---- workers ---------------------------------------------------------------
 
 namespace {

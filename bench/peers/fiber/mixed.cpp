@@ -1,54 +1,72 @@
-// mixed.cpp - short interactive fibers among long CPU-bound ones.  A
-// record is the fixed unit of work of common.cpp (1000 splitmix64
-// rounds).  A long fiber does records back to back, yielding after
-// each (a fiber is never preempted; without the yield it would keep its
-// worker).  A short fiber has a 10% duty cycle: in every 1 ms period it
-// does records for 100 us from when it runs, then sleeps until the
-// period's end; its wait is how late it runs after the period's start.
-// records_per_s counts both kinds' records in the window; wait_ns is the
-// short fibers' mean wait inside the window.
+// mixed.cpp - short fibers among long CPU-bound ones, the workload of
+// `mqs-bench mixed` (bench/mixed.c).  A record is malloc(2048), write
+// every word, read one back, free.  A long fiber makes records back to
+// back, yielding after each: a fiber is never preempted, so the yield is
+// where mqs_checkpoint() stands between the mqs rows' records (without
+// it a long fiber would keep its worker and the short ones would never
+// wake).  A short fiber makes burst_records records (1 ms of records as
+// mqs-bench calibrated it on this machine and passes in), then sleeps
+// 9 ms; the short fibers' first bursts are staggered over the 10 ms
+// period (fiber i of S first sleeps i x 10 ms / S).  records_per_s counts
+// the records of both kinds in the window.  wait_ns (runnable-not-running
+// time summed over the tasks) is left out: Boost.Fiber does not keep it.
+#include <cstdlib>
+
 #include "peer.hpp"
 
 namespace peer {
 
-static constexpr std::int64_t mixed_period_ns = 1000000, mixed_busy_ns = 100000;
+static constexpr std::int64_t mixed_period_ns = 10000000,
+                              mixed_burst_ns = 1000000;
+static constexpr std::size_t mixed_words = 2048 / sizeof(std::uint64_t);
 static std::atomic<std::uint64_t> mixed_sink{0};
 
-struct wait_sum {
-    double ns = 0, n = 0;
-};
-
-static void long_task(const flags &f, slot &s)
+// One record: allocate, write, read back, free.  The asm keeps the
+// compiler from eliding the allocation.
+static std::uint64_t mixed_record(std::uint64_t seed)
 {
-    std::uint64_t c = 0, x = 1;
+    auto *b = static_cast<std::uint64_t *>(std::malloc(2048));
+    if (!b)
+        return seed;
+    __asm__ volatile("" : : "r"(b) : "memory");
+    for (std::size_t i = 0; i < mixed_words; i++)
+        b[i] = seed + i;
+    __asm__ volatile("" : : "r"(b) : "memory");
+    std::uint64_t v = b[seed % mixed_words];
+    std::free(b);
+    return v;
+}
+
+static void mixed_wait_start(const flags &f)
+{
+    while (!f.started())
+        sleep_ns(1000000);
+}
+
+static void long_task(const flags &f, slot &s, std::uint64_t seed)
+{
+    mixed_wait_start(f);
+    std::uint64_t c = 0, x = seed;
     while (!f.stopped()) {
-        x = record(x);
+        x += mixed_record(x);
         s.set(++c);
         boost::this_fiber::yield();
     }
     mixed_sink += x;
 }
 
-static void short_task(const flags &f, slot &s, wait_sum &ws)
+static void short_task(const flags &f, slot &s, std::uint64_t seed,
+                       long burst, std::int64_t phase)
 {
-    std::uint64_t c = 0, x = 2;
-    std::int64_t period = now_ns();
+    mixed_wait_start(f);
+    sleep_ns(phase);
+    std::uint64_t c = 0, x = seed;
     while (!f.stopped()) {
-        std::int64_t woke = now_ns();
-        if (f.in_window()) {
-            ws.ns += double(woke - period);
-            ws.n++;
-        }
-        while (now_ns() - woke < mixed_busy_ns) {
-            x = record(x);
+        for (long i = 0; i < burst; i++) {
+            x += mixed_record(x);
             s.set(++c);
         }
-        period += mixed_period_ns;
-        std::int64_t d = period - now_ns();
-        if (d > 0)
-            sleep_ns(d);
-        else
-            period = now_ns(); // overran: the next period starts now
+        sleep_ns(mixed_period_ns - mixed_burst_ns);
     }
     mixed_sink += x;
 }
@@ -57,32 +75,32 @@ pairs mixed(args &a)
 {
     long nshort = a.integer("short", 4, 0, 1L << 16);
     long nlong = a.integer("long", 2, 0, 1L << 16);
+    long burst = a.integer("burst_records", 0, 0, 1L << 30);
     int w = a.workers();
     double sec = a.seconds();
     a.done();
     if (nshort + nlong == 0)
         throw usage_error("short + long must be at least 1");
+    if (burst < 1)
+        throw usage_error(
+            "burst_records=N (N >= 1, records in 1 ms) is required");
     pool workers(w);
     flags f;
     std::vector<slot> slots(static_cast<std::size_t>(nshort + nlong));
-    std::vector<wait_sum> waits(static_cast<std::size_t>(nshort));
     std::vector<boost::fibers::fiber> tasks;
-    for (std::size_t i = 0; i < slots.size(); i++)
-        tasks.push_back(i < waits.size()
-                            ? spawn(short_task, std::cref(f), std::ref(slots[i]),
-                                    std::ref(waits[i]))
-                            : spawn(long_task, std::cref(f), std::ref(slots[i])));
+    for (long i = 0; i < nshort + nlong; i++) {
+        auto seed = static_cast<std::uint64_t>(i);
+        slot &s = slots[static_cast<std::size_t>(i)];
+        if (i < nshort)
+            tasks.push_back(spawn(short_task, std::cref(f), std::ref(s), seed,
+                                  burst, mixed_period_ns * i / nshort));
+        else
+            tasks.push_back(spawn(long_task, std::cref(f), std::ref(s), seed));
+    }
     window_result r = window(f, slots, sec);
     join_all(tasks);
     pairs out;
     out.add("records_per_s", sum(r.work) / (r.wall_ns / 1e9));
-    wait_sum total;
-    for (const wait_sum &x : waits) {
-        total.ns += x.ns;
-        total.n += x.n;
-    }
-    if (total.n > 0)
-        out.add("wait_ns", total.ns / total.n);
     out.add("workers", w);
     return out;
 }

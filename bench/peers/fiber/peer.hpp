@@ -131,8 +131,6 @@ double stdev(const std::vector<double> &x); // n - 1; NAN below 2
 void add_fairness(pairs &out, const std::vector<double> &work);
 void add_latency(pairs &out, std::vector<double> x);
 
-// The mixed experiment's unit of work: 1000 splitmix64 rounds.
-std::uint64_t record(std::uint64_t x);
 
 // ---- workers ---------------------------------------------------------------
 

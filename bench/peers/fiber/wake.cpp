@@ -1,8 +1,10 @@
-// wake.cpp - latt's wake-up latency on fibers.  One server fiber sleeps
-// a pseudo-random 100..1000 us (a fixed xorshift sequence), stamps the
-// time and try_pushes the stamp to the next client round-robin (a
+// wake.cpp - latt's wake-up latency on fibers, as bench/wake.c: one
+// server fiber stamps the time and try_pushes the stamp to the next
+// client, from where it left off, whose channel is empty (a
 // buffered_channel holding one stamp, so the server never waits; a
-// client that has not run since its last wake-up is skipped).  The
+// client that has not taken its last stamp is not waiting and is passed
+// over), then sleeps a pseudo-random 0..200 us (splitmix64, as wake.c
+// draws it).  The
 // client records now - stamp, the delay from wake-up to running.  K hog
 // fibers spin for hog_slice_us and then yield, competing for the W
 // workers.  Samples are recorded only inside the window.
@@ -24,15 +26,37 @@ static void hog(const flags &f, std::int64_t slice_ns)
     }
 }
 
+// The waker's pause, 0..200 us from splitmix64 as bench/wake.c draws it.
+static std::int64_t wake_gap(std::uint64_t &x)
+{
+    std::uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return static_cast<std::int64_t>((z ^ (z >> 31)) % 200000u);
+}
+
+// Stamp and wake the first client from next on whose channel is empty
+// (it has taken its last stamp: blocked or about to block), as
+// bench/wake.c wakes only a waiting client; returns the new next.
+static std::size_t wake_next(std::vector<std::unique_ptr<stamp_chan>> &ch,
+                             std::size_t next)
+{
+    for (std::size_t k = 0; k < ch.size(); k++) {
+        std::size_t i = (next + k) % ch.size();
+        if (ch[i]->try_push(now_ns()) ==
+            boost::fibers::channel_op_status::success)
+            return (i + 1) % ch.size();
+    }
+    return next;
+}
+
 static void server(const flags &f, std::vector<std::unique_ptr<stamp_chan>> &ch)
 {
-    std::uint64_t x = 88172645463325252ull;
-    for (std::size_t i = 0; !f.stopped(); i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        sleep_ns(static_cast<std::int64_t>(100000 + x % 900000));
-        ch[i % ch.size()]->try_push(now_ns());
+    std::uint64_t x = 1;
+    std::size_t next = 0;
+    while (!f.stopped()) {
+        next = wake_next(ch, next);
+        sleep_ns(wake_gap(x));
     }
     for (auto &c : ch)
         c->close();

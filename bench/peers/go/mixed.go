@@ -1,15 +1,20 @@
 package main
 
-// mixed.go - short interactive tasks among long CPU-bound ones.  A
-// record is the fixed unit of CPU work of stats.go (1000 splitmix64
-// rounds).  A long task does records back to back, yielding
-// (runtime.Gosched) after each.  A short task has a 10% duty cycle: in
-// every 1 ms period it does records for 100 us (by the clock, from when
-// it runs), then
-// sleeps until the period's end; its wait is how late it runs after the
-// period's start (sleep overshoot plus queueing behind the long tasks).
-// records_per_s counts the records of both kinds in the window; wait_ns
-// is the mean wait of the short tasks' wake-ups in the window.
+// mixed.go - short tasks among long CPU-bound ones, the workload of
+// `mqs-bench mixed` (bench/mixed.c).  A record allocates 2 KiB, writes
+// every word, reads one back and drops it (Go: make + the garbage
+// collector stand for malloc/free; the buffer is kept in the task's
+// holder so that escape analysis cannot put it on the stack).  A long
+// task makes records back to back with no explicit scheduling point:
+// Go preempts a goroutine asynchronously when its time slice is spent,
+// which is what mqs_checkpoint() between records gives the mqs rows.  A
+// short task makes burst_records records (1 ms of records as mqs-bench
+// calibrated it on this machine and passes in), then sleeps 9 ms; the
+// short tasks' first bursts are staggered over the 10 ms period (task i
+// of S first sleeps i x 10 ms / S).  records_per_s counts the records of
+// both kinds in the window.  wait_ns (runnable-not-running time summed
+// over the tasks) is left out: the Go runtime does not expose it per
+// goroutine.
 
 import (
 	"runtime"
@@ -18,19 +23,33 @@ import (
 )
 
 const (
-	mixedPeriodNs = 1e6
-	mixedBusyNs   = 1e5
+	mixedWords    = 2048 / 8
+	mixedPeriodNs = 10e6
+	mixedBurstNs  = 1e6
 )
 
 var mixedSink uint64
 
-type waitSum struct {
-	ns, n float64
+// mixedTask is one task's state: its buffer holder and running seed.
+type mixedTask struct {
+	keep []uint64
+	seed uint64
+}
+
+// record: allocate, write all 2 KiB, read a word back.
+func (t *mixedTask) record() {
+	b := make([]uint64, mixedWords)
+	t.keep = b
+	for i := range b {
+		b[i] = t.seed + uint64(i)
+	}
+	t.seed += b[t.seed%mixedWords]
 }
 
 func runMixed(a *args) (pairs, error) {
 	short := a.int("short", 4, 0, 1<<16)
 	long := a.int("long", 2, 0, 1<<16)
+	burst := a.int("burst_records", 0, 0, 1<<30)
 	w, sec := a.common()
 	if err := a.done(); err != nil {
 		return nil, err
@@ -38,68 +57,62 @@ func runMixed(a *args) (pairs, error) {
 	if short+long == 0 {
 		return nil, errUsage("short + long must be at least 1")
 	}
+	if burst < 1 {
+		return nil, errUsage("burst_records=N (N >= 1, records in 1 ms) is required")
+	}
 	runtime.GOMAXPROCS(w)
 	var f flags
 	slots := make([]slot, short+long)
-	waits := make([]waitSum, short)
 	var wg sync.WaitGroup
 	wg.Add(short + long)
-	for i := 0; i < short; i++ {
-		go shortTask(&f, &slots[i], &waits[i], &wg)
-	}
-	for i := short; i < short+long; i++ {
-		go longTask(&f, &slots[i], &wg)
+	for i := 0; i < short+long; i++ {
+		t := &mixedTask{seed: uint64(i)}
+		if i < short {
+			phase := int64(mixedPeriodNs) * int64(i) / int64(short)
+			go mixedShort(&f, &slots[i], t, burst, phase, &wg)
+		} else {
+			go mixedLong(&f, &slots[i], t, &wg)
+		}
 	}
 	wall, work := window(&f, slots, sec)
 	wg.Wait()
 	var out pairs
 	out.add("records_per_s", sum(work)/(wall/1e9))
-	var ws waitSum
-	for _, x := range waits {
-		ws.ns, ws.n = ws.ns+x.ns, ws.n+x.n
-	}
-	if ws.n > 0 {
-		out.add("wait_ns", ws.ns/ws.n)
-	}
 	out.add("workers", float64(w))
 	return out, nil
 }
 
-func longTask(f *flags, s *slot, wg *sync.WaitGroup) {
-	defer wg.Done()
-	var c uint64
-	x := uint64(1)
-	for !f.stopped() {
-		x = record(x)
-		c++
-		s.set(c)
-		runtime.Gosched()
+func mixedWaitStart(f *flags) {
+	for !f.started() {
+		sleepNs(1e6)
 	}
-	atomic.AddUint64(&mixedSink, x)
 }
 
-func shortTask(f *flags, s *slot, ws *waitSum, wg *sync.WaitGroup) {
+func mixedLong(f *flags, s *slot, t *mixedTask, wg *sync.WaitGroup) {
 	defer wg.Done()
+	mixedWaitStart(f)
 	var c uint64
-	x := uint64(2)
-	period := now()
 	for !f.stopped() {
-		woke := now()
-		if f.inWindow() {
-			ws.ns += float64(woke - period)
-			ws.n++
-		}
-		for now()-woke < mixedBusyNs {
-			x = record(x)
+		t.record()
+		c++
+		s.set(c)
+	}
+	atomic.AddUint64(&mixedSink, t.seed)
+}
+
+func mixedShort(f *flags, s *slot, t *mixedTask, burst int, phase int64,
+	wg *sync.WaitGroup) {
+	defer wg.Done()
+	mixedWaitStart(f)
+	sleepNs(phase)
+	var c uint64
+	for !f.stopped() {
+		for i := 0; i < burst; i++ {
+			t.record()
 			c++
 			s.set(c)
 		}
-		period += mixedPeriodNs
-		if d := period - now(); d > 0 {
-			sleepNs(d)
-		} else {
-			period = now() // overran: start the next period now
-		}
+		sleepNs(mixedPeriodNs - mixedBurstNs)
 	}
-	atomic.AddUint64(&mixedSink, x)
+	atomic.AddUint64(&mixedSink, t.seed)
 }

@@ -77,19 +77,3 @@ func addLatency(out *pairs, x []float64) {
 	}
 	out.add("samples", float64(len(x)))
 }
-
-// record is the unit of CPU work of the mixed experiment: recordRounds
-// rounds of splitmix64 on a running state, the same in every peer and in
-// mqs-bench so that a record costs the same everywhere.
-const recordRounds = 1000
-
-func record(x uint64) uint64 {
-	for i := 0; i < recordRounds; i++ {
-		x += 0x9e3779b97f4a7c15
-		z := x
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		x = z ^ (z >> 31)
-	}
-	return x
-}

@@ -1,10 +1,11 @@
 package main
 
-// wake.go - latt's wake-up latency on goroutines.  One server goroutine
-// sleeps a pseudo-random 100..1000 us (a fixed xorshift sequence), then
-// stamps the time and sends the stamp to the next client round-robin
-// over the client's channel (capacity 1, so the server never waits for
-// the client).  The client records now - stamp: the delay from wake-up
+// wake.go - latt's wake-up latency on goroutines, as bench/wake.c: one
+// server goroutine stamps the time and sends the stamp to the next
+// client, from where it left off, whose channel is empty (capacity 1, so
+// the server never waits; a client that has not taken its last stamp is
+// not waiting and is passed over), then sleeps a pseudo-random 0..200 us
+// (splitmix64, as wake.c draws it).  The client records now - stamp: the delay from wake-up
 // to running.  K hog goroutines meanwhile spin for hog_slice_us each and
 // then yield (runtime.Gosched), competing with the clients for the
 // workers.  Samples are recorded only inside the window.
@@ -15,6 +16,8 @@ import (
 	"runtime"
 	"sync"
 )
+
+const wakeGapMaxNs = 200000
 
 func runWake(a *args) (pairs, error) {
 	clients := a.int("clients", 4, 1, 1<<16)
@@ -69,18 +72,38 @@ func hog(f *flags, sliceNs int64, wg *sync.WaitGroup) {
 	}
 }
 
+// wakeGap: the waker's pause, 0..200 us from splitmix64 as bench/wake.c
+// draws it.
+func wakeGap(x *uint64) int64 {
+	*x += 0x9e3779b97f4a7c15
+	z := *x
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return int64((z ^ (z >> 31)) % wakeGapMaxNs)
+}
+
+// wakeNext stamps and wakes the first client from next on whose channel
+// is empty (it has taken its last stamp, so it is blocked or about to
+// block), as bench/wake.c wakes only a waiting client; returns the new
+// next.
+func wakeNext(chans []chan int64, next int) int {
+	for k := 0; k < len(chans); k++ {
+		i := (next + k) % len(chans)
+		select {
+		case chans[i] <- now():
+			return (i + 1) % len(chans)
+		default:
+		}
+	}
+	return next
+}
+
 func wakeServer(f *flags, chans []chan int64, wg *sync.WaitGroup) {
 	defer wg.Done()
-	x := uint64(88172645463325252)
-	for i := 0; !f.stopped(); i++ {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		sleepNs(int64(100e3 + x%900e3))
-		select {
-		case chans[i%len(chans)] <- now():
-		default: // that client has not run since its last wake-up
-		}
+	x, next := uint64(1), 0
+	for !f.stopped() {
+		next = wakeNext(chans, next)
+		sleepNs(wakeGap(&x))
 	}
 	for _, c := range chans {
 		close(c)

@@ -1,0 +1,527 @@
+/*
+ * fair.h - the frame that the tree-based fair policies (cfs, eevdf)
+ * share around their trees: the class order, load tracking per queue,
+ * realtime pulls and the load balancer.  Each policy keeps its normal
+ * tasks in its own order in `tree` and supplies the few callbacks that
+ * depend on that order; everything below is written once.
+ *
+ * Class order (DESIGN.md): realtime FIFO/RR levels 0..99 and the idle
+ * level 140 live in one O(1) priority array (src/prio_array.h) beside the
+ * tree; pick tries realtime (pulling a more urgent one from another queue
+ * first, as mq does, so invariant 2 holds across workers), then the tree,
+ * then idle.  A queue publishes its most urgent realtime or idle level,
+ * and MQS__FAIR_LEVEL (139) for "a normal task waits": nice does not
+ * order normal tasks here (virtual time does), so publishing the best
+ * nice would make every checkpoint of a lower-nice task a reschedule.
+ *
+ * Load: the queue's signal (src/load_avg.h) accumulates with the weight
+ * of its normal tasks, queued and running; entities join it when queued
+ * and leave it when they stop without being re-queued.  The core tells a
+ * policy that a task stopped (put_prev) before it knows whether the task
+ * blocks, so leaving is lazy: put_prev marks the entity `stopped`; a
+ * re-queue (yield) clears the mark, any other op first settles it (the
+ * entity leaves).  A yield therefore costs no load arithmetic beyond the
+ * entity's own update.  The queue's average is published (pub_load) for
+ * remote balancers, which read it without the lock.
+ *
+ * Balancing (Linux's load_balance, reduced to one level): the balancer
+ * looks for the queue with the highest published load that has tasks
+ * waiting, and moves up to half the difference in load.  The periodic
+ * balancer needs the busiest to exceed its own load by 17% (Linux's
+ * imbalance_pct), moves only tasks whose load fits what is left to move
+ * (so one heavy task does not bounce between two queues), and leaves
+ * cache-hot tasks (stopped within migration_cost_ns) where they are; an
+ * idle or newly idle worker takes at least one task, hot or not: an idle
+ * worker costs more than a cold cache.
+ *
+ * Rejected: publishing nice levels (above); eager leave in put_prev (two
+ * multiplies and a signal update per yield for nothing); balancing by
+ * queue length, as mq does (the point of PELT is to weigh tasks by how
+ * runnable they are).
+ *
+ * Entity slots: p[MQS__FAIR_P_LAST] (when it last stopped) and
+ * p[MQS__FAIR_P_W] (the weight it joined with: a priority change between
+ * stopping and re-queueing must not unbalance the sums) belong to this
+ * frame; the policies use p[0..3], key and slice_ns.
+ */
+#ifndef MQS_FAIR_H
+#define MQS_FAIR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "internal.h"
+#include "list.h"
+#include "load_avg.h"
+#include "prio_array.h"
+#include "rbtree.h"
+
+#define MQS__FAIR_LEVEL (MQS_PRIO_IDLE - 1)
+#define MQS__FAIR_P_LAST 5 /* se->p[]: when it last stopped running   */
+#define MQS__FAIR_P_W 4    /* se->p[]: the weight it joined the load with */
+#define MQS__FAIR_STEAL_MAX 8
+
+/* Owner-only marks of the last steal-time check (mqs__fair_charge). */
+struct mqs__steal {
+    uint64_t wall, cpu; /* worker clock and thread CPU clock (ns) */
+};
+
+/* The start of a fair policy's per-rq state.  Everything under rq lock,
+ * except pub_load (atomic, read by other workers) and next_balance
+ * (owning worker only). */
+struct mqs__fair_rq {
+    struct mqs__prio_array cls;      /* realtime and idle-class tasks    */
+    struct mqs__rb_root tree;        /* normal tasks, the policy's order */
+    struct mqs_sched_entity *curr;   /* normal task running here, or NULL */
+    struct mqs_sched_entity *stopped; /* stopped; leaves unless re-queued */
+    uint64_t weight;                 /* weight of tree, curr and stopped */
+    struct mqs_load_avg load;        /* the queue's load signal          */
+    _Atomic uint64_t pub_load;       /* load.avg, for remote balancers   */
+    uint64_t next_balance;
+    struct mqs__steal steal;         /* owning worker only               */
+};
+
+static inline struct mqs__fair_rq *mqs__fair(struct mqs_rq *rq)
+{
+    return mqs__rq_state(rq);
+}
+
+/* Linux's SCHED_TUNABLESCALING_LOG: latencies grow with 1 + log2(ncpu),
+ * since more CPUs share the work of one period. */
+static inline int64_t mqs__fair_scale(const mqs_runtime_t *rt, int64_t v,
+                                      bool scale)
+{
+    int n = mqs_nr_workers(rt), f = 1;
+    while (scale && n > 1) {
+        n >>= 1;
+        f++;
+    }
+    return v * f;
+}
+
+/* Real time ns of an entity of weight w in virtual time (nice 0 = 1). */
+static inline uint64_t mqs__fair_vtime(uint64_t ns, uint32_t w)
+{
+    return w == 1024 ? ns : (uint64_t)(((unsigned __int128)ns << 10) / w);
+}
+
+/* Virtual times wrap in theory: compare them as distances. */
+static inline bool mqs__fair_before(uint64_t a, uint64_t b)
+{
+    return (int64_t)(a - b) < 0;
+}
+
+static inline struct mqs_sched_entity *mqs__fair_se(const struct mqs_rb_node *n)
+{
+    return mqs_se_entry(n, struct mqs_sched_entity, rb);
+}
+
+/* Tree order of cfs, eevdf (virtual runtime) and bfs (deadline): se->key,
+ * copied into the node when it is inserted (mqs__fair_insert). */
+static inline bool mqs__fair_less(const struct mqs_rb_node *a,
+                                  const struct mqs_rb_node *b)
+{
+    return mqs__fair_before(a->key, b->key);
+}
+
+static inline void mqs__fair_insert(struct mqs__rb_root *t,
+                                    struct mqs_sched_entity *se,
+                                    mqs__rb_aug_fn aug)
+{
+    se->rb.key = se->key;
+    mqs__rb_insert(t, &se->rb, mqs__fair_less, aug);
+}
+
+/* min_vruntime: follows min(running, leftmost), forwards only. */
+static inline uint64_t mqs__fair_min_vruntime(const struct mqs__fair_rq *f,
+                                              const struct mqs_sched_entity *curr,
+                                              uint64_t min_v)
+{
+    struct mqs_rb_node *first = mqs__rb_first(&f->tree);
+    uint64_t v;
+    if (curr)
+        v = first && mqs__fair_before(mqs__fair_se(first)->key, curr->key)
+                ? mqs__fair_se(first)->key
+                : curr->key;
+    else if (first)
+        v = mqs__fair_se(first)->key;
+    else
+        return min_v;
+    return mqs__fair_before(min_v, v) ? v : min_v;
+}
+
+static inline void mqs__fair_publish(struct mqs_rq *rq)
+{
+    struct mqs__fair_rq *f = mqs__fair(rq);
+    unsigned best = mqs__parr_best(&f->cls);
+    if (f->tree.n && MQS__FAIR_LEVEL < best)
+        best = MQS__FAIR_LEVEL;
+    mqs_rq_publish(rq, f->cls.nr + f->tree.n, best);
+}
+
+static inline void mqs__fair_init(struct mqs__fair_rq *f)
+{
+    mqs__parr_init(&f->cls);
+    mqs__rb_init(&f->tree);
+}
+
+/* ----- realtime and idle classes ----- */
+
+/* Queue a realtime or idle-class task: an RR or idle task with its slice
+ * spent gets a new one; a preempted FIFO task keeps its place. */
+static inline void mqs__fair_class_add(struct mqs__prio_array *a,
+                                       struct mqs_sched_entity *se, int flags,
+                                       int64_t rr_slice)
+{
+    bool head = false;
+    if (se->cls == MQS_CLASS_FIFO)
+        head = (flags & MQS_ENQ_PREEMPTED) != 0;
+    else if (se->slice_ns <= 0)
+        se->slice_ns = rr_slice;
+    mqs__parr_add(a, se, se->prio, head);
+}
+
+static inline void mqs__fair_class_put_prev(struct mqs_sched_entity *se,
+                                            uint64_t ran)
+{
+    if (se->cls != MQS_CLASS_FIFO)
+        se->slice_ns -= (int64_t)ran;
+}
+
+/* Every class but FIFO gives up the worker when its slice is spent. */
+static inline bool mqs__fair_tick(struct mqs_rq *rq,
+                                  struct mqs_sched_entity *se, uint64_t now)
+{
+    (void)rq;
+    if (se->cls == MQS_CLASS_FIFO)
+        return false;
+    return (int64_t)(now - se->exec_start_ns) >= se->slice_ns;
+}
+
+/* Is a realtime task queued here, or (by the runtime-wide hint) on any
+ * queue?  Then a yield takes the slow path, whose pick pulls it. */
+static inline bool mqs__fair_rt_waiting(struct mqs_rq *rq)
+{
+    const mqs_runtime_t *rt = mqs_rq_runtime(rq);
+    uint64_t w0 = atomic_load_explicit(&rt->level_bits[0],
+                                       memory_order_relaxed);
+    uint64_t w1 = atomic_load_explicit(&rt->level_bits[1],
+                                       memory_order_relaxed);
+    return w0 || (w1 & mqs__below_mask(MQS_PRIO_NORMAL_MIN, 1)) ||
+           mqs__parr_best(&mqs__fair(rq)->cls) < MQS_PRIO_NORMAL_MIN;
+}
+
+struct mqs__fair_rt_req {
+    unsigned below; /* levels more urgent than this */
+    int dest;
+};
+
+static inline int mqs__fair_take_rt(struct mqs_rq *victim, void *arg,
+                                    struct mqs_sched_entity **out, int max)
+{
+    struct mqs__fair_rq *f = mqs__fair(victim);
+    const struct mqs__fair_rt_req *req = arg;
+    int n = 0;
+    for (unsigned lvl = mqs__parr_best(&f->cls); lvl < req->below && n < max;
+         lvl = mqs__parr_next(&f->cls, lvl + 1)) {
+        struct mqs_list *pos, *tmp;
+        mqs__list_for_each_safe(pos, tmp, &f->cls.q[lvl])
+        {
+            struct mqs_sched_entity *se =
+                mqs_se_entry(pos, struct mqs_sched_entity, node);
+            if (n < max && mqs__se_allowed(se, req->dest) &&
+                mqs_se_movable(se)) {
+                mqs__parr_del(&f->cls, se, lvl);
+                out[n++] = se;
+            }
+        }
+    }
+    mqs__fair_publish(victim);
+    return n;
+}
+
+/* A realtime task more urgent than `below` queued on another worker,
+ * taken for this one; NULL when the hint says there is none or every
+ * candidate is busy or not allowed here. */
+static inline struct mqs_sched_entity *mqs__fair_pull_rt(struct mqs_rq *rq,
+                                                         unsigned below)
+{
+    mqs_runtime_t *rt = mqs_rq_runtime(rq);
+    if (mqs__best_prio_anywhere(rt) >= below)
+        return NULL;
+    int self = mqs_rq_worker(rq), n = mqs_nr_workers(rt);
+    struct mqs__fair_rt_req req = {below, self};
+    for (int i = 1; i < n; i++) {
+        struct mqs_rq *v = mqs_rq_of(rt, (self + i) % n);
+        struct mqs_sched_entity *se;
+        if (mqs_rq_best_prio(v) < below &&
+            mqs_rq_steal(rq, v, MQS_PULL_PRIORITY, mqs__fair_take_rt, &req,
+                         &se, 1))
+            return se;
+    }
+    return NULL;
+}
+
+/* The realtime part of pick: a more urgent realtime task from elsewhere,
+ * else the local one; NULL when no realtime task is to run. */
+static inline struct mqs_sched_entity *mqs__fair_pick_rt(struct mqs_rq *rq)
+{
+    struct mqs__fair_rq *f = mqs__fair(rq);
+    unsigned lvl = mqs__parr_best(&f->cls);
+    unsigned below = lvl < MQS_PRIO_NORMAL_MIN ? lvl : MQS_PRIO_NORMAL_MIN;
+    struct mqs_sched_entity *se = mqs__fair_pull_rt(rq, below);
+    if (se || lvl >= MQS_PRIO_NORMAL_MIN)
+        return se;
+    se = mqs__parr_first(&f->cls, lvl);
+    mqs__parr_del(&f->cls, se, lvl);
+    mqs__fair_publish(rq);
+    return se;
+}
+
+/* The idle-class part of pick (after realtime and the tree). */
+static inline struct mqs_sched_entity *mqs__fair_pick_idle(struct mqs_rq *rq)
+{
+    struct mqs_sched_entity *se = mqs__parr_pop(&mqs__fair(rq)->cls);
+    if (se)
+        mqs__fair_publish(rq);
+    return se;
+}
+
+/* ----- load ----- */
+
+static inline void mqs__fair_load_rq(struct mqs__fair_rq *f, uint64_t now)
+{
+    if (mqs__load_update(&f->load, now, f->weight, 1))
+        atomic_store_explicit(&f->pub_load, f->load.avg, memory_order_relaxed);
+}
+
+/* A normal entity joins the queue's load; was_runnable says whether the
+ * time since its last update was spent queued (migrated) or asleep. */
+static inline void mqs__fair_load_join(struct mqs__fair_rq *f,
+                                       struct mqs_sched_entity *se,
+                                       uint64_t now, bool was_runnable)
+{
+    mqs__fair_load_rq(f, now);
+    if (se->load.last_ns == 0)
+        mqs__load_init_full(&se->load, now, se->weight);
+    else
+        mqs__load_update(&se->load, now, was_runnable, se->weight);
+    mqs__load_attach(&f->load, &se->load, se->weight);
+    se->p[MQS__FAIR_P_W] = se->weight;
+    f->weight += se->weight;
+    atomic_store_explicit(&f->pub_load, f->load.avg, memory_order_relaxed);
+}
+
+static inline void mqs__fair_load_leave(struct mqs__fair_rq *f,
+                                        struct mqs_sched_entity *se,
+                                        uint64_t now)
+{
+    mqs__fair_load_rq(f, now);
+    uint64_t w = se->p[MQS__FAIR_P_W];
+    mqs__load_update(&se->load, now, 1, w);
+    mqs__load_detach(&f->load, &se->load, w);
+    f->weight -= w;
+    atomic_store_explicit(&f->pub_load, f->load.avg, memory_order_relaxed);
+}
+
+/* A stopped entity that was not re-queued leaves the load; returns it
+ * (the policy drops it from its own sums too) or NULL. */
+static inline struct mqs_sched_entity *mqs__fair_settle(struct mqs__fair_rq *f,
+                                                        uint64_t now)
+{
+    struct mqs_sched_entity *se = f->stopped;
+    if (se) {
+        f->stopped = NULL;
+        mqs__fair_load_leave(f, se, now);
+    }
+    return se;
+}
+
+/* May a stopped entity go back into the tree as it is (a yield, with its
+ * class and weight unchanged)?  Then it stays in the load. */
+static inline bool mqs__fair_requeue(struct mqs__fair_rq *f,
+                                     struct mqs_sched_entity *se)
+{
+    if (f->stopped != se || se->cls != MQS_CLASS_NORMAL ||
+        se->p[MQS__FAIR_P_W] != se->weight)
+        return false;
+    f->stopped = NULL;
+    return true;
+}
+
+/* put_prev of a normal entity: charge its signal, mark it stopped. */
+static inline void mqs__fair_stop(struct mqs__fair_rq *f,
+                                  struct mqs_sched_entity *se, uint64_t now)
+{
+    mqs__fair_settle(f, now);
+    mqs__fair_load_rq(f, now);
+    mqs__load_update(&se->load, now, 1, se->weight);
+    se->p[MQS__FAIR_P_LAST] = now;
+    f->curr = NULL;
+    f->stopped = se;
+}
+
+/* What to charge for a run of ran ns: ran, unless the run was a short
+ * one stretched by steal time.  A run of check_ns or more is compared
+ * with the worker thread's CPU clock since the last such check; if the
+ * OS gave the worker's CPU to someone else meanwhile (a guest kernel's
+ * steal time) and the run had the CPU for less than MQS__FAIR_SHORT_NS,
+ * only that CPU time is charged.  Without this, one OS preemption in a
+ * yield loop charges a task milliseconds of virtual time for a 100 ns
+ * run, and with n tasks queued it then waits n times that for the others
+ * to catch up (2047 tasks a worker: a 0.7 ms lead meant 1.5 s without a
+ * turn).  A run that had the CPU for longer (any slice) is charged in
+ * full, so that shares stay exact in run_ns, the wall time the core
+ * accounts: correcting slices too made 3 s windows of nice 0 vs 5 under
+ * eevdf read 2.2 to 2.9 for 3.06 on a loaded host, and with a 1 ms bound
+ * (eevdf's slices are 1.5 ms on two workers) an ASan build read 2.6 in
+ * three windows running, against 3.075 with the check off: OS
+ * preemptions fall in step with the slice pattern, not evenly.  Runs this long are
+ * rare in a yield loop (its runs are ~100 ns) and end a slice otherwise,
+ * so the clock read (a system call) costs little.  check_ns <= 0: off. */
+#define MQS__FAIR_SHORT_NS 100000
+static inline uint64_t mqs__fair_thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Start the marks on the owning worker before its first run (pick). */
+static inline void mqs__fair_steal_start(struct mqs__steal *st, uint64_t now,
+                                         int64_t check_ns)
+{
+    if (check_ns > 0 && st->wall == 0) {
+        st->wall = now;
+        st->cpu = mqs__fair_thread_cpu();
+    }
+}
+
+static inline uint64_t mqs__fair_charge(struct mqs__steal *st, uint64_t now,
+                                        uint64_t ran, int64_t check_ns)
+{
+    if (check_ns <= 0)
+        return ran;
+    if (st->wall == 0) { /* no pick on this worker before: start marks */
+        st->wall = now - ran;
+        st->cpu = mqs__fair_thread_cpu() - ran;
+        return ran;
+    }
+    if (ran < (uint64_t)check_ns)
+        return ran;
+    uint64_t cpu = mqs__fair_thread_cpu();
+    uint64_t wall = now - st->wall, used = cpu - st->cpu;
+    st->wall = now;
+    st->cpu = cpu;
+    if (used >= wall)
+        return ran;
+    uint64_t stolen = wall - used < ran ? wall - used : ran;
+    return ran - stolen < MQS__FAIR_SHORT_NS ? ran - stolen : ran;
+}
+
+/* ----- balancing ----- */
+
+struct mqs__fair_take_req {
+    int dest;
+    bool fit;           /* move only tasks whose load fits what is left */
+    uint64_t want, now, hot_ns;
+    /* Remove queued normal se from victim's tree and sums (lock held). */
+    void (*unlink)(struct mqs_rq *victim, struct mqs_sched_entity *se,
+                   uint64_t now);
+};
+
+static inline bool mqs__fair_can_take(const struct mqs__fair_take_req *req,
+                                      const struct mqs_sched_entity *se,
+                                      uint64_t moved)
+{
+    if (!mqs__se_allowed(se, req->dest) || !mqs_se_movable(se))
+        return false;
+    if (req->hot_ns &&
+        (int64_t)(req->now - se->p[MQS__FAIR_P_LAST]) < (int64_t)req->hot_ns)
+        return false;
+    return !req->fit || se->load.avg <= req->want - moved;
+}
+
+static inline int mqs__fair_take(struct mqs_rq *victim, void *arg,
+                                 struct mqs_sched_entity **out, int max)
+{
+    struct mqs__fair_take_req *req = arg;
+    struct mqs__fair_rq *f = mqs__fair(victim);
+    uint64_t moved = 0;
+    int n = 0;
+    struct mqs_rb_node *node = mqs__rb_first(&f->tree), *next;
+    for (; node && n < max && moved < req->want; node = next) {
+        next = mqs__rb_next(node);
+        struct mqs_sched_entity *se =
+            mqs_se_entry(node, struct mqs_sched_entity, rb);
+        if (!mqs__fair_can_take(req, se, moved))
+            continue;
+        moved += se->load.avg ? se->load.avg : 1;
+        req->unlink(victim, se, req->now);
+        out[n++] = se;
+    }
+    mqs__fair_publish(victim);
+    return n;
+}
+
+/* The other queue with tasks waiting and the highest published load. */
+static inline int mqs__fair_busiest(mqs_runtime_t *rt, int self,
+                                    uint64_t *load)
+{
+    int best = -1;
+    *load = 0;
+    for (int i = 0; i < mqs_nr_workers(rt); i++) {
+        struct mqs_rq *v = mqs_rq_of(rt, i);
+        if (i == self || mqs_rq_nr_queued(v) == 0)
+            continue;
+        uint64_t l = atomic_load_explicit(&mqs__fair(v)->pub_load,
+                                          memory_order_relaxed);
+        if (best < 0 || l > *load) {
+            best = i;
+            *load = l;
+        }
+    }
+    return best;
+}
+
+/* The balance op of a fair policy: interval and hot_ns are its tunables,
+ * unlink its tree removal. */
+static inline int mqs__fair_balance(struct mqs_rq *rq, int why,
+                                    int64_t interval, int64_t hot_ns,
+                                    void (*unlink)(struct mqs_rq *,
+                                                   struct mqs_sched_entity *,
+                                                   uint64_t))
+{
+    struct mqs__fair_rq *f = mqs__fair(rq);
+    mqs_runtime_t *rt = mqs_rq_runtime(rq);
+    uint64_t now = mqs__rq_clock(rq), busy;
+    bool periodic = why == MQS_BALANCE_PERIODIC;
+    if (periodic && now < f->next_balance)
+        return 0;
+    if (periodic)
+        f->next_balance = now + (uint64_t)interval;
+    uint64_t mine = atomic_load_explicit(&f->pub_load, memory_order_relaxed);
+    int victim = mqs__fair_busiest(rt, mqs_rq_worker(rq), &busy);
+    if (victim < 0 || (periodic && busy * 100 <= mine * 117))
+        return 0;
+    struct mqs__fair_take_req req = {
+        mqs_rq_worker(rq), periodic, busy > mine ? (busy - mine) / 2 : 0,
+        now, periodic ? (uint64_t)hot_ns : 0, unlink};
+    if (req.want == 0)
+        req.want = 1;
+    struct mqs_sched_entity *got[MQS__FAIR_STEAL_MAX];
+    int n = mqs_rq_steal(rq, mqs_rq_of(rt, victim), why, mqs__fair_take, &req,
+                         got, periodic ? MQS__FAIR_STEAL_MAX : 1);
+    if (n == 0)
+        return 0;
+    mqs_rq_lock(rq);
+    for (int i = 0; i < n; i++)
+        mqs_rq_add_stolen(rq, got[i]);
+    mqs_rq_unlock(rq);
+    return n;
+}
+
+#undef MQS__FAIR_SHORT_NS
+
+#endif

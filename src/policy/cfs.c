@@ -1,0 +1,344 @@
+/*
+ * cfs.c - the Completely Fair Scheduler (Molnar, Linux 2.6.23, 2007) as
+ * it stood before EEVDF replaced it: every normal task accrues virtual
+ * runtime, its run time scaled by nice-0 weight / its weight (Linux's
+ * sched_prio_to_weight table, mqs_nice_weight), and each worker runs the
+ * task with the least virtual runtime, kept leftmost in a red-black tree
+ * (src/rbtree.h).  Equal virtual time for all means CPU in proportion to
+ * weight.
+ *
+ * Slices: a latency target (latency_ns) is divided among the runnable
+ * tasks of a queue by weight, but no slice is shorter than min_gran_ns:
+ * past latency/min_gran tasks the period grows instead (Linux's
+ * sched_nr_latency).  A checkpoint reschedules once the slice is spent.
+ * Both grow with 1 + log2(workers) (Linux's default tunable scaling), as
+ * does wakeup_gran_ns; DESIGN.md's "20 ms x (1 + log2 ncpu)" is the
+ * default latency_ns of 20 ms with that scaling.
+ *
+ * min_vruntime follows the smallest virtual runtime of the queue (the
+ * running task and the leftmost), never backwards.  Placement: a new
+ * task starts at min_vruntime (behind the tasks already there, which
+ * leave in order of arrival among equals); a waking task keeps its
+ * virtual runtime but no less than
+ * min_vruntime - latency/2 (GENTLE_FAIR_SLEEPERS: a sleeper gets at most
+ * half a latency period of credit, so sleeping long buys nothing more).
+ * A task moved between queues keeps its distance to min_vruntime (its
+ * home queue's published min_vruntime is read when it is placed).
+ *
+ * Wake-up preemption: the woken task runs at once only when the running
+ * task's virtual runtime is ahead of it by more than wakeup_gran_ns in
+ * the woken task's virtual time (Linux's wakeup_preempt_entity), so that
+ * a stream of wake-ups does not shred the running task's slice.
+ *
+ * Balancing (src/fair.h): by per-entity load (src/load_avg.h, Turner's
+ * PELT, half-life 32 ms), with migration-cost hysteresis: the periodic
+ * balancer leaves tasks that ran within migration_cost_ns.
+ *
+ * Yield: the task goes back into the tree at its virtual runtime and the
+ * leftmost runs; with one task it keeps running.  (Linux instead marks
+ * the yielder as skip buddy for one pick; with virtual time charged at
+ * every switch, re-insertion is already fair, and it needs no state.)
+ * The yield op does that without touching counts or the published
+ * summary: one insert and one erase of the tree.
+ *
+ * Realtime and idle-class tasks: src/fair.h, before and after the tree.
+ *
+ * Rejected: Linux's START_DEBIT (a new task starts one virtual slice
+ * late, so that forking does not buy CPU): with a batch of tasks spawned
+ * at once, the first ran alone for up to a latency period before the
+ * others caught up, which the conformance suite's short share runs saw as
+ * starvation.  Linux's second tick check (preempt when the running task is
+ * ahead of the leftmost by a slice): tick runs without the queue lock
+ * and may not read the tree; the slice alone bounds the run.  Group
+ * scheduling (no cgroups here).
+ */
+#include <stddef.h>
+
+#include "../fair.h"
+#include "../internal.h"
+#include "mqs/policy.h"
+
+#define CFS_VBASE (UINT64_C(1) << 40) /* start of virtual time: headroom */
+#define CFS_SLICE_SHIFT 16
+
+struct cfs_tunables {
+    int64_t latency_ns;
+    int64_t min_gran_ns;
+    int64_t wakeup_gran_ns;
+    int64_t migration_cost_ns;
+    int64_t balance_ns;
+    int64_t rr_slice_ns;
+    int64_t scaling;
+    int64_t steal_check_ns;
+};
+
+static const struct mqs_tunable cfs_tunables[] = {
+    {"latency_ns", 100000, 10000000000, 20000000,
+     offsetof(struct cfs_tunables, latency_ns),
+     "target period in which every runnable task runs once (x scaling)"},
+    {"min_gran_ns", 10000, 1000000000, 2500000,
+     offsetof(struct cfs_tunables, min_gran_ns),
+     "shortest slice; past latency/min_gran tasks the period grows"},
+    {"wakeup_gran_ns", 0, 1000000000, 1000000,
+     offsetof(struct cfs_tunables, wakeup_gran_ns),
+     "lead in virtual time a woken task needs to preempt"},
+    {"migration_cost_ns", 0, 1000000000, 500000,
+     offsetof(struct cfs_tunables, migration_cost_ns),
+     "a task that ran this recently is cache-hot: not moved periodically"},
+    {"balance_ns", 100000, 1000000000, 4000000,
+     offsetof(struct cfs_tunables, balance_ns), "periodic balancing interval"},
+    {"rr_slice_ns", 100000, 1000000000, 100000000,
+     offsetof(struct cfs_tunables, rr_slice_ns),
+     "SCHED_RR and idle-class time slice"},
+    {"scaling", 0, 1, 1, offsetof(struct cfs_tunables, scaling),
+     "1: latency and granularities x (1 + log2 workers); 0: as given"},
+    {"steal_check_ns", 0, 1000000000, 50000,
+     offsetof(struct cfs_tunables, steal_check_ns),
+     "runs this long are checked for OS preemption (steal); 0: off"},
+    {NULL, 0, 0, 0, 0, NULL},
+};
+
+struct cfs_rq {
+    struct mqs__fair_rq f;        /* first: the frame src/fair.h reads */
+    uint64_t min_vruntime;        /* rq lock                           */
+    _Atomic uint64_t pub_min_v;   /* min_vruntime, for placement elsewhere */
+    int64_t latency, min_gran, wakeup_gran; /* scaled tunables         */
+    int64_t nr_latency;
+    int64_t slice_nr;             /* cfs_slice's cache: length, weight, */
+    uint64_t slice_w;             /* and period / weight (fixed point)  */
+    uint64_t slice_per_w;
+    const struct cfs_tunables *tun;
+};
+
+/* Entity: key = virtual runtime (in its home queue's time), p[0] = home
+ * worker + 1 (0 = never queued under cfs). */
+
+static struct cfs_rq *cfs(struct mqs_rq *rq)
+{
+    return mqs__rq_state(rq);
+}
+
+static void cfs_init_rq(struct mqs_rq *rq)
+{
+    struct cfs_rq *c = cfs(rq);
+    mqs_runtime_t *rt = mqs_rq_runtime(rq);
+    c->tun = mqs_policy_state(rt);
+    bool scale = c->tun->scaling != 0;
+    mqs__fair_init(&c->f);
+    c->min_vruntime = CFS_VBASE;
+    atomic_init(&c->pub_min_v, CFS_VBASE);
+    c->latency = mqs__fair_scale(rt, c->tun->latency_ns, scale);
+    c->min_gran = mqs__fair_scale(rt, c->tun->min_gran_ns, scale);
+    c->wakeup_gran = mqs__fair_scale(rt, c->tun->wakeup_gran_ns, scale);
+    c->nr_latency = c->latency / c->min_gran;
+    if (c->nr_latency < 1)
+        c->nr_latency = 1;
+}
+
+static void cfs_update_min(struct cfs_rq *c, const struct mqs_sched_entity *curr)
+{
+    uint64_t v = mqs__fair_min_vruntime(&c->f, curr, c->min_vruntime);
+    if (v != c->min_vruntime) {
+        c->min_vruntime = v;
+        atomic_store_explicit(&c->pub_min_v, v, memory_order_relaxed);
+    }
+}
+
+/* The slice of se, running with the tree's tasks: its weight's share of
+ * the period (latency, or nr x min_gran past nr_latency tasks).  The
+ * period / total weight factor is cached for the queue's length and
+ * weight, which a yield does not change: then a slice is a multiply. */
+static int64_t cfs_slice(struct cfs_rq *c, const struct mqs_sched_entity *se)
+{
+    int64_t nr = (int64_t)c->f.tree.n + 1;
+    uint64_t w = c->f.weight > se->weight ? c->f.weight : se->weight;
+    if (nr != c->slice_nr || w != c->slice_w) {
+        int64_t period = nr > c->nr_latency ? nr * c->min_gran : c->latency;
+        if (period > (INT64_C(1) << 46)) /* 19 hours: keeps the product */
+            period = INT64_C(1) << 46;
+        c->slice_nr = nr;
+        c->slice_w = w;
+        c->slice_per_w = ((uint64_t)period << CFS_SLICE_SHIFT) / w;
+    }
+    return (int64_t)((se->weight * c->slice_per_w) >> CFS_SLICE_SHIFT);
+}
+
+/* Rebase a virtual runtime kept in another queue's time onto this one. */
+static void cfs_rebase(struct mqs_rq *rq, struct mqs_sched_entity *se)
+{
+    struct cfs_rq *c = cfs(rq);
+    int home = (int)se->p[0] - 1, self = mqs_rq_worker(rq);
+    if (home >= 0 && home != self) {
+        struct cfs_rq *o = cfs(mqs_rq_of(mqs_rq_runtime(rq), home));
+        se->key = se->key -
+                  atomic_load_explicit(&o->pub_min_v, memory_order_relaxed) +
+                  c->min_vruntime;
+    }
+    se->p[0] = (uint64_t)self + 1;
+}
+
+static void cfs_place(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                      int flags)
+{
+    struct cfs_rq *c = cfs(rq);
+    if (se->p[0] == 0 || (flags & MQS_ENQ_NEW)) {
+        se->p[0] = (uint64_t)mqs_rq_worker(rq) + 1;
+        se->key = c->min_vruntime;
+        return;
+    }
+    cfs_rebase(rq, se);
+    /* sleeper credit: at most half a latency period */
+    uint64_t floor = c->min_vruntime - (uint64_t)(c->latency / 2);
+    if (mqs__fair_before(se->key, floor))
+        se->key = floor;
+}
+
+static void cfs_insert(struct cfs_rq *c, struct mqs_sched_entity *se)
+{
+    mqs__fair_insert(&c->f.tree, se, NULL);
+}
+
+static void cfs_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                        int flags)
+{
+    struct cfs_rq *c = cfs(rq);
+    uint64_t now = mqs_sched_clock();
+    if (mqs__fair_requeue(&c->f, se)) {
+        cfs_insert(c, se);
+        mqs__fair_publish(rq);
+        return;
+    }
+    mqs__fair_settle(&c->f, now);
+    if (se->cls != MQS_CLASS_NORMAL) {
+        mqs__fair_class_add(&c->f.cls, se, flags, c->tun->rr_slice_ns);
+    } else {
+        cfs_place(rq, se, flags);
+        mqs__fair_load_join(&c->f, se, now,
+                            !(flags & (MQS_ENQ_WAKEUP | MQS_ENQ_NEW)));
+        cfs_insert(c, se);
+    }
+    mqs__fair_publish(rq);
+}
+
+/* Remove a queued normal task (dequeue, or taken by a balancer). */
+static void cfs_unlink(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                       uint64_t now)
+{
+    struct cfs_rq *c = cfs(rq);
+    mqs__rb_erase(&c->f.tree, &se->rb, NULL);
+    mqs__fair_load_leave(&c->f, se, now);
+}
+
+static void cfs_dequeue(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                        int flags)
+{
+    (void)flags;
+    struct cfs_rq *c = cfs(rq);
+    uint64_t now = mqs_sched_clock();
+    mqs__fair_settle(&c->f, now);
+    if (se->cls != MQS_CLASS_NORMAL)
+        mqs__parr_del(&c->f.cls, se, se->prio);
+    else
+        cfs_unlink(rq, se, now);
+    mqs__fair_publish(rq);
+}
+
+/* Run the leftmost: it leaves the tree (still in the load, as curr). */
+static struct mqs_sched_entity *cfs_take_first(struct cfs_rq *c)
+{
+    struct mqs_sched_entity *se = mqs__fair_se(mqs__rb_first(&c->f.tree));
+    mqs__rb_erase(&c->f.tree, &se->rb, NULL);
+    c->f.curr = se;
+    cfs_update_min(c, se);
+    se->slice_ns = cfs_slice(c, se);
+    return se;
+}
+
+static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
+{
+    struct cfs_rq *c = cfs(rq);
+    uint64_t now = mqs__rq_clock(rq);
+    mqs__fair_steal_start(&c->f.steal, now, c->tun->steal_check_ns);
+    mqs__fair_settle(&c->f, now);
+    struct mqs_sched_entity *se = mqs__fair_pick_rt(rq);
+    if (se)
+        return se;
+    if (c->f.tree.n) {
+        se = cfs_take_first(c);
+        mqs__fair_publish(rq);
+        return se;
+    }
+    return mqs__fair_pick_idle(rq);
+}
+
+/* Yield fast path: no realtime task waits anywhere, se goes back into
+ * the tree and the leftmost leaves it; the count and the published
+ * summary are what they were. */
+static struct mqs_sched_entity *cfs_yield(struct mqs_rq *rq,
+                                          struct mqs_sched_entity *se)
+{
+    struct cfs_rq *c = cfs(rq);
+    if (se->cls != MQS_CLASS_NORMAL || mqs__fair_rt_waiting(rq) ||
+        !mqs__fair_requeue(&c->f, se))
+        return NULL;
+    cfs_insert(c, se);
+    return cfs_take_first(c);
+}
+
+static void cfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                         uint64_t ran)
+{
+    if (se->cls != MQS_CLASS_NORMAL) {
+        mqs__fair_class_put_prev(se, ran);
+        return;
+    }
+    struct cfs_rq *c = cfs(rq);
+    uint64_t now = mqs__rq_clock(rq);
+    uint64_t cpu = mqs__fair_charge(&c->f.steal, now, ran, c->tun->steal_check_ns);
+    se->key += mqs__fair_vtime(cpu, se->weight);
+    se->slice_ns -= (int64_t)cpu;
+    cfs_update_min(c, se);
+    mqs__fair_stop(&c->f, se, now);
+}
+
+/* The woken task preempts only past the wake-up granularity. */
+static bool cfs_wake_preempt(struct mqs_rq *rq, struct mqs_sched_entity *curr,
+                             struct mqs_sched_entity *woken)
+{
+    if (curr->cls != MQS_CLASS_NORMAL || woken->cls != MQS_CLASS_NORMAL)
+        return woken->prio < curr->prio;
+    int64_t ran = (int64_t)(mqs__rq_clock(rq) - curr->exec_start_ns);
+    uint64_t cv = curr->key + mqs__fair_vtime(ran > 0 ? (uint64_t)ran : 0,
+                                              curr->weight);
+    uint64_t gran = mqs__fair_vtime((uint64_t)cfs(rq)->wakeup_gran,
+                                    woken->weight);
+    return (int64_t)(cv - woken->key) > (int64_t)gran;
+}
+
+static int cfs_balance(struct mqs_rq *rq, int why)
+{
+    const struct cfs_tunables *t = cfs(rq)->tun;
+    return mqs__fair_balance(rq, why, t->balance_ns, t->migration_cost_ns,
+                             cfs_unlink);
+}
+
+const struct mqs_policy mqs_policy_cfs = {
+    .name = "cfs",
+    .description = "CFS: virtual runtime by weight in a per-worker rbtree, "
+                   "latency target, sleeper credit, PELT load balancing",
+    .rq_size = sizeof(struct cfs_rq),
+    .rt_size = sizeof(struct cfs_tunables),
+    .tunables = cfs_tunables,
+    .init_rq = cfs_init_rq,
+    .enqueue = cfs_enqueue,
+    .dequeue = cfs_dequeue,
+    .pick = cfs_pick,
+    .put_prev = cfs_put_prev,
+    .yield = cfs_yield,
+    .tick = mqs__fair_tick,
+    .wake_preempt = cfs_wake_preempt,
+    .balance = cfs_balance,
+};
+
+#undef CFS_VBASE
+#undef CFS_SLICE_SHIFT

@@ -1,0 +1,193 @@
+/*
+ * test_rbtree.c - src/rbtree.h on known inputs: seeded random insert and
+ * erase sequences checked after every step against a sorted array (the
+ * in-order walk, the cached leftmost, the count) and against the
+ * red-black invariants (black root, no red node with a red child, equal
+ * black height on every path, consistent parent links), with and without
+ * an augmented value (subtree minimum of a second key, as EEVDF keeps its
+ * minimum deadline).
+ */
+#include <stdlib.h>
+
+#include "check.h"
+#include "helpers.h"
+#include "rbtree.h"
+
+#define NODES 512
+
+struct item {
+    struct mqs_rb_node rb;
+    int key;        /* tree order                                  */
+    int other;      /* second key, for the augmented subtree minimum */
+    int sub_min;    /* augmented: minimum `other` in the subtree     */
+    int serial;     /* insertion order, for FIFO among equal keys    */
+    bool in;
+};
+
+static struct item *item_of(const struct mqs_rb_node *n)
+{
+    return mqs_se_entry(n, struct item, rb);
+}
+
+static bool item_less(const struct mqs_rb_node *a, const struct mqs_rb_node *b)
+{
+    return item_of(a)->key < item_of(b)->key;
+}
+
+static bool item_aug(struct mqs_rb_node *n)
+{
+    struct item *it = item_of(n);
+    int m = it->other;
+    if (n->left && item_of(n->left)->sub_min < m)
+        m = item_of(n->left)->sub_min;
+    if (n->right && item_of(n->right)->sub_min < m)
+        m = item_of(n->right)->sub_min;
+    bool changed = it->sub_min != m;
+    it->sub_min = m;
+    return changed;
+}
+
+/* Black height of n's subtree, checking colours, links and (with aug)
+ * the subtree minima on the way; -1 on a violation. */
+static int check_node(const struct mqs_rb_node *n, bool aug)
+{
+    if (!n)
+        return 1;
+    if (n->red && (mqs__rb_is_red(n->left) || mqs__rb_is_red(n->right)))
+        return -1;
+    if ((n->left && n->left->parent != n) ||
+        (n->right && n->right->parent != n))
+        return -1;
+    int l = check_node(n->left, aug), r = check_node(n->right, aug);
+    if (l < 0 || r < 0 || l != r)
+        return -1;
+    if (aug) {
+        struct item probe = *item_of(n);
+        item_aug(&probe.rb);
+        if (probe.sub_min != item_of(n)->sub_min)
+            return -1;
+    }
+    return l + (n->red ? 0 : 1);
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+    const struct item *x = *(struct item *const *)a;
+    const struct item *y = *(struct item *const *)b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->serial < y->serial ? -1 : x->serial > y->serial;
+}
+
+/* The tree holds exactly the items marked in, in (key, serial) order. */
+static void check_tree(struct mqs__rb_root *t, struct item *items, bool aug)
+{
+    static struct item *want[NODES];
+    unsigned n = 0;
+    for (int i = 0; i < NODES; i++)
+        if (items[i].in)
+            want[n++] = &items[i];
+    qsort(want, n, sizeof want[0], cmp_item);
+    CHECK_EQ(t->n, n);
+    CHECK(!mqs__rb_is_red(t->root));
+    CHECK(!t->root || t->root->parent == NULL);
+    CHECK_GE(check_node(t->root, aug), 1);
+    CHECK(mqs__rb_first(t) == (n ? &want[0]->rb : NULL));
+    unsigned i = 0;
+    for (struct mqs_rb_node *p = mqs__rb_first(t); p; p = mqs__rb_next(p))
+        CHECK(i < n && p == &want[i++]->rb);
+    CHECK_EQ(i, n);
+}
+
+static void random_ops(uint64_t seed, int steps, int key_range, bool aug)
+{
+    static struct item items[NODES];
+    struct mqs__rb_root t;
+    mqs__rb_init(&t);
+    for (int i = 0; i < NODES; i++)
+        items[i] = (struct item){.key = 0};
+    uint64_t s = seed;
+    int serial = 0;
+    for (int step = 0; step < steps; step++) {
+        struct item *it = &items[rng_next(&s) % NODES];
+        if (it->in) {
+            mqs__rb_erase(&t, &it->rb, aug ? item_aug : NULL);
+            it->in = false;
+        } else {
+            it->key = (int)(rng_next(&s) % (uint64_t)key_range);
+            it->other = (int)(rng_next(&s) % 100000);
+            it->sub_min = it->other;
+            it->serial = serial++;
+            mqs__rb_insert(&t, &it->rb, item_less, aug ? item_aug : NULL);
+            it->in = true;
+        }
+        check_tree(&t, items, aug);
+    }
+}
+
+TEST(rbtree_empty)
+{
+    struct mqs__rb_root t;
+    mqs__rb_init(&t);
+    CHECK(mqs__rb_empty(&t));
+    CHECK(mqs__rb_first(&t) == NULL);
+    CHECK_EQ(t.n, 0);
+}
+
+TEST(rbtree_ascending_and_descending_keys)
+{
+    static struct item items[NODES];
+    struct mqs__rb_root t;
+    mqs__rb_init(&t);
+    for (int i = 0; i < NODES; i++) {
+        items[i] = (struct item){.key = i % 2 ? i : NODES * 2 - i,
+                                 .serial = i, .in = true};
+        mqs__rb_insert(&t, &items[i].rb, item_less, NULL);
+    }
+    check_tree(&t, items, false);
+    /* a balanced tree of 512 nodes is at most 2 log2(513) deep */
+    int depth = 0;
+    for (struct mqs_rb_node *n = t.root; n; n = n->left)
+        depth++;
+    CHECK_LE(depth, 18);
+    while (t.root) {
+        struct item *first = item_of(mqs__rb_first(&t));
+        mqs__rb_erase(&t, &first->rb, NULL);
+        first->in = false;
+        check_tree(&t, items, false);
+    }
+}
+
+/* Equal keys leave in insertion order. */
+TEST(rbtree_equal_keys_fifo)
+{
+    static struct item items[64];
+    struct mqs__rb_root t;
+    mqs__rb_init(&t);
+    for (int i = 0; i < 64; i++) {
+        items[i] = (struct item){.key = i % 4, .serial = i};
+        mqs__rb_insert(&t, &items[i].rb, item_less, NULL);
+    }
+    int last_key = -1, last_serial = -1;
+    while (t.root) {
+        struct item *f = item_of(mqs__rb_first(&t));
+        CHECK_GE(f->key, last_key);
+        if (f->key == last_key)
+            CHECK_GT(f->serial, last_serial);
+        last_key = f->key;
+        last_serial = f->serial;
+        mqs__rb_erase(&t, &f->rb, NULL);
+    }
+}
+
+TEST(rbtree_random_against_sorted_array)
+{
+    random_ops(1, 6000, 1000000, false);
+    random_ops(2, 6000, 8, false); /* many equal keys */
+}
+
+TEST(rbtree_random_augmented_subtree_min)
+{
+    random_ops(3, 6000, 1000000, true);
+    random_ops(4, 6000, 16, true);
+}
