@@ -131,7 +131,9 @@ struct mqs_task {
 
     /* Join. */
     struct mqs__waitq joinq;
-    atomic_uint done_futex;        /* 1 once DEAD: external joiners wait   */
+    /* 0 running, MQS__DONE once DEAD, MQS__DONE_WAITED while an external
+     * joiner sleeps on it (only then does the exit make a system call). */
+    atomic_uint done_futex;
 
     /* Membership in its home worker's list of live tasks (for reports). */
     struct mqs_list all_node;
@@ -149,14 +151,17 @@ struct mqs_task {
     int pend_prio;
     mqs_mask_t pend_mask;
 
-    /* Task-local storage. */
-    void *keys[MQS_KEYS_MAX];
-
-
     /* Sanitizer fiber state. */
     void *asan_fake_stack;
     void *tsan_fiber;
+
+    /* Task-local storage, last: a reused stack's struct is cleared only
+     * up to here (the exit left every key NULL), so a spawn does not
+     * clear 512 bytes that are almost never used. */
+    bool keys_set;                  /* some key was set: run destructors  */
+    void *keys[MQS_KEYS_MAX];
 };
+enum { MQS__DONE = 1, MQS__DONE_WAITED = 2 };
 
 /* ------------------------------------------------------------------ */
 /* Run queues and workers                                             */
@@ -185,6 +190,16 @@ struct mqs__timer_heap {
 struct mqs__stack_cache {
     unsigned n;
     struct mqs__cached_stack *head;
+};
+
+/* Child runs first (runnext.c): spawners parked while their child runs,
+ * the newest on top.  Owner pushes and pops; idle workers take the oldest
+ * (under lock; n is read without it as a hint). */
+#define MQS__RUNNEXT_MAX 64
+struct mqs__runnext {
+    mqs__spinlock_t lock;
+    atomic_uint n;
+    struct mqs_task *v[MQS__RUNNEXT_MAX];
 };
 
 struct mqs__worker_counters {
@@ -216,6 +231,14 @@ struct mqs_worker {
     struct mqs__timer_heap timers;
     struct mqs__stack_cache stacks;
     struct mqs__worker_counters stats;
+    struct mqs__runnext runnext;
+    /* Owner-only batches of shared counters, so a spawn and an exit touch
+     * no line another worker writes: task ids [id_next, id_end) taken
+     * from rt->next_id, and live-task units taken from rt->live (a spawn
+     * uses one, an exit returns one; the worker hands its units back
+     * before it idles, so rt->live reaches 0 once every task ended). */
+    uint64_t id_next, id_end;
+    int64_t live_units;
 
     /* Parking: the futex word and whether the worker sleeps on it. */
     atomic_uint park_futex MQS__ALIGNED;
@@ -250,6 +273,7 @@ enum {
     MQS__SW_BLOCK = 1, /* on a wait queue or timer                      */
     MQS__SW_EXIT = 2,  /* returned                                      */
     MQS__SW_MOVE = 3,  /* yielded where its affinity no longer allows   */
+    MQS__SW_CHILD = 4, /* parked on the run-next stack for its child     */
 };
 
 struct mqs_runtime {
@@ -350,6 +374,25 @@ void mqs__worker_loop(struct mqs_worker *w);
  * went to the caller's own worker and should preempt the caller. */
 bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);
 void mqs__kick(struct mqs_worker *w);
+/* A new task's id; one live unit for it (spawn, w may be NULL). */
+uint64_t mqs__task_id_next(mqs_runtime_t *rt, struct mqs_worker *w);
+void mqs__live_get(mqs_runtime_t *rt, struct mqs_worker *w);
+/* Child runs first: may the running task prev give worker w to child, a
+ * RUNNABLE task it just spawned?  If so, run_child parks prev on w's
+ * run-next stack and switches to child (returns when prev runs again). */
+bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
+                      struct mqs_task *child);
+void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
+                    struct mqs_task *child);
+
+/* runnext.c.  pop: the top entry if it may run on w now (else the stack
+ * went to the policy); push: false when full; flush: every entry to the
+ * policy; steal: the oldest entry of another worker's stack that may run
+ * on w.  Owner-only except steal; no lock held. */
+struct mqs_task *mqs__runnext_pop(struct mqs_worker *w);
+bool mqs__runnext_push(struct mqs_worker *w, struct mqs_task *t);
+void mqs__runnext_flush(struct mqs_worker *w);
+struct mqs_task *mqs__runnext_steal(struct mqs_worker *w);
 void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle);
 
 /* Wait queues.  mqs__block: the caller holds q->lock (q may be NULL for a

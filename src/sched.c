@@ -134,6 +134,46 @@ void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle)
 }
 
 /* ------------------------------------------------------------------ */
+/* Batched shared counters (ids, live tasks)                           */
+/* ------------------------------------------------------------------ */
+
+#define SCHED_ID_BATCH 256
+#define SCHED_LIVE_BATCH 256
+
+uint64_t mqs__task_id_next(mqs_runtime_t *rt, struct mqs_worker *w)
+{
+    if (!w)
+        return atomic_fetch_add(&rt->next_id, 1);
+    if (w->id_next == w->id_end) {
+        w->id_next = atomic_fetch_add(&rt->next_id, SCHED_ID_BATCH);
+        w->id_end = w->id_next + SCHED_ID_BATCH;
+    }
+    return w->id_next++;
+}
+
+void mqs__live_get(mqs_runtime_t *rt, struct mqs_worker *w)
+{
+    if (!w) {
+        atomic_fetch_add(&rt->live, 1);
+        return;
+    }
+    if (w->live_units == 0) {
+        atomic_fetch_add(&rt->live, SCHED_LIVE_BATCH);
+        w->live_units = SCHED_LIVE_BATCH;
+    }
+    w->live_units--;
+}
+
+/* Give n units back to rt->live; the last one wakes runtime destroy. */
+static void live_put(mqs_runtime_t *rt, int64_t n)
+{
+    if (n && atomic_fetch_sub(&rt->live, n) == n) {
+        atomic_fetch_add(&rt->live_futex, 1);
+        futex_wake(&rt->live_futex, INT_MAX);
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* The owner side of the run-queue lock (see spinlock.h)               */
 /* ------------------------------------------------------------------ */
 
@@ -668,13 +708,17 @@ void mqs__finish_switch(struct mqs_worker *w)
         atomic_store_explicit(&prev->resched_move, false,
                               memory_order_relaxed);
         mqs__enqueue_task(w->rt, prev, MQS_ENQ_MIGRATED);
+    } else if (why == MQS__SW_CHILD) {
+        /* The parked spawner may move now: an idle worker may take it,
+         * as it would have taken the child before child-first. */
+        kick_idle(w->rt);
     } else if (why == MQS__SW_EXIT) {
         MQS__STAT_ADD(w->stats.exits, 1);
         if (detached)
             mqs__task_release(prev);
-        if (atomic_fetch_sub(&w->rt->live, 1) == 1) {
-            atomic_fetch_add(&w->rt->live_futex, 1);
-            futex_wake(&w->rt->live_futex, INT_MAX);
+        if (++w->live_units > 2 * SCHED_LIVE_BATCH) {
+            w->live_units -= SCHED_LIVE_BATCH;
+            live_put(w->rt, SCHED_LIVE_BATCH);
         }
     }
 }
@@ -754,14 +798,22 @@ static struct mqs_task *pick_locked(struct mqs_worker *w)
     return t;
 }
 
+/* The policy's balancing first, then a spawner parked on another
+ * worker's run-next stack (child runs first, runnext.c). */
 static struct mqs_task *balance_and_pick(struct mqs_worker *w, int why)
 {
     const struct mqs_policy *p = w->rt->policy;
-    if (!p->balance || w->rt->nworkers == 1)
+    if (w->rt->nworkers == 1)
         return NULL;
-    if (p->balance(&w->rq, why) <= 0)
-        return NULL;
-    return pick_locked(w);
+    if (p->balance && p->balance(&w->rq, why) > 0) {
+        struct mqs_task *t = pick_locked(w);
+        if (t)
+            return t;
+    }
+    struct mqs_task *t = mqs__runnext_steal(w);
+    if (t)
+        count_pulls(w, why, 1);
+    return t;
 }
 
 /* Sample wall and thread CPU time together (stall detection). */
@@ -810,6 +862,10 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
             kick_idle(w->rt);
         if (w->rt->policy->balance && w->rt->nworkers > 1)
             w->rt->policy->balance(&w->rq, MQS_BALANCE_PERIODIC);
+        /* Spawners parked by child-first keep queued tasks waiting at
+         * most this long (with nothing queued, they wait for no one). */
+        if (atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed))
+            mqs__runnext_flush(w);
     }
 }
 
@@ -856,6 +912,14 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
      * scheduler's time, not prev's (nor the next task's). */
     uint64_t end = w->now;
     housekeeping(w);
+    /* Child first: a parked spawner resumes as its child blocks or ends;
+     * a yield hands the parked ones to the policy (runnext.c). */
+    struct mqs_task *parked = NULL;
+    if (why != MQS__SW_YIELD)
+        parked = mqs__runnext_pop(w);
+    else if (MQS__UNLIKELY(atomic_load_explicit(&w->runnext.n,
+                                                memory_order_relaxed)))
+        mqs__runnext_flush(w);
     /* In a register from here on: the stores below could alias w->now. */
     uint64_t now = w->now;
     bool fast_lock = own_lock(w);
@@ -875,6 +939,7 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
                                              memory_order_relaxed);
     }
     struct mqs_task *next = fast       ? checked_pick(w, fast)
+                            : parked   ? parked
                             : stopping ? NULL
                                        : checked_pick(w, p->pick(&w->rq));
     own_unlock(w, fast_lock);
@@ -892,6 +957,45 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     else
         w->curr = NULL;
     w = switch_to(w, prev, next);
+    mqs__finish_switch(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* Child runs first (the stack of parked spawners is in runnext.c)     */
+/* ------------------------------------------------------------------ */
+
+bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
+                      struct mqs_task *child)
+{
+    return prev && w->curr == prev && !child->detached &&
+           (w->rt->policy->flags & MQS_POLICY_CHILD_FIRST) &&
+           child->se.prio <= prev->se.prio &&
+           mqs__se_allowed(&child->se, w->index) &&
+           mqs__se_allowed(&prev->se, w->index) &&
+           !atomic_load_explicit(&prev->pend_flags, memory_order_relaxed) &&
+           !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) &&
+           child->se.prio <= mqs__best_prio_anywhere(w->rt) &&
+           mqs__runnext_push(w, prev);
+}
+
+void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
+                    struct mqs_task *child)
+{
+    const struct mqs_policy *p = w->rt->policy;
+    uint64_t now = w->now = mqs__clock_ns(&w->clock);
+    uint64_t ran = account_run(w, prev, now);
+    if (p->put_prev) {
+        bool fast_lock = own_lock(w);
+        p->put_prev(&w->rq, &prev->se, ran);
+        own_unlock(w, fast_lock);
+    }
+    atomic_store_explicit(&prev->state, MQS__RUNNABLE, memory_order_relaxed);
+    prev->se.queued_at_ns = child->se.queued_at_ns = now;
+    MQS__STAT_ADD(w->stats.switches, 1);
+    w->prev = prev;
+    w->prev_why = MQS__SW_CHILD;
+    account_start(w, child, now);
+    w = switch_to(w, prev, child);
     mqs__finish_switch(w);
 }
 
@@ -961,8 +1065,11 @@ void mqs__worker_loop(struct mqs_worker *w)
         w->now = mqs__clock_ns(&w->clock);
         housekeeping(w);
         struct mqs_task *next = pick_locked(w);
-        if (!next)
+        if (!next) {
+            live_put(w->rt, w->live_units);
+            w->live_units = 0;
             next = idle_wait(w);
+        }
         if (!next)
             continue;
         MQS__STAT_ADD(w->stats.switches, 1);
@@ -971,3 +1078,6 @@ void mqs__worker_loop(struct mqs_worker *w)
         w = switch_to(w, NULL, next);
     }
 }
+
+#undef SCHED_ID_BATCH
+#undef SCHED_LIVE_BATCH

@@ -26,6 +26,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -73,7 +74,8 @@ static struct mqs_task *layout(void *base, size_t map_size, size_t stack_size,
                                 map_size - page_size());
 #endif
     struct mqs_task *t = (struct mqs_task *)top;
-    memset(t, 0, sizeof *t);
+    /* Keys are zero already: fresh pages, or cleared by the exit. */
+    memset(t, 0, offsetof(struct mqs_task, keys_set));
     t->map_base = base;
     t->map_size = map_size;
     t->stack_size = stack_size;

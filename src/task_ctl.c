@@ -194,6 +194,7 @@ int mqs_key_set(mqs_key_t key, void *value)
     if (!used)
         return MQS_EINVAL;
     t->keys[key] = value;
+    t->keys_set = true;
     return 0;
 }
 

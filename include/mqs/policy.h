@@ -18,6 +18,23 @@
  * put_prev), or neither (blocked, new, dead).  A task is queued on at most
  * one rq; the core checks that pick returns a task queued on the rq
  * passed (or one taken from another rq with mqs_rq_steal()).
+ *
+ * Child runs first (the core's, for a policy with MQS_POLICY_CHILD_FIRST;
+ * src/runnext.c): when a running task spawns a joinable child (a parent
+ * that joins its children: detached ones are spread by placement as
+ * before) that may run on its worker and is not less
+ * urgent than the spawner nor than the best level queued anywhere
+ * (mqs_best_prio_anywhere), the core runs the child at once WITHOUT
+ * enqueue(MQS_ENQ_NEW) or pick, after put_prev for the spawner, and
+ * parks the spawner on a core stack of its own.  Parked spawners are
+ * neither queued nor running for the policy: the core resumes them
+ * without pick when the running task blocks or exits (again only if
+ * nothing more urgent is queued), lets idle workers take them after
+ * balance found nothing, and hands them to enqueue(MQS_ENQ_PREEMPTED)
+ * on a yield or at the periodic balance when tasks are queued.  So a
+ * policy may see put_prev (and later enqueue) for a task it never saw
+ * enqueue(MQS_ENQ_NEW) for, with its policy fields still zero: initialise
+ * per-task state lazily (e.g. a vruntime of 0 means "place me").
  */
 #ifndef MQS_POLICY_H
 #define MQS_POLICY_H
@@ -165,6 +182,14 @@ enum mqs_policy_flags {
      * such a policy has no balance op.
      */
     MQS_POLICY_SHARED_RQ = 1u << 0,
+    /*
+     * The core may run a joinable child first (see "Child runs first"
+     * above): the policy needs no enqueue(MQS_ENQ_NEW) to run a task, its
+     * per-task fields may start at zero.  Without the flag every spawn
+     * goes through select_worker and enqueue(MQS_ENQ_NEW) (a policy that
+     * sets up a task there, or has its own child-first rule, as o1).
+     */
+    MQS_POLICY_CHILD_FIRST = 1u << 1,
 };
 
 struct mqs_policy {

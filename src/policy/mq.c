@@ -498,6 +498,7 @@ static int mq_balance(struct mqs_rq *rq, int why)
 
 const struct mqs_policy mqs_policy_mq = {
     .name = "mq",
+    .flags = MQS_POLICY_CHILD_FIRST, /* core child-first (runnext.c) */
     .description = "multi-queue: per-worker O(1) priority arrays, "
                    "priority-correct pulls, idle stealing, periodic balance",
     .rq_size = sizeof(struct mq_rq),

@@ -1,0 +1,150 @@
+/*
+ * runnext.c - child runs first: the per-worker stack of spawners that
+ * gave the worker to the child they just spawned.
+ *
+ * A task that spawns a child and later joins it (skynet, fork/join,
+ * divide and conquer) wants the child to run now, on the same worker, as
+ * a call would: the spawner's frames and the child's argument are hot,
+ * and the tree then runs depth first, so about depth x fanout tasks are
+ * alive at once instead of the whole tree.  mqs_spawn of a joinable
+ * child from a task, under a policy with MQS_POLICY_CHILD_FIRST (mq; a
+ * policy that sets tasks up in enqueue(NEW), or has its own child-first
+ * rule as o1, leaves it out), therefore switches straight to the child
+ * when it may (mqs__run_child
+ * in sched.c: same worker allowed, not less urgent than the spawner nor
+ * than anything queued anywhere) and parks the spawner here, on top of
+ * the worker's run-next stack.  When the running task next blocks or
+ * exits, the worker resumes the top of this stack before asking the
+ * policy: a parent resumes as its child ends, like a return.
+ *
+ * This is the Cilk work-first rule and its work stealing: an idle worker
+ * takes the BOTTOM entry of another worker's stack (the oldest spawner,
+ * the one with the most work left: the root of the tree), after the
+ * policy's own balancing found nothing.  Entries are neither queued nor
+ * running for the policy (see the child-first note in mqs/policy.h).
+ *
+ * Bounds, so the stack never hides work: RT order holds because the top
+ * is resumed only when nothing more urgent is queued anywhere (else the
+ * whole stack goes to the policy); a yield, and the periodic balancer
+ * every millisecond when tasks are queued on this worker, hand the whole
+ * stack to the policy (bottom first, MQS_ENQ_PREEMPTED), so queued tasks
+ * wait for the stack at most one balancing period; it holds RUNNEXT_MAX entries, beyond which a spawn
+ * just queues the child.
+ *
+ * Rejected: Go's runnext slot (the NEW task waits in a one-entry slot
+ * while the spawner continues): a parent that spawns ten children before
+ * joining pushes nine of them to the FIFO queue, and the tree still runs
+ * breadth first (all 1.1 M skynet tasks alive).  A policy op for it:
+ * seven policies would each need the same LIFO.  A lock-free Chase-Lev
+ * deque: the lock is owner-local almost always and simpler to prove.
+ */
+#include "internal.h"
+
+/* The top entry, if it may run here now; else NULL (no lock held). */
+struct mqs_task *mqs__runnext_pop(struct mqs_worker *w)
+{
+    struct mqs__runnext *r = &w->runnext;
+    if (!atomic_load_explicit(&r->n, memory_order_relaxed))
+        return NULL;
+    mqs__spin_lock(&r->lock);
+    unsigned n = atomic_load_explicit(&r->n, memory_order_relaxed);
+    struct mqs_task *t = n ? r->v[n - 1] : NULL;
+    if (t)
+        atomic_store_explicit(&r->n, n - 1, memory_order_relaxed);
+    mqs__spin_unlock(&r->lock);
+    if (!t)
+        return NULL;
+    mqs__apply_pending(t);
+    if (!mqs__se_allowed(&t->se, w->index) ||
+        t->se.prio > mqs__best_prio_anywhere(w->rt)) {
+        /* Something more urgent waits (or t may not run here): the
+         * policy decides for the whole stack. */
+        mqs__enqueue_task(w->rt, t, MQS_ENQ_PREEMPTED);
+        mqs__runnext_flush(w);
+        return NULL;
+    }
+    return t;
+}
+
+bool mqs__runnext_push(struct mqs_worker *w, struct mqs_task *t)
+{
+    struct mqs__runnext *r = &w->runnext;
+    mqs__spin_lock(&r->lock);
+    unsigned n = atomic_load_explicit(&r->n, memory_order_relaxed);
+    bool ok = n < MQS__RUNNEXT_MAX;
+    if (ok) {
+        r->v[n] = t;
+        atomic_store_explicit(&r->n, n + 1, memory_order_relaxed);
+    }
+    mqs__spin_unlock(&r->lock);
+    return ok;
+}
+
+/* Take entry i of r (lock held), closing the gap. */
+static struct mqs_task *runnext_remove(struct mqs__runnext *r, unsigned i)
+{
+    unsigned n = atomic_load_explicit(&r->n, memory_order_relaxed);
+    struct mqs_task *t = r->v[i];
+    for (unsigned j = i + 1; j < n; j++)
+        r->v[j - 1] = r->v[j];
+    atomic_store_explicit(&r->n, n - 1, memory_order_relaxed);
+    return t;
+}
+
+/* Hand every entry to the policy, oldest first (owner, no lock held). */
+void mqs__runnext_flush(struct mqs_worker *w)
+{
+    struct mqs__runnext *r = &w->runnext;
+    while (atomic_load_explicit(&r->n, memory_order_relaxed)) {
+        mqs__spin_lock(&r->lock);
+        struct mqs_task *t =
+            atomic_load_explicit(&r->n, memory_order_relaxed)
+                ? runnext_remove(r, 0) : NULL;
+        mqs__spin_unlock(&r->lock);
+        if (t) {
+            /* It may be the task whose switch away is in progress. */
+            while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+                mqs__cpu_relax();
+            mqs__enqueue_task(w->rt, t, MQS_ENQ_PREEMPTED);
+        }
+    }
+}
+
+/* The oldest entry of victim's stack that may move to w, or NULL. */
+static struct mqs_task *runnext_take(struct mqs_worker *w,
+                                     struct mqs_worker *victim)
+{
+    struct mqs__runnext *r = &victim->runnext;
+    if (!atomic_load_explicit(&r->n, memory_order_relaxed) ||
+        !mqs__spin_trylock(&r->lock))
+        return NULL;
+    struct mqs_task *t = NULL;
+    unsigned n = atomic_load_explicit(&r->n, memory_order_relaxed);
+    for (unsigned i = 0; i < n && !t; i++) {
+        struct mqs_task *c = r->v[i];
+        if (!atomic_load_explicit(&c->pend_flags, memory_order_relaxed) &&
+            mqs__se_allowed(&c->se, w->index) &&
+            !atomic_load_explicit(&c->on_cpu, memory_order_acquire))
+            t = runnext_remove(r, i);
+    }
+    mqs__spin_unlock(&r->lock);
+    return t;
+}
+
+struct mqs_task *mqs__runnext_steal(struct mqs_worker *w)
+{
+    mqs_runtime_t *rt = w->rt;
+    unsigned best = mqs__best_prio_anywhere(rt);
+    for (int i = 1; i < rt->nworkers; i++) {
+        struct mqs_worker *v = rt->workers[(w->index + i) % rt->nworkers];
+        struct mqs_task *t = runnext_take(w, v);
+        if (!t)
+            continue;
+        if (t->se.prio > best) {
+            mqs__enqueue_task(rt, t, MQS_ENQ_PREEMPTED);
+            return NULL;
+        }
+        return t;
+    }
+    return NULL;
+}

@@ -1,0 +1,211 @@
+/*
+ * test_runnext.c - child runs first (src/runnext.c): a task spawned by a
+ * running task runs at once on the spawner's worker, a spawn/join tree
+ * then runs depth first with few tasks alive, a queued realtime task is
+ * never jumped, idle workers steal parked spawners, and external joiners
+ * (the done_futex waiter flag) still wake.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "helpers.h"
+
+static void *set_flag(void *arg)
+{
+    atomic_store((atomic_int *)arg, 1);
+    return NULL;
+}
+
+static void *spawner(void *arg)
+{
+    (void)arg;
+    atomic_int ran = 0;
+    mqs_task_t *c = spawn(mqs_runtime_self(), set_flag, &ran);
+    /* The child ran before mqs_spawn returned, on this worker. */
+    CHECK_EQ(atomic_load(&ran), 1);
+    join(c);
+    return NULL;
+}
+
+TEST(child_runs_before_spawn_returns)
+{
+    run_in_task(1, spawner, NULL);
+    run_in_task(2, spawner, NULL);
+}
+
+/* A spawn/join tree: alive counts tasks spawned and not yet joined. */
+struct tree {
+    atomic_int alive, max_alive;
+};
+struct node {
+    struct tree *tree;
+    uint64_t num, size, sum;
+};
+
+static void note_alive(struct tree *t, int d)
+{
+    int now = atomic_fetch_add(&t->alive, d) + d;
+    int max = atomic_load(&t->max_alive);
+    while (now > max && !atomic_compare_exchange_weak(&t->max_alive, &max,
+                                                      now))
+        ;
+}
+
+static void *tree_node(void *arg)
+{
+    struct node *n = arg;
+    if (n->size == 1) {
+        n->sum = n->num;
+        return NULL;
+    }
+    struct node kids[10];
+    mqs_task_t *t[10];
+    uint64_t sub = n->size / 10;
+    for (int i = 0; i < 10; i++) {
+        kids[i] = (struct node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
+        note_alive(n->tree, 1);
+        t[i] = spawn(mqs_runtime_self(), tree_node, &kids[i]);
+    }
+    n->sum = 0;
+    for (int i = 0; i < 10; i++) {
+        join(t[i]);
+        note_alive(n->tree, -1);
+        n->sum += kids[i].sum;
+    }
+    return NULL;
+}
+
+static void run_tree(int workers, uint64_t leaves, int max_alive)
+{
+    struct tree tr = {0, 0};
+    struct node root = {&tr, 0, leaves, 0};
+    mqs_runtime_t *rt = rt_new(workers);
+    join(spawn(rt, tree_node, &root));
+    CHECK_OK(mqs_runtime_destroy(rt));
+    CHECK_EQ(root.sum, leaves * (leaves - 1) / 2);
+    /* Breadth first, all 11,110 would be alive at once. */
+    CHECK_LE(atomic_load(&tr.max_alive), max_alive);
+}
+
+TEST(tree_runs_depth_first_one_worker)
+{
+    /* depth 4 x fanout 10 */
+    run_tree(1, 10000, 40);
+}
+
+TEST(tree_runs_depth_first_two_workers)
+{
+    /* Each steal starts another depth-first walk; still far from 11,110. */
+    run_tree(2, 10000, 1000);
+}
+
+/* A realtime task queued (on worker 1, busy) must not be jumped by a
+ * normal child spawned on worker 0. */
+static atomic_int busy_running, busy_stop, rt_ran, child_ran;
+
+static void *busy(void *arg)
+{
+    (void)arg;
+    atomic_store(&busy_running, 1);
+    while (!atomic_load(&busy_stop))
+        ;
+    return NULL;
+}
+
+static void *rt_task(void *arg)
+{
+    (void)arg;
+    atomic_store(&rt_ran, 1);
+    return NULL;
+}
+
+static mqs_task_t *spawn_on(int worker, mqs_class_t cls, int prio,
+                            mqs_task_fn fn, void *arg)
+{
+    mqs_mask_t m;
+    mqs_mask_zero(&m);
+    mqs_mask_set(&m, worker);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.affinity = &m;
+    a.sched_class = cls;
+    a.rt_priority = prio;
+    return spawn_attr(mqs_runtime_self(), &a, fn, arg);
+}
+
+static void *rt_order_main(void *arg)
+{
+    (void)arg;
+    mqs_task_t *b = spawn_on(1, MQS_CLASS_NORMAL, 0, busy, NULL);
+    while (!atomic_load(&busy_running))
+        mqs_yield();
+    mqs_task_t *r = spawn_on(1, MQS_CLASS_FIFO, 10, rt_task, NULL);
+    CHECK_EQ(atomic_load(&rt_ran), 0); /* queued behind busy */
+    mqs_task_t *c = spawn(mqs_runtime_self(), set_flag, &child_ran);
+    CHECK_EQ(atomic_load(&child_ran), 0); /* not run first */
+    atomic_store(&busy_stop, 1);
+    join(c);
+    join(r);
+    join(b);
+    CHECK_EQ(atomic_load(&child_ran), 1);
+    return NULL;
+}
+
+TEST(child_does_not_jump_a_queued_rt_task)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    mqs_mask_t m;
+    mqs_mask_zero(&m);
+    mqs_mask_set(&m, 0);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.affinity = &m;
+    join(spawn_attr(rt, &a, rt_order_main, NULL));
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* A spawner parked on worker 0 while its child spins is taken by the
+ * idle worker 1 (otherwise it could not run until the child ends). */
+static atomic_int parent_moved;
+
+static void *spin_until_moved(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&parent_moved))
+        ;
+    return NULL;
+}
+
+static void *steal_main(void *arg)
+{
+    (void)arg;
+    mqs_task_t *c = spawn(mqs_runtime_self(), spin_until_moved, NULL);
+    /* Resumed while the child still spins: on the other worker. */
+    atomic_store(&parent_moved, 1);
+    join(c);
+    return NULL;
+}
+
+TEST(idle_worker_steals_a_parked_spawner)
+{
+    run_in_task(2, steal_main, NULL);
+    CHECK_EQ(atomic_load(&parent_moved), 1);
+}
+
+/* An external joiner sleeps on done_futex: the exit must wake it. */
+static void *slow_leaf(void *arg)
+{
+    for (int i = 0; i < 100; i++)
+        mqs_yield();
+    return arg;
+}
+
+TEST(external_join_wakes)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    for (int i = 0; i < 50; i++)
+        CHECK(join(spawn(rt, slow_leaf, (void *)(intptr_t)(i + 1))) ==
+              (void *)(intptr_t)(i + 1));
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
