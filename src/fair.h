@@ -513,13 +513,7 @@ static inline int mqs__fair_balance(struct mqs_rq *rq, int why,
     struct mqs_sched_entity *got[MQS__FAIR_STEAL_MAX];
     int n = mqs_rq_steal(rq, mqs_rq_of(rt, victim), why, mqs__fair_take, &req,
                          got, periodic ? MQS__FAIR_STEAL_MAX : 1);
-    if (n == 0)
-        return 0;
-    mqs_rq_lock(rq);
-    for (int i = 0; i < n; i++)
-        mqs_rq_add_stolen(rq, got[i]);
-    mqs_rq_unlock(rq);
-    return n;
+    return mqs_rq_add_stolen_all(rq, got, n);
 }
 
 #undef MQS__FAIR_SHORT_NS

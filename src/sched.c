@@ -477,6 +477,18 @@ void mqs_rq_add_stolen(struct mqs_rq *rq, struct mqs_sched_entity *se)
     rq->rt->policy->enqueue(rq, se, MQS_ENQ_MIGRATED);
 }
 
+int mqs_rq_add_stolen_all(struct mqs_rq *rq, struct mqs_sched_entity **se,
+                          int n)
+{
+    if (n <= 0)
+        return 0;
+    mqs_rq_lock(rq);
+    for (int i = 0; i < n; i++)
+        mqs_rq_add_stolen(rq, se[i]);
+    mqs_rq_unlock(rq);
+    return n;
+}
+
 /* ------------------------------------------------------------------ */
 /* Placement and enqueue                                               */
 /* ------------------------------------------------------------------ */

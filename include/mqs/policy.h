@@ -338,6 +338,10 @@ int mqs_rq_steal(struct mqs_rq *rq, struct mqs_rq *victim, int why,
  * records it as queued there and calls the policy's enqueue with
  * MQS_ENQ_MIGRATED. */
 void mqs_rq_add_stolen(struct mqs_rq *rq, struct mqs_sched_entity *se);
+/* The same for n entities, taking and dropping rq's lock around them (the
+ * caller must not hold it); returns n, what a balance op reports. */
+int mqs_rq_add_stolen_all(struct mqs_rq *rq, struct mqs_sched_entity **se,
+                          int n);
 
 /* Policy registry. */
 const struct mqs_policy *mqs_policy_find(const char *name);

@@ -487,13 +487,7 @@ static int mq_balance(struct mqs_rq *rq, int why)
     struct take_req req = {MQS_PRIO_LEVELS, self};
     int n = mqs_rq_steal(rq, mqs_rq_of(rt, victim), why, mq_take, &req, got,
                          want);
-    if (n == 0)
-        return 0;
-    mqs_rq_lock(rq);
-    for (int i = 0; i < n; i++)
-        mqs_rq_add_stolen(rq, got[i]);
-    mqs_rq_unlock(rq);
-    return n;
+    return mqs_rq_add_stolen_all(rq, got, n);
 }
 
 const struct mqs_policy mqs_policy_mq = {

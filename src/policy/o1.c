@@ -453,13 +453,7 @@ static int o1_balance(struct mqs_rq *rq, int why)
     struct mqs_sched_entity *got[O1_STEAL_MAX];
     int n = mqs_rq_steal(rq, mqs_rq_of(rt, victim), why, o1_take, &req, got,
                          want < O1_STEAL_MAX ? want : O1_STEAL_MAX);
-    if (n == 0)
-        return 0;
-    mqs_rq_lock(rq);
-    for (int i = 0; i < n; i++)
-        mqs_rq_add_stolen(rq, got[i]);
-    mqs_rq_unlock(rq);
-    return n;
+    return mqs_rq_add_stolen_all(rq, got, n);
 }
 
 const struct mqs_policy mqs_policy_o1 = {

@@ -501,11 +501,7 @@ static int ule_balance(struct mqs_rq *rq, int why)
         u->next_balance = 0; /* victim's lock was busy: retry next time */
         return 0;
     }
-    mqs_rq_lock(rq);
-    for (int i = 0; i < n; i++)
-        mqs_rq_add_stolen(rq, got[i]);
-    mqs_rq_unlock(rq);
-    return n;
+    return mqs_rq_add_stolen_all(rq, got, n);
 }
 
 const struct mqs_policy mqs_policy_ule = {
