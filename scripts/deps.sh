@@ -9,9 +9,13 @@
 # Add a prerequisite by adding "package[:command]" to MQS_DEPS below: the
 # package is taken as present when dpkg knows it as installed or, if a
 # command is named, when that command is on PATH (a tool installed by other
-# means counts).
+# means counts).  Other lists (scripts/peers.sh) call this script with
+# their own "package[:command]" items as arguments, and MQS_DEPS_WHAT
+# naming them in messages.
 set -eu
 
+WHAT=${MQS_DEPS_WHAT:-prerequisites}
+ME=${MQS_DEPS_ME:-deps.sh}
 MQS_DEPS="
 cmake:cmake
 make:make
@@ -22,6 +26,7 @@ libclang-rt-dev
 pkg-config:pkg-config
 gnuplot-nox:gnuplot
 "
+if [ $# -gt 0 ]; then MQS_DEPS="$*"; fi
 
 have_pkg() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
@@ -44,13 +49,13 @@ done
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
-    echo "deps.sh: missing prerequisites:$missing" >&2
-    echo "deps.sh: run 'sudo scripts/deps.sh' or install them with:" >&2
+    echo "$ME: missing $WHAT:$missing" >&2
+    echo "$ME: run 'sudo scripts/$ME' or install them with:" >&2
     echo "  apt-get install --no-install-recommends$missing" >&2
     exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "deps.sh: missing prerequisites:$missing (no apt-get here: install them by hand)" >&2
+    echo "$ME: missing $WHAT:$missing (no apt-get here: install them by hand)" >&2
     exit 1
 fi
 
@@ -63,10 +68,10 @@ for pkg in $missing; do
     if apt-cache show "$pkg" >/dev/null 2>&1; then
         install="$install $pkg"
     else
-        echo "deps.sh: no package $pkg in this release, skipped" >&2
+        echo "$ME: no package $pkg in this release, skipped" >&2
     fi
 done
 [ -z "$install" ] && exit 0
-echo "deps.sh: installing$install"
+echo "$ME: installing$install"
 # shellcheck disable=SC2086 # word splitting of the package list is wanted
 apt-get install -y -qq --no-install-recommends $install
