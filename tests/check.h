@@ -15,6 +15,7 @@
 #define MQS_CHECK_H
 
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,5 +179,14 @@ int main(int argc, char **argv)
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0 || passed == 0;
 }
+
+/* |a - b| <= tol for doubles, printing both sides. */
+#define CHECK_NEAR(a, b, tol)                                                  \
+    do {                                                                       \
+        double check__x = (a), check__y = (b);                                 \
+        if (!(fabs(check__x - check__y) <= (tol)))                             \
+            CHECK__FAIL("CHECK_NEAR(%s, %s) failed: %.9g vs %.9g", #a, #b,     \
+                        check__x, check__y);                                   \
+    } while (0)
 
 #endif

@@ -116,7 +116,7 @@ TEST(mixed_proc_parsers)
 
 TEST(mixed_rates_and_window_extras)
 {
-    NEAR(mixed_rate(100, 300, 2000000000u), 100.0, 1e-9);
+    CHECK_NEAR(mixed_rate(100, 300, 2000000000u), 100.0, 1e-9);
     CHECK(isnan(mixed_rate(1, 2, 0)));
     struct mixed_snap a = {.t = 1000000000u,
                            .wait = 0,
@@ -134,25 +134,25 @@ TEST(mixed_rates_and_window_extras)
     double x[MIXED_X_COUNT];
     point_preset(x, MIXED_X_COUNT);
     mixed_extras_of(&a, &b, false, x);
-    NEAR(x[MIXED_X_WAIT], 500.0, 1e-9); /* ms per second */
-    NEAR(x[MIXED_X_MIGR], 20.0, 1e-9);
-    NEAR(x[MIXED_X_IDLE], 6.0, 1e-9);
-    NEAR(x[MIXED_X_NEWIDLE], 8.0, 1e-9);
-    NEAR(x[MIXED_X_PERIODIC], 10.0, 1e-9);
-    NEAR(x[MIXED_X_PRIO], 12.0, 1e-9);
+    CHECK_NEAR(x[MIXED_X_WAIT], 500.0, 1e-9); /* ms per second */
+    CHECK_NEAR(x[MIXED_X_MIGR], 20.0, 1e-9);
+    CHECK_NEAR(x[MIXED_X_IDLE], 6.0, 1e-9);
+    CHECK_NEAR(x[MIXED_X_NEWIDLE], 8.0, 1e-9);
+    CHECK_NEAR(x[MIXED_X_PERIODIC], 10.0, 1e-9);
+    CHECK_NEAR(x[MIXED_X_PRIO], 12.0, 1e-9);
     point_preset(x, MIXED_X_COUNT);
     b.wait_ok = false;
     mixed_extras_of(&a, &b, true, x);
     CHECK(isnan(x[MIXED_X_WAIT]));
-    NEAR(x[MIXED_X_MIGR], 20.0, 1e-9);
+    CHECK_NEAR(x[MIXED_X_MIGR], 20.0, 1e-9);
     CHECK(isnan(x[MIXED_X_IDLE]));
 }
 
 TEST(spawn_tree_arithmetic)
 {
-    NEAR(spawn_tree_tasks(1000000, 10), 1111111, 0);
-    NEAR(spawn_tree_tasks(8, 2), 15, 0);
-    NEAR(spawn_tree_tasks(1, 10), 1, 0);
+    CHECK_NEAR(spawn_tree_tasks(1000000, 10), 1111111, 0);
+    CHECK_NEAR(spawn_tree_tasks(8, 2), 15, 0);
+    CHECK_NEAR(spawn_tree_tasks(1, 10), 1, 0);
     CHECK_EQ(spawn_expected_sum(1000000), UINT64_C(499999500000));
     CHECK_EQ(spawn_expected_sum(1), 0);
 }
@@ -172,7 +172,7 @@ TEST(spawn_peer_sum_is_checked)
 TEST(chat_arithmetic_and_validity)
 {
     struct chat_shape s = {10, 20, 100, 100};
-    NEAR(chat_deliveries(&s), 380000, 0);
+    CHECK_NEAR(chat_deliveries(&s), 380000, 0);
     struct chat_head h = {2, 5, 0};
     CHECK(chat_valid(&h, 2, 4, 20));
     CHECK(!chat_valid(&h, 2, 5, 20)); /* its own message */
@@ -276,7 +276,7 @@ TEST(chat_small_rooms_deliver_everything)
                            CHAT_X_COUNT, &r),
                  0);
         CHECK(r.value > 0 && isfinite(r.value));
-        NEAR(r.extra[CHAT_X_TASKS], 32, 0);
+        CHECK_NEAR(r.extra[CHAT_X_TASKS], 32, 0);
     }
 }
 
@@ -304,7 +304,7 @@ TEST(mixed_small_window_on_mq_and_kernel)
         CHECK_EQ(rc, 0);
         CHECK(mp.flags == NULL && mp.slots == NULL); /* close freed them */
         CHECK(r.value > 0 && isfinite(r.value));
-        NEAR(r.extra[MIXED_X_BURST], 50, 0);
+        CHECK_NEAR(r.extra[MIXED_X_BURST], 50, 0);
         if (k == 0) {
             CHECK(r.extra[MIXED_X_WAIT] >= 0);
             CHECK(r.extra[MIXED_X_IDLE] >= 0);

@@ -189,8 +189,8 @@ TEST(point_driver_averages_repeats_not_warmup)
     bench_result_t r;
     CHECK_EQ(script_run(&s, 4, &r), 0);
     CHECK_EQ(s.calls, 5); /* warm-up + 4 */
-    NEAR(r.value, 25, 1e-12);
-    NEAR(r.extra[0], 50, 1e-12);
+    CHECK_NEAR(r.value, 25, 1e-12);
+    CHECK_NEAR(r.extra[0], 50, 1e-12);
     CHECK(isnan(r.extra[1])); /* never filled */
     CHECK(isnan(r.extra[2]));
     CHECK_EQ(r.workers, 3);
@@ -239,16 +239,16 @@ TEST(point_estimate_warms_up_a_quarter)
     CHECK_EQ(bench_point_estimate(&o, &prog, "mq", "n=1", true, sampler_fn,
                                   &s, &est), 0);
     CHECK_EQ(s.calls, 4);
-    NEAR(s.seconds[0], 0.1, 1e-12);
-    NEAR(s.seconds[1], 0.4, 1e-12);
-    NEAR(est.mean, 7, 1e-12);
+    CHECK_NEAR(s.seconds[0], 0.1, 1e-12);
+    CHECK_NEAR(s.seconds[1], 0.4, 1e-12);
+    CHECK_NEAR(est.mean, 7, 1e-12);
     struct sampler cold = {0};
     CHECK_EQ(bench_point_estimate(&o, &prog, "go", "n=1", false, sampler_fn,
                                   &cold, &est), 0);
     CHECK_EQ(cold.calls, 3);
-    NEAR(est.mean, (1000 + 7 + 7) / 3.0, 1e-9);
+    CHECK_NEAR(est.mean, (1000 + 7 + 7) / 3.0, 1e-9);
     bench_result_t r = bench_result_of("go", "n=1", 2, "us", 0, &est, "x");
-    NEAR(r.value, est.mean, 1e-12);
+    CHECK_NEAR(r.value, est.mean, 1e-12);
     CHECK(r.note == NULL);
     r = bench_result_of("go", "n=1", 2, "us", -1, &est, "failed");
     CHECK(isnan(r.value));

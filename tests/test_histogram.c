@@ -18,14 +18,6 @@
 #include "../bench/plot.c"
 #include "../bench/stats.c"
 
-#define CHECK_NEAR(a, b, tol)                                                  \
-    do {                                                                       \
-        double check__x = (a), check__y = (b);                                 \
-        if (!(fabs(check__x - check__y) <= (tol)))                             \
-            CHECK__FAIL("CHECK_NEAR(%s, %s) failed: %.9g vs %.9g", #a, #b,     \
-                        check__x, check__y);                                   \
-    } while (0)
-
 TEST(hist_exact_below_precision)
 {
     for (uint64_t v = 0; v < 2 * BENCH_HIST_SUB; v++) {

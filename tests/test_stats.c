@@ -21,15 +21,6 @@
 #include "../bench/plot.c"
 #include "../bench/stats.c"
 
-/* |a - b| <= tol, printing both sides. */
-#define CHECK_NEAR(a, b, tol)                                                  \
-    do {                                                                       \
-        double check__x = (a), check__y = (b);                                 \
-        if (!(fabs(check__x - check__y) <= (tol)))                             \
-            CHECK__FAIL("CHECK_NEAR(%s, %s) failed: %.9g vs %.9g", #a, #b,     \
-                        check__x, check__y);                                   \
-    } while (0)
-
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 TEST(mean_and_stdev_known_values)
