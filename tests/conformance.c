@@ -1005,19 +1005,36 @@ TEST(no_starvation_with_work_two_workers)
  */
 #define PAIR_YIELDERS 6
 #define PAIR_EVENTS 60000
+#define PAIR_P (-1) /* pair_event's `who` for the pair's two tasks */
+#define PAIR_Q (-2)
 
 struct pairrun {
     mqs_sem_t p, q;
     atomic_int go, stop;
-    long events, count[PAIR_YIELDERS], pair_count;
+    long limit, events, count[PAIR_YIELDERS], pair_count;
+    int stopper;   /* who made the event that set stop */
+    bool hold_q;   /* q lets p run between its post and its stop decision */
+    atomic_long p_waits, q_posts; /* waits on p begun, posts of p made */
+    atomic_int p_done;
 };
 static struct pairrun pr;
 
-static void pair_event(long *count)
+static void pair_setup(long limit, bool hold_q)
+{
+    memset(&pr, 0, sizeof pr);
+    pr.limit = limit;
+    pr.hold_q = hold_q;
+    CHECK_OK(mqs_sem_init(&pr.p, 0));
+    CHECK_OK(mqs_sem_init(&pr.q, 0));
+}
+
+static void pair_event(long *count, int who)
 {
     (*count)++;
-    if (++pr.events >= PAIR_EVENTS)
+    if (++pr.events >= pr.limit && !atomic_load(&pr.stop)) {
+        pr.stopper = who;
         atomic_store(&pr.stop, 1);
+    }
 }
 
 static void *pair_yielder(void *arg)
@@ -1026,7 +1043,7 @@ static void *pair_yielder(void *arg)
     while (!atomic_load(&pr.go)) /* every task exists before counting */
         CHECK_OK(mqs_yield());
     while (!atomic_load(&pr.stop)) {
-        pair_event(&pr.count[i]);
+        pair_event(&pr.count[i], i);
         CHECK_OK(mqs_yield());
     }
     return NULL;
@@ -1039,41 +1056,73 @@ static void *pair_p(void *arg)
         CHECK_OK(mqs_yield());
     for (;;) {
         CHECK_OK(mqs_sem_post(&pr.q));
+        atomic_fetch_add(&pr.p_waits, 1);
         CHECK_OK(mqs_sem_wait(&pr.p));
         if (atomic_load(&pr.stop))
             break;
-        pair_event(&pr.pair_count);
+        pair_event(&pr.pair_count, PAIR_P);
     }
+    atomic_store(&pr.p_done, 1);
     CHECK_OK(mqs_sem_post(&pr.q)); /* let q see stop */
     return NULL;
 }
 
+/* The widest window a wake-up preemption can open in pair_q: p runs a
+ * whole round (reads stop, counts, posts q, waits again) between q's
+ * post and q's next step. */
+static void pair_hold(void)
+{
+    while (atomic_load(&pr.p_waits) <= atomic_load(&pr.q_posts) &&
+           !atomic_load(&pr.p_done))
+        CHECK_OK(mqs_yield());
+}
+
+/* q decides whether this is its last round before it posts p, and keeps
+ * to it.  p reads stop only after that post and stop never goes back to
+ * 0, so a q that stops leaves a p that stops too, and a q that goes on
+ * waits for a post p still makes.  (Reading stop again after the post
+ * let a wake-up preemption run p in between: p read 0 and waited, q
+ * then read 1 and ended.) */
 static void *pair_q(void *arg)
 {
     (void)arg;
     for (;;) {
         CHECK_OK(mqs_sem_wait(&pr.q));
-        if (!atomic_load(&pr.stop))
-            pair_event(&pr.pair_count);
+        bool stop = atomic_load(&pr.stop);
+        if (!stop)
+            pair_event(&pr.pair_count, PAIR_Q);
+        atomic_fetch_add(&pr.q_posts, 1);
         CHECK_OK(mqs_sem_post(&pr.p));
-        if (atomic_load(&pr.stop))
+        if (pr.hold_q)
+            pair_hold();
+        if (stop)
             break;
     }
     return NULL;
 }
 
+/* Join q, then p.  Once q has ended nobody posts p again: p must not
+ * have begun a wait that q's posts do not answer (it would never end). */
+static void pair_join(mqs_task_t *q, mqs_task_t *p)
+{
+    join(q);
+    long waits = atomic_load(&pr.p_waits), posts = atomic_load(&pr.q_posts);
+    CHECK_LE(waits, posts);
+    join(p);
+}
+
 TEST(no_starvation_against_wakeup_pair)
 {
     mqs_runtime_t *rt = rt_new_policy(1);
-    CHECK_OK(mqs_sem_init(&pr.p, 0));
-    CHECK_OK(mqs_sem_init(&pr.q, 0));
+    pair_setup(PAIR_EVENTS, false);
     mqs_task_t *t[PAIR_YIELDERS + 2];
     t[0] = spawn(rt, pair_q, NULL);
     t[1] = spawn(rt, pair_p, NULL);
     for (int i = 0; i < PAIR_YIELDERS; i++)
         t[i + 2] = spawn(rt, pair_yielder, (void *)(intptr_t)i);
     atomic_store(&pr.go, 1);
-    for (int i = 0; i < PAIR_YIELDERS + 2; i++)
+    pair_join(t[0], t[1]);
+    for (int i = 2; i < PAIR_YIELDERS + 2; i++)
         join(t[i]);
     CHECK_OK(mqs_runtime_destroy(rt));
     long min = pr.count[0];
@@ -1092,6 +1141,32 @@ TEST(no_starvation_against_wakeup_pair)
     if (div)
         CHECK_GE(min * (PAIR_YIELDERS + 2) * div, pr.events);
 }
+
+/*
+ * The pair alone, with q holding between its post of p and its stop
+ * decision until p has run a whole round: what a wake-up preemption of
+ * q (p woken more urgent than q) does, made certain.  The events
+ * alternate q, p, q, ...: an even limit is reached by p inside that
+ * window, with q still to decide.  q must then stop only if p stops
+ * too (a q that read stop after its post ended while p waited for it:
+ * the intermittent hang of global under TSan, docs/policies/global.md).
+ */
+TEST(wakeup_pair_stops_when_q_is_preempted)
+{
+    mqs_runtime_t *rt = rt_new_policy(1);
+    pair_setup(200, true);
+    mqs_task_t *q = spawn(rt, pair_q, NULL);
+    mqs_task_t *p = spawn(rt, pair_p, NULL);
+    atomic_store(&pr.go, 1);
+    pair_join(q, p);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    CHECK_EQ(pr.stopper, PAIR_P); /* the window was the one tested */
+    CHECK_EQ(pr.events, 200);
+    CHECK_EQ(atomic_load(&pr.q_posts), 101);
+}
+
+#undef PAIR_P
+#undef PAIR_Q
 
 /* A policy that claims weights gives lower nice more CPU; one that does
  * not must not starve either side (ws and minimal ignore nice). */
