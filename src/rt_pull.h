@@ -3,7 +3,8 @@
  * before a worker runs a task, it takes a more urgent realtime task that
  * waits on another worker and may run here (DESIGN.md invariant 2), and
  * a yield leaves its fast path while the runtime-wide hint shows one.
- * Also the take that the pull shares with those policies' balancers.
+ * Also the take and the victim search that the pull shares with those
+ * policies' balancers (a balancer pulls too, by load).
  *
  * Design.  The hint is the core's bitmap of the levels that some queue
  * publishes as its best (rt->level_bits).  A realtime level below `below`
@@ -83,6 +84,26 @@ static inline const _Atomic uint64_t *mqs__rt_pull_hint(mqs_runtime_t *rt,
                                                         bool on)
 {
     return on ? rt->level_bits : mqs__rt_pull_off;
+}
+
+/* The victim of a balancer: the other worker with the most tasks queued
+ * (by published counts), -1 when none has any; *hi is its count, *lo the
+ * fewest queued on any worker, this one included. */
+static inline int mqs__rt_pull_busiest(mqs_runtime_t *rt, int self,
+                                       unsigned *hi, unsigned *lo)
+{
+    int best = -1, n = mqs_nr_workers(rt);
+    *hi = 0;
+    *lo = UINT32_MAX;
+    for (int i = 0; i < n; i++) {
+        unsigned q = mqs_rq_nr_queued(mqs_rq_of(rt, i));
+        if (i != self && q > *hi) {
+            *hi = q;
+            best = i;
+        }
+        *lo = q < *lo ? q : *lo;
+    }
+    return best;
 }
 
 /* Does the hint show a queue whose best waiting task is realtime and more

@@ -398,20 +398,6 @@ static int o1_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
 
 /* ----- load balancing ----- */
 
-static int o1_busiest(mqs_runtime_t *rt, int self, unsigned *nr)
-{
-    int best = -1, n = mqs_nr_workers(rt);
-    *nr = 0;
-    for (int i = 0; i < n; i++) {
-        unsigned q = mqs_rq_nr_queued(mqs_rq_of(rt, i));
-        if (i != self && q > *nr) {
-            *nr = q;
-            best = i;
-        }
-    }
-    return best;
-}
-
 /* How many to pull: idle, half of what the busiest has (counting the
  * task it runs); periodic, half the difference past imbalance_pct. */
 static int o1_imbalance(const struct o1_tunables *t, int why, unsigned max,
@@ -439,8 +425,8 @@ static int o1_balance(struct mqs_rq *rq, int why)
         o->next_balance = now + (uint64_t)o->tun->balance_ns;
         req.hot_before = now - (uint64_t)o->tun->cache_hot_ns;
     }
-    unsigned max;
-    int victim = o1_busiest(rt, req.dest, &max);
+    unsigned max, min;
+    int victim = mqs__rt_pull_busiest(rt, req.dest, &max, &min);
     int want = victim < 0 ? 0 : o1_imbalance(o->tun, why, max,
                                              mqs_rq_nr_queued(rq));
     if (want <= 0)

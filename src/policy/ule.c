@@ -450,23 +450,6 @@ static int ule_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
     return w;
 }
 
-/* Most (and least) loaded workers by published queue length. */
-static int ule_extremes(mqs_runtime_t *rt, unsigned *hi, unsigned *lo)
-{
-    int best = -1, n = mqs_nr_workers(rt);
-    *hi = 0;
-    *lo = UINT32_MAX;
-    for (int i = 0; i < n; i++) {
-        unsigned q = mqs_rq_nr_queued(mqs_rq_of(rt, i));
-        if (q > *hi) {
-            *hi = q;
-            best = i;
-        }
-        *lo = q < *lo ? q : *lo;
-    }
-    return best;
-}
-
 static int ule_want(struct ule_rq *u, struct mqs_rq *rq, int why,
                     unsigned hi, unsigned lo)
 {
@@ -486,8 +469,8 @@ static int ule_balance(struct mqs_rq *rq, int why)
     mqs_runtime_t *rt = mqs_rq_runtime(rq);
     int self = mqs_rq_worker(rq);
     unsigned hi, lo;
-    int victim = ule_extremes(rt, &hi, &lo);
-    int want = victim < 0 || victim == self ? 0 : ule_want(u, rq, why, hi, lo);
+    int victim = mqs__rt_pull_busiest(rt, self, &hi, &lo);
+    int want = victim < 0 ? 0 : ule_want(u, rq, why, hi, lo);
     if (want <= 0)
         return 0;
     struct mqs_sched_entity *got[ULE_STEAL_MAX];
