@@ -76,8 +76,9 @@ static inline int mqs__rt_pull_take(struct mqs__prio_array *a,
     return n;
 }
 
-/* The hint words a policy's yield reads: rt's, or with the pull off two
- * words that stay zero (so the fast path has no branch on the tunable). */
+/* The hint words a policy's pick and yield read: rt's, or with the pull
+ * off two words that stay zero (so the fast path has no branch on the
+ * tunable). */
 static const _Atomic uint64_t mqs__rt_pull_off[2];
 
 static inline const _Atomic uint64_t *mqs__rt_pull_hint(mqs_runtime_t *rt,
@@ -124,15 +125,18 @@ static inline bool mqs__rt_pull_due(const _Atomic uint64_t *hint,
 /* A realtime task more urgent than `local` (the best level this worker
  * would run, MQS_PRIO_NONE for none) from another worker, taken for this
  * one through the policy's take callback (which is handed a struct
- * mqs__rt_pull_req); NULL when none is due or none could be had. */
+ * mqs__rt_pull_req); NULL when the hint (mqs__rt_pull_hint: off, or
+ * rt's) shows none or none could be had. */
+typedef int (*mqs__rt_pull_take_fn)(struct mqs_rq *victim, void *req,
+                                    struct mqs_sched_entity **out, int max);
+
 static inline struct mqs_sched_entity *
-mqs__rt_pull(struct mqs_rq *rq, unsigned local,
-             int (*take)(struct mqs_rq *, void *, struct mqs_sched_entity **,
-                         int))
+mqs__rt_pull(struct mqs_rq *rq, const _Atomic uint64_t *hint, unsigned local,
+             mqs__rt_pull_take_fn take)
 {
     mqs_runtime_t *rt = rq->rt;
     unsigned below = local < MQS_PRIO_NORMAL_MIN ? local : MQS_PRIO_NORMAL_MIN;
-    if (!mqs__rt_pull_due(rt->level_bits, below))
+    if (!mqs__rt_pull_due(hint, below))
         return NULL;
     int self = mqs_rq_worker(rq), n = mqs_nr_workers(rt);
     struct mqs__rt_pull_req req = {below, self, UINT64_MAX, false};

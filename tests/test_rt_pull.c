@@ -65,8 +65,7 @@ static struct mqs_sched_entity *pick_after_scene(const char *spec,
 TEST(pick_pulls_rt_from_busy_worker)
 {
     for (int i = 0; i < NPOL; i++) {
-        CHECK(pick_after_scene(with_pull(rtp_policies[i], 1), NULL) ==
-              task(R));
+        CHECK(pick_after_scene(with_pull(rtp_policies[i], 1), NULL) == task(R));
         CHECK_EQ(mqs_rq_best_prio(h_rq(&h, 0)), MQS_PRIO_NONE);
         CHECK_EQ(h.w[1]->stats.pulls_priority, 1);
         CHECK(h_pick(&h, 1) == task(H)); /* nothing else moved */
@@ -85,8 +84,7 @@ TEST(default_is_rt_pull_1)
 TEST(rt_pull_0_leaves_rt_queued)
 {
     for (int i = 0; i < NPOL; i++) {
-        CHECK(pick_after_scene(with_pull(rtp_policies[i], 0), NULL) ==
-              task(H));
+        CHECK(pick_after_scene(with_pull(rtp_policies[i], 0), NULL) == task(H));
         CHECK_EQ(mqs_rq_best_prio(h_rq(&h, 0)), task(R)->prio);
         CHECK_EQ(h.w[1]->stats.pulls_priority, 0);
         h_destroy(&h);

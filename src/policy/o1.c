@@ -14,7 +14,9 @@
  * worker without preempting; a child spawned by a task runs first.  An
  * idle worker pulls half of the busiest queue; every balance_ns a worker
  * pulls when the busiest is imbalance_pct longer, expired (cold) tasks
- * first, skipping cache-hot ones.
+ * first, skipping cache-hot ones.  Not 2.6.0 (Linux added RT push/pull in
+ * 2.6.25), for DESIGN.md invariant 2: pick first takes a more urgent
+ * realtime task queued on another worker (src/rt_pull.h; rt_pull=0 off).
  *
  * Yield: 2.6.0 moved a yielding task to the expired array, which made
  * nice meaningless for tasks that yield (yield_expired=1 keeps that);
@@ -67,7 +69,7 @@ struct o1_rq {
     uint64_t next_balance;  /* owner only                             */
     atomic_int child_pending;
     const struct o1_tunables *tun;
-    const _Atomic uint64_t *rt_hint; /* for the yield (mqs__rt_pull_hint) */
+    const _Atomic uint64_t *rt_hint; /* for pulls (mqs__rt_pull_hint) */
 };
 
 static const struct mqs_tunable o1_tunables[] = {
@@ -305,9 +307,7 @@ static struct mqs_sched_entity *o1_pick(struct mqs_rq *rq)
         o->expired_since = 0;
     }
     struct mqs_sched_entity *se =
-        o->tun->rt_pull
-            ? mqs__rt_pull(rq, mqs__parr_best(o->active), o1_take)
-            : NULL;
+        mqs__rt_pull(rq, o->rt_hint, mqs__parr_best(o->active), o1_take);
     if (se)
         return se;
     se = mqs__parr_pop(o->active);

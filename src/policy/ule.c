@@ -11,19 +11,22 @@
  * score / interact, else batch, level 120 + (nice + 20) / 2.  Slices
  * scale with nice and shrink with the queue length (tdq_slice).  A yield
  * or preemption with slice left goes back on current (a yield alone on
- * current goes to next); a spent slice is re-scored.  Affinity is strong (sched_pickcpu: last worker if idle, or
- * if the task slept briefly and would lead there; else the least
- * loaded).  No periodic pass over all tasks: an idle worker steals one
- * task from the most loaded (tdq_idled) and every balance_ns the least
- * loaded worker takes half the difference from the most loaded
- * (tdq_balance).  Only realtime wake-ups preempt (preempt_thresh).
+ * current goes to next); a spent slice is re-scored.  Affinity is strong
+ * (sched_pickcpu: last worker if idle, or if the task slept briefly and
+ * would lead there; else the least loaded).  No periodic pass over all
+ * tasks: an idle worker steals one task from the most loaded (tdq_idled)
+ * and every balance_ns the least loaded worker takes half the difference
+ * from the most loaded (tdq_balance).  Only realtime wake-ups preempt
+ * (preempt_thresh).  Not the 2003 design, for DESIGN.md invariant 2:
+ * pick first takes a more urgent realtime task queued on another worker
+ * (src/rt_pull.h; rt_pull=0 off).
  *
  * Defaults shorter than FreeBSD's (4 ms slices, 10 ms balancing, against
- * ~94 ms and ~1 s), and slices trimmed as the queue grows, keep a pass short enough for the conformance suite's
- * fairness windows.  Rejected: the 2007+ calendar queue (the brief is
- * the 2003 design) and ts_ticks cpu-usage priorities (a second history
- * per task for little change in order).  docs/policies/ule.md has the
- * details and sources.
+ * ~94 ms and ~1 s), and slices trimmed as the queue grows, keep a pass
+ * short enough for the conformance suite's fairness windows.  Rejected:
+ * the 2007+ calendar queue (the brief is the 2003 design) and ts_ticks
+ * cpu-usage priorities (a second history per task for little change in
+ * order).  docs/policies/ule.md has the details and sources.
  */
 #include <stddef.h>
 
@@ -68,7 +71,7 @@ struct ule_rq {
     unsigned nr;            /* queued, all parts                     */
     uint64_t next_balance;
     const struct ule_tunables *tun;
-    const _Atomic uint64_t *rt_hint; /* for the yield (mqs__rt_pull_hint) */
+    const _Atomic uint64_t *rt_hint; /* for pulls (mqs__rt_pull_hint) */
 };
 
 static const struct mqs_tunable ule_tunables[] = {
@@ -314,9 +317,7 @@ static struct mqs_sched_entity *ule_pick(struct mqs_rq *rq)
 {
     struct ule_rq *u = ule_state(rq);
     struct mqs_sched_entity *se =
-        u->tun->rt_pull
-            ? mqs__rt_pull(rq, mqs__parr_best(&u->q[ULE_RT]), ule_take)
-            : NULL;
+        mqs__rt_pull(rq, u->rt_hint, mqs__parr_best(&u->q[ULE_RT]), ule_take);
     if (se)
         return se;
     se = mqs__parr_pop(ule_next_part(u));
@@ -416,8 +417,8 @@ static int ule_lowest(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
         int w = (prefer + i) % n;
         if (!mqs__se_allowed(se, w))
             continue;
-        unsigned l = mqs_worker_idle(rt, w) ? 0
-                                            : mqs_rq_nr_queued(mqs_rq_of(rt, w)) + 1;
+        unsigned l =
+            mqs_worker_idle(rt, w) ? 0 : mqs_rq_nr_queued(mqs_rq_of(rt, w)) + 1;
         if (l < *load) {
             *load = l;
             best = w;
