@@ -98,14 +98,11 @@ static const struct conf_props conf_table[] = {
     {"ws", false, true, 4},
     /* no balancing at all, nice ignored */
     {"minimal", false, false, 2},
-    /* Linux 2.6.0 O(1) and FreeBSD ULE move tasks only by load (idle
-     * steal, periodic balance): an RT task queued behind a busy worker is
-     * not pulled by a worker running normal work (Linux added RT
-     * push/pull in 2.6.25).  rt_pulled_from_busy_worker fails for both
-     * when claimed; their docs do not say so yet (see the conf branch
-     * report: DESIGN.md invariant 2 asks for it) */
-    {"o1", true, false, 2},
-    {"ule", true, false, 2},
+    /* Linux 2.6.0 O(1) and FreeBSD ULE had no realtime pull (Linux added
+     * RT push/pull in 2.6.25); both pull by default here (rt_pull=1,
+     * src/rt_pull.h), and rt_pull=0 gives up this property */
+    {"o1", true, true, 2},
+    {"ule", true, true, 2},
 };
 static const struct conf_props conf_default = {NULL, true, true, 2};
 

@@ -14,7 +14,9 @@
  * worker without preempting; a child spawned by a task runs first.  An
  * idle worker pulls half of the busiest queue; every balance_ns a worker
  * pulls when the busiest is imbalance_pct longer, expired (cold) tasks
- * first, skipping cache-hot ones.
+ * first, skipping cache-hot ones.  Not 2.6.0 (Linux added RT push/pull in
+ * 2.6.25), for DESIGN.md invariant 2: pick first takes a more urgent
+ * realtime task queued on another worker (src/rt_pull.h; rt_pull=0 off).
  *
  * Yield: 2.6.0 moved a yielding task to the expired array, which made
  * nice meaningless for tasks that yield (yield_expired=1 keeps that);
@@ -29,6 +31,7 @@
 #include "../internal.h"
 #include "../list.h"
 #include "../prio_array.h"
+#include "../rt_pull.h"
 #include "mqs/policy.h"
 
 #define O1_MAX_BONUS 10
@@ -52,6 +55,7 @@ struct o1_tunables {
     int64_t balance_ns;
     int64_t imbalance_pct;
     int64_t cache_hot_ns;
+    int64_t rt_pull;
 };
 
 /* A worker's queue: every field under its rq lock except child_pending,
@@ -65,6 +69,7 @@ struct o1_rq {
     uint64_t next_balance;  /* owner only                             */
     atomic_int child_pending;
     const struct o1_tunables *tun;
+    const _Atomic uint64_t *rt_hint; /* for pulls (mqs__rt_pull_hint) */
 };
 
 static const struct mqs_tunable o1_tunables[] = {
@@ -95,6 +100,9 @@ static const struct mqs_tunable o1_tunables[] = {
     {"cache_hot_ns", 0, 1000000000, 1000000,
      offsetof(struct o1_tunables, cache_hot_ns),
      "periodic balancing leaves tasks queued less than this long"},
+    {"rt_pull", 0, 1, 1, offsetof(struct o1_tunables, rt_pull),
+     "pick takes a more urgent realtime task from another worker (0: 2.6.0, "
+     "which had no realtime pull)"},
     {NULL, 0, 0, 0, 0, NULL},
 };
 
@@ -111,6 +119,7 @@ static void o1_init_rq(struct mqs_rq *rq)
     o->active = &o->arrays[0];
     o->expired = &o->arrays[1];
     o->tun = mqs_policy_state(mqs_rq_runtime(rq));
+    o->rt_hint = mqs__rt_pull_hint(mqs_rq_runtime(rq), o->tun->rt_pull);
 }
 
 /* ----- priorities and slices ----- */
@@ -270,6 +279,21 @@ static void o1_dequeue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     o1_publish(rq);
 }
 
+/* Take tasks for a pull or a balancer (req: struct mqs__rt_pull_req),
+ * expired (cold) first; victim's lock held. */
+static int o1_take(struct mqs_rq *victim, void *arg,
+                   struct mqs_sched_entity **out, int max)
+{
+    struct o1_rq *o = o1_state(victim);
+    int n = mqs__rt_pull_take(o->expired, arg, out, 0, max);
+    n = mqs__rt_pull_take(o->active, arg, out, n, max);
+    o->nr -= (unsigned)n;
+    if (o->expired->nr == 0)
+        o->expired_since = 0;
+    o1_publish(victim);
+    return n;
+}
+
 static struct mqs_sched_entity *o1_pick(struct mqs_rq *rq)
 {
     struct o1_rq *o = o1_state(rq);
@@ -282,7 +306,11 @@ static struct mqs_sched_entity *o1_pick(struct mqs_rq *rq)
         o->active_idx ^= 1;
         o->expired_since = 0;
     }
-    struct mqs_sched_entity *se = mqs__parr_pop(o->active);
+    struct mqs_sched_entity *se =
+        mqs__rt_pull(rq, o->rt_hint, mqs__parr_best(o->active), o1_take);
+    if (se)
+        return se;
+    se = mqs__parr_pop(o->active);
     if (!se)
         return NULL;
     o->nr--;
@@ -292,7 +320,10 @@ static struct mqs_sched_entity *o1_pick(struct mqs_rq *rq)
 
 /* Rotate se behind the tasks of its level in the active array, or keep
  * it running when it is alone there: exactly what enqueue(YIELD) + pick
- * would do when it has slice left and nothing more urgent is active. */
+ * would do when it has slice left, nothing more urgent is active and no
+ * realtime task is due for a pull.  The published best level covers both
+ * arrays: when it is no more urgent than se's, one load says what the
+ * bitmap scan of the active array would. */
 static struct mqs_sched_entity *o1_yield(struct mqs_rq *rq,
                                          struct mqs_sched_entity *se)
 {
@@ -302,7 +333,9 @@ static struct mqs_sched_entity *o1_yield(struct mqs_rq *rq,
     if (se->cls == MQS_CLASS_NORMAL && o->tun->yield_expired)
         return NULL;
     unsigned lvl = o1_level(se);
-    if (mqs__parr_best(o->active) < lvl)
+    unsigned best = atomic_load_explicit(&rq->best_prio, memory_order_relaxed);
+    if ((best < lvl && mqs__parr_best(o->active) < lvl) ||
+        mqs__rt_pull_due(o->rt_hint, lvl))
         return NULL;
     struct mqs_list *q = &o->active->q[lvl];
     se->p[O1_SYNC] = 0;
@@ -365,60 +398,6 @@ static int o1_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
 
 /* ----- load balancing ----- */
 
-struct o1_take_req {
-    int dest;
-    uint64_t hot_before; /* skip tasks queued after this (0: none) */
-};
-
-/* From the tail of each list (2.6.0 took the least recently queued). */
-static int o1_take_array(struct mqs__prio_array *a,
-                         const struct o1_take_req *req,
-                         struct mqs_sched_entity **out, int n, int max)
-{
-    for (unsigned lvl = mqs__parr_best(a); lvl < MQS_PRIO_LEVELS && n < max;
-         lvl = mqs__parr_next(a, lvl + 1)) {
-        struct mqs_list *pos = a->q[lvl].prev, *prev;
-        for (; pos != &a->q[lvl] && n < max; pos = prev) {
-            prev = pos->prev;
-            struct mqs_sched_entity *se =
-                mqs_se_entry(pos, struct mqs_sched_entity, node);
-            if (!mqs__se_allowed(se, req->dest) || !mqs_se_movable(se) ||
-                se->queued_at_ns > req->hot_before)
-                continue;
-            mqs__parr_del(a, se, o1_level(se));
-            out[n++] = se;
-        }
-    }
-    return n;
-}
-
-static int o1_take(struct mqs_rq *victim, void *arg,
-                   struct mqs_sched_entity **out, int max)
-{
-    struct o1_rq *o = o1_state(victim);
-    int n = o1_take_array(o->expired, arg, out, 0, max);
-    n = o1_take_array(o->active, arg, out, n, max);
-    o->nr -= (unsigned)n;
-    if (o->expired->nr == 0)
-        o->expired_since = 0;
-    o1_publish(victim);
-    return n;
-}
-
-static int o1_busiest(mqs_runtime_t *rt, int self, unsigned *nr)
-{
-    int best = -1, n = mqs_nr_workers(rt);
-    *nr = 0;
-    for (int i = 0; i < n; i++) {
-        unsigned q = mqs_rq_nr_queued(mqs_rq_of(rt, i));
-        if (i != self && q > *nr) {
-            *nr = q;
-            best = i;
-        }
-    }
-    return best;
-}
-
 /* How many to pull: idle, half of what the busiest has (counting the
  * task it runs); periodic, half the difference past imbalance_pct. */
 static int o1_imbalance(const struct o1_tunables *t, int why, unsigned max,
@@ -437,15 +416,17 @@ static int o1_balance(struct mqs_rq *rq, int why)
     struct o1_rq *o = o1_state(rq);
     mqs_runtime_t *rt = mqs_rq_runtime(rq);
     uint64_t now = mqs__rq_clock(rq);
-    struct o1_take_req req = {mqs_rq_worker(rq), UINT64_MAX};
+    /* 2.6.0 took the least recently queued of each level (the tail) */
+    struct mqs__rt_pull_req req = {MQS_PRIO_LEVELS, mqs_rq_worker(rq),
+                                   UINT64_MAX, true};
     if (why == MQS_BALANCE_PERIODIC) {
         if (now < o->next_balance)
             return 0;
         o->next_balance = now + (uint64_t)o->tun->balance_ns;
         req.hot_before = now - (uint64_t)o->tun->cache_hot_ns;
     }
-    unsigned max;
-    int victim = o1_busiest(rt, req.dest, &max);
+    unsigned max, min;
+    int victim = mqs__rt_pull_busiest(rt, req.dest, &max, &min);
     int want = victim < 0 ? 0 : o1_imbalance(o->tun, why, max,
                                              mqs_rq_nr_queued(rq));
     if (want <= 0)

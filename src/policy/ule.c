@@ -11,25 +11,29 @@
  * score / interact, else batch, level 120 + (nice + 20) / 2.  Slices
  * scale with nice and shrink with the queue length (tdq_slice).  A yield
  * or preemption with slice left goes back on current (a yield alone on
- * current goes to next); a spent slice is re-scored.  Affinity is strong (sched_pickcpu: last worker if idle, or
- * if the task slept briefly and would lead there; else the least
- * loaded).  No periodic pass over all tasks: an idle worker steals one
- * task from the most loaded (tdq_idled) and every balance_ns the least
- * loaded worker takes half the difference from the most loaded
- * (tdq_balance).  Only realtime wake-ups preempt (preempt_thresh).
+ * current goes to next); a spent slice is re-scored.  Affinity is strong
+ * (sched_pickcpu: last worker if idle, or if the task slept briefly and
+ * would lead there; else the least loaded).  No periodic pass over all
+ * tasks: an idle worker steals one task from the most loaded (tdq_idled)
+ * and every balance_ns the least loaded worker takes half the difference
+ * from the most loaded (tdq_balance).  Only realtime wake-ups preempt
+ * (preempt_thresh).  Not the 2003 design, for DESIGN.md invariant 2:
+ * pick first takes a more urgent realtime task queued on another worker
+ * (src/rt_pull.h; rt_pull=0 off).
  *
  * Defaults shorter than FreeBSD's (4 ms slices, 10 ms balancing, against
- * ~94 ms and ~1 s), and slices trimmed as the queue grows, keep a pass short enough for the conformance suite's
- * fairness windows.  Rejected: the 2007+ calendar queue (the brief is
- * the 2003 design) and ts_ticks cpu-usage priorities (a second history
- * per task for little change in order).  docs/policies/ule.md has the
- * details and sources.
+ * ~94 ms and ~1 s), and slices trimmed as the queue grows, keep a pass
+ * short enough for the conformance suite's fairness windows.  Rejected:
+ * the 2007+ calendar queue (the brief is the 2003 design) and ts_ticks
+ * cpu-usage priorities (a second history per task for little change in
+ * order).  docs/policies/ule.md has the details and sources.
  */
 #include <stddef.h>
 
 #include "../internal.h"
 #include "../list.h"
 #include "../prio_array.h"
+#include "../rt_pull.h"
 #include "mqs/policy.h"
 
 #define ULE_HALF 50
@@ -56,6 +60,7 @@ struct ule_tunables {
     int64_t affinity_ns;
     int64_t balance_ns;
     int64_t steal_thresh;
+    int64_t rt_pull;
 };
 
 /* A worker's queue (tdq); every field under its rq lock except
@@ -66,6 +71,7 @@ struct ule_rq {
     unsigned nr;            /* queued, all parts                     */
     uint64_t next_balance;
     const struct ule_tunables *tun;
+    const _Atomic uint64_t *rt_hint; /* for pulls (mqs__rt_pull_hint) */
 };
 
 static const struct mqs_tunable ule_tunables[] = {
@@ -85,6 +91,9 @@ static const struct mqs_tunable ule_tunables[] = {
      "interval of the most-to-least loaded balancer (balance_interval)"},
     {"steal_thresh", 1, 1000, 1, offsetof(struct ule_tunables, steal_thresh),
      "an idle worker steals from queues with at least this many waiting"},
+    {"rt_pull", 0, 1, 1, offsetof(struct ule_tunables, rt_pull),
+     "pick takes a more urgent realtime task from another worker (0: the "
+     "2003 design, which had none)"},
     {NULL, 0, 0, 0, 0, NULL},
 };
 
@@ -100,6 +109,7 @@ static void ule_init_rq(struct mqs_rq *rq)
         mqs__parr_init(&u->q[i]);
     u->curr = ULE_TS0;
     u->tun = mqs_policy_state(mqs_rq_runtime(rq));
+    u->rt_hint = mqs__rt_pull_hint(mqs_rq_runtime(rq), u->tun->rt_pull);
 }
 
 /* ----- interactivity ----- */
@@ -287,10 +297,30 @@ static struct mqs__prio_array *ule_next_part(struct ule_rq *u)
     return &u->q[ULE_IDLE];
 }
 
+/* tdq_steal's order, for a pull or a balancer (req: struct
+ * mqs__rt_pull_req): realtime first, then next, current, idle. */
+static int ule_take(struct mqs_rq *victim, void *arg,
+                    struct mqs_sched_entity **out, int max)
+{
+    struct ule_rq *u = ule_state(victim);
+    const unsigned order[ULE_PARTS] = {ULE_RT, u->curr ^ ULE_TS0 ^ ULE_TS1,
+                                       u->curr, ULE_IDLE};
+    int n = 0;
+    for (int i = 0; i < ULE_PARTS && n < max; i++)
+        n = mqs__rt_pull_take(&u->q[order[i]], arg, out, n, max);
+    u->nr -= (unsigned)n;
+    ule_publish(victim);
+    return n;
+}
+
 static struct mqs_sched_entity *ule_pick(struct mqs_rq *rq)
 {
     struct ule_rq *u = ule_state(rq);
-    struct mqs_sched_entity *se = mqs__parr_pop(ule_next_part(u));
+    struct mqs_sched_entity *se =
+        mqs__rt_pull(rq, u->rt_hint, mqs__parr_best(&u->q[ULE_RT]), ule_take);
+    if (se)
+        return se;
+    se = mqs__parr_pop(ule_next_part(u));
     if (!se)
         return NULL;
     u->nr--;
@@ -310,8 +340,10 @@ static bool ule_leads(const struct ule_rq *u, unsigned where, unsigned lvl)
 }
 
 /* Rotate se behind its level in the part it ran from, when it has slice
- * left and nothing in a more urgent part or level waits: what
- * enqueue(YIELD) + pick would do. */
+ * left, nothing in a more urgent part or level waits and no realtime task
+ * is due for a pull: what enqueue(YIELD) + pick would do.  The published
+ * best level, when it is no more urgent than se's, says at one load what
+ * ule_leads works out from the bitmaps (it covers every part). */
 static struct mqs_sched_entity *ule_yield(struct mqs_rq *rq,
                                           struct mqs_sched_entity *se)
 {
@@ -321,7 +353,9 @@ static struct mqs_sched_entity *ule_yield(struct mqs_rq *rq,
     unsigned where = se->cls == MQS_CLASS_NORMAL ? u->curr
                                                   : (unsigned)se->p[ULE_WHERE];
     unsigned lvl = (unsigned)se->p[ULE_LEVEL];
-    if (!ule_leads(u, where, lvl) ||
+    unsigned best = atomic_load_explicit(&rq->best_prio, memory_order_relaxed);
+    if ((best < lvl && !ule_leads(u, where, lvl)) ||
+        mqs__rt_pull_due(u->rt_hint, lvl) ||
         (se->cls == MQS_CLASS_NORMAL && ule_yield_to_next(u, MQS_ENQ_YIELD)))
         return NULL;
     struct mqs__prio_array *a = &u->q[where];
@@ -383,8 +417,8 @@ static int ule_lowest(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
         int w = (prefer + i) % n;
         if (!mqs__se_allowed(se, w))
             continue;
-        unsigned l = mqs_worker_idle(rt, w) ? 0
-                                            : mqs_rq_nr_queued(mqs_rq_of(rt, w)) + 1;
+        unsigned l =
+            mqs_worker_idle(rt, w) ? 0 : mqs_rq_nr_queued(mqs_rq_of(rt, w)) + 1;
         if (l < *load) {
             *load = l;
             best = w;
@@ -417,60 +451,6 @@ static int ule_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
     return w;
 }
 
-/* The first movable task for dest in a part, or NULL. */
-static struct mqs_sched_entity *ule_take_one(struct mqs__prio_array *a,
-                                             int dest)
-{
-    for (unsigned lvl = mqs__parr_best(a); lvl < MQS_PRIO_LEVELS;
-         lvl = mqs__parr_next(a, lvl + 1)) {
-        struct mqs_list *pos;
-        mqs__list_for_each(pos, &a->q[lvl])
-        {
-            struct mqs_sched_entity *se =
-                mqs_se_entry(pos, struct mqs_sched_entity, node);
-            if (mqs__se_allowed(se, dest) && mqs_se_movable(se))
-                return se;
-        }
-    }
-    return NULL;
-}
-
-/* tdq_steal: realtime first, then next, current, idle. */
-static int ule_take(struct mqs_rq *victim, void *arg,
-                    struct mqs_sched_entity **out, int max)
-{
-    struct ule_rq *u = ule_state(victim);
-    int dest = *(const int *)arg, n = 0;
-    const unsigned order[ULE_PARTS] = {ULE_RT, u->curr ^ ULE_TS0 ^ ULE_TS1,
-                                       u->curr, ULE_IDLE};
-    for (int i = 0; i < ULE_PARTS && n < max; i++) {
-        struct mqs_sched_entity *se;
-        while (n < max && (se = ule_take_one(&u->q[order[i]], dest))) {
-            ule_del(u, se);
-            out[n++] = se;
-        }
-    }
-    ule_publish(victim);
-    return n;
-}
-
-/* Most (and least) loaded workers by published queue length. */
-static int ule_extremes(mqs_runtime_t *rt, unsigned *hi, unsigned *lo)
-{
-    int best = -1, n = mqs_nr_workers(rt);
-    *hi = 0;
-    *lo = UINT32_MAX;
-    for (int i = 0; i < n; i++) {
-        unsigned q = mqs_rq_nr_queued(mqs_rq_of(rt, i));
-        if (q > *hi) {
-            *hi = q;
-            best = i;
-        }
-        *lo = q < *lo ? q : *lo;
-    }
-    return best;
-}
-
 static int ule_want(struct ule_rq *u, struct mqs_rq *rq, int why,
                     unsigned hi, unsigned lo)
 {
@@ -490,12 +470,13 @@ static int ule_balance(struct mqs_rq *rq, int why)
     mqs_runtime_t *rt = mqs_rq_runtime(rq);
     int self = mqs_rq_worker(rq);
     unsigned hi, lo;
-    int victim = ule_extremes(rt, &hi, &lo);
-    int want = victim < 0 || victim == self ? 0 : ule_want(u, rq, why, hi, lo);
+    int victim = mqs__rt_pull_busiest(rt, self, &hi, &lo);
+    int want = victim < 0 ? 0 : ule_want(u, rq, why, hi, lo);
     if (want <= 0)
         return 0;
     struct mqs_sched_entity *got[ULE_STEAL_MAX];
-    int n = mqs_rq_steal(rq, mqs_rq_of(rt, victim), why, ule_take, &self, got,
+    struct mqs__rt_pull_req req = {MQS_PRIO_LEVELS, self, UINT64_MAX, false};
+    int n = mqs_rq_steal(rq, mqs_rq_of(rt, victim), why, ule_take, &req, got,
                          want < ULE_STEAL_MAX ? want : ULE_STEAL_MAX);
     if (n == 0) {
         u->next_balance = 0; /* victim's lock was busy: retry next time */
