@@ -178,6 +178,13 @@ struct mqs_rq {
     /* Published summary, written under lock, read without it. */
     atomic_uint nr_queued;
     atomic_uint best_prio;
+    /* The level this rq counts in the runtime-wide hint (under lock):
+     * best_prio while anything is queued; kept when the queue empties
+     * until the owner's next housekeeping or idle (mqs_rq_publish). */
+    unsigned hint_prio;
+    /* Times the queue went empty (under lock): housekeeping kicks an
+     * idle worker only for a queue that stayed non-empty a whole period. */
+    atomic_uint empties;
 } MQS__ALIGNED;
 
 struct mqs__timer_heap {
@@ -218,6 +225,7 @@ struct mqs_worker {
     int prev_why;                  /* MQS__SW_*                            */
     uint64_t now;                  /* timestamp of this scheduling point  */
     uint64_t next_balance;
+    unsigned empties_seen;         /* rq.empties at the last period       */
     mqs__clock_t clock;
     /* Owner bias of rq.lock (sched.c): allowed at all (own lock, and
      * membarrier registered), and when a non-owner last took the lock. */

@@ -121,6 +121,7 @@ static struct mqs_worker *worker_new(mqs_runtime_t *rt, int i)
     w->rq.worker = i;
     w->rq.rt = rt;
     atomic_init(&w->rq.best_prio, MQS_PRIO_NONE);
+    w->rq.hint_prio = MQS_PRIO_NONE;
     mqs__spin_init(&w->timers.lock);
     atomic_init(&w->timers.next, UINT64_MAX);
     mqs__spin_init(&w->tasks_lock);
