@@ -46,12 +46,7 @@ static mqs_task_t *spawn_on0(mqs_runtime_t *rt, mqs_class_t cls, int prio,
     mqs_mask_zero(&m);
     mqs_mask_set(&m, 0);
     mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.sched_class = cls;
-    if (cls == MQS_CLASS_NORMAL)
-        a.nice = prio;
-    else
-        a.rt_priority = prio;
+    attr_prio(&a, cls, prio);
     a.affinity = &m;
     return spawn_attr(rt, &a, fn, arg);
 }
