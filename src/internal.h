@@ -39,13 +39,25 @@
 #define MQS__NAME_MAX 32
 
 /* Counters written by one thread and read by others: the owner updates
- * them with a relaxed load and store (no locked instruction), readers see
- * a value that is at most one update old. */
+ * them without a locked instruction, readers see a value at most one
+ * update old.  On x86-64 that is one plain `add` to memory (an aligned
+ * 8-byte store is single-copy atomic there, as Linux's this_cpu_add
+ * relies on), where C11's relaxed load and store compile to three
+ * instructions: seven counters on the yield path made that ~14 of its
+ * ~320.  TSan builds keep the C11 form, which it can see. */
+#if defined(__x86_64__) && !defined(MQS_TSAN)
+static inline void mqs__stat_add(_Atomic uint64_t *field, uint64_t n)
+{
+    __asm__("addq %1, %0" : "+m"(*(uint64_t *)field) : "er"(n));
+}
+#define MQS__STAT_ADD(field, n) mqs__stat_add(&(field), (uint64_t)(n))
+#else
 #define MQS__STAT_ADD(field, n)                                              \
     atomic_store_explicit(&(field),                                          \
                           atomic_load_explicit(&(field), memory_order_relaxed) \
                               + (n),                                         \
                           memory_order_relaxed)
+#endif
 #define MQS__STAT_GET(field) atomic_load_explicit(&(field), memory_order_relaxed)
 
 /* ------------------------------------------------------------------ */

@@ -753,8 +753,10 @@ void mqs__finish_switch(struct mqs_worker *w)
         return;
     w->prev = NULL;
     int why = w->prev_why;
-    bool detached = prev->detached;
+    bool detached = prev->detached; /* prev may be freed once off-CPU */
     atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+    if (MQS__LIKELY(why <= MQS__SW_BLOCK))
+        return; /* queued again, or waiting: nothing left to do */
     if (why == MQS__SW_MOVE) {
         /* It yielded on a worker its affinity no longer allows; its
          * context is saved now, so it can be placed elsewhere. */
