@@ -308,6 +308,7 @@ struct mqs_runtime {
     int64_t stall_ns;              /* stall watchdog bound, 0 = off       */
     _Atomic uint64_t wd_next_scan; /* when the next watchdog scan is due  */
     int pin;
+    bool bias_ok;                  /* workers may bias their rq locks    */
     mqs__clock_t clock;
 
     atomic_int stopping;           /* 1: workers leave their loop         */
@@ -390,6 +391,7 @@ void mqs__futex_wake(atomic_uint *word, int n);
 void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why);
 void mqs__finish_switch(struct mqs_worker *w);
 void mqs__worker_loop(struct mqs_worker *w);
+bool mqs__bias_register(mqs_runtime_t *rt);
 /* Queue a runnable task where the policy places it; returns true when it
  * went to the caller's own worker and should preempt the caller. */
 bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);

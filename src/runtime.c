@@ -242,6 +242,8 @@ int mqs_runtime_create(mqs_runtime_t **out, const mqs_config_t *cfg)
     if (!rt)
         return MQS_ENOMEM;
     rc = runtime_build(rt, &c, err, sizeof err);
+    if (rc == 0)
+        rt->bias_ok = mqs__bias_register(rt);
     for (int i = 0; rc == 0 && i < rt->nworkers; i++) {
         if (pthread_create(&rt->workers[i]->thread, NULL, worker_main,
                            rt->workers[i]) != 0) {

@@ -183,12 +183,16 @@ static void live_put(mqs_runtime_t *rt, int64_t n)
 #define MQS__BIAS_QUIET_NS 1000000u
 
 
-/* May this worker bias its lock?  Only its own lock (not a shared one)
+/* May workers bias their locks?  Only their own locks (not a shared one)
  * and only when the process could register for expedited membarriers
- * (seccomp or an old kernel may refuse: then every lock is a plain one). */
-static bool bias_allowed(struct mqs_worker *w)
+ * (seccomp or an old kernel may refuse: then every lock is a plain one).
+ * Asked once, by mqs_runtime_create before the worker threads start:
+ * the first registration of a process that already has other threads
+ * waits for an RCU grace period (~10 ms here), which each worker asking
+ * at its start put into the first task's run. */
+bool mqs__bias_register(mqs_runtime_t *rt)
 {
-    if (w->rt->policy->flags & MQS_POLICY_SHARED_RQ)
+    if (rt->policy->flags & MQS_POLICY_SHARED_RQ)
         return false;
 #ifdef SYS_membarrier
     return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
@@ -1120,7 +1124,7 @@ out:
 
 void mqs__worker_loop(struct mqs_worker *w)
 {
-    w->bias_ok = bias_allowed(w);
+    w->bias_ok = w->rt->bias_ok;
     w->bias_quiet_since = mqs__clock_ns(&w->clock);
     for (;;) {
         mqs__finish_switch(w);
