@@ -121,6 +121,7 @@ static struct mqs_worker *worker_new(mqs_runtime_t *rt, int i)
     w->rq.worker = i;
     w->rq.rt = rt;
     atomic_init(&w->rq.best_prio, MQS_PRIO_NONE);
+    w->rq.hint_prio = MQS_PRIO_NONE;
     mqs__spin_init(&w->timers.lock);
     atomic_init(&w->timers.next, UINT64_MAX);
     mqs__spin_init(&w->tasks_lock);
@@ -241,6 +242,8 @@ int mqs_runtime_create(mqs_runtime_t **out, const mqs_config_t *cfg)
     if (!rt)
         return MQS_ENOMEM;
     rc = runtime_build(rt, &c, err, sizeof err);
+    if (rc == 0)
+        rt->bias_ok = mqs__bias_register(rt);
     for (int i = 0; rc == 0 && i < rt->nworkers; i++) {
         if (pthread_create(&rt->workers[i]->thread, NULL, worker_main,
                            rt->workers[i]) != 0) {

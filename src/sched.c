@@ -183,12 +183,16 @@ static void live_put(mqs_runtime_t *rt, int64_t n)
 #define MQS__BIAS_QUIET_NS 1000000u
 
 
-/* May this worker bias its lock?  Only its own lock (not a shared one)
+/* May workers bias their locks?  Only their own locks (not a shared one)
  * and only when the process could register for expedited membarriers
- * (seccomp or an old kernel may refuse: then every lock is a plain one). */
-static bool bias_allowed(struct mqs_worker *w)
+ * (seccomp or an old kernel may refuse: then every lock is a plain one).
+ * Asked once, by mqs_runtime_create before the worker threads start:
+ * the first registration of a process that already has other threads
+ * waits for an RCU grace period (~10 ms here), which each worker asking
+ * at its start put into the first task's run. */
+bool mqs__bias_register(mqs_runtime_t *rt)
 {
-    if (w->rt->policy->flags & MQS_POLICY_SHARED_RQ)
+    if (rt->policy->flags & MQS_POLICY_SHARED_RQ)
         return false;
 #ifdef SYS_membarrier
     return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
@@ -363,20 +367,61 @@ static void level_hint_move(mqs_runtime_t *rt, unsigned from, unsigned to)
     }
 }
 
+/*
+ * The rq's summary, and its count in the runtime-wide hint.  The hint may
+ * claim a level no queue holds (readers then look and find nothing: a
+ * wasted peek) but never miss one that a queue holds, so a non-empty
+ * queue always counts its best level.  An emptied queue keeps counting
+ * its last level until the owner's next housekeeping or idle wait
+ * (rq_hint_settle): a ping-pong that empties and refills the queue
+ * every half trip would otherwise pay four locked atomics per trip on
+ * lines every worker shares.  Rejected: dropping the count at once (that
+ * was the cost) and a per-worker scan instead of the hint (O(workers) on
+ * every pick, the 2001 design's weakness).
+ */
 void mqs_rq_publish(struct mqs_rq *rq, unsigned nr, unsigned best)
 {
-    if (nr == 0)
+    if (nr == 0) {
         best = MQS_PRIO_NONE;
+        atomic_store_explicit(&rq->empties,
+                              atomic_load_explicit(&rq->empties,
+                                                   memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    }
     /* Release stores (plain moves on x86): readers are lock-free peeks
      * that re-check under the lock; the one reader that needs ordering,
      * the parking protocol, has its own fence (mqs__enqueue_task). */
     if (atomic_load_explicit(&rq->nr_queued, memory_order_relaxed) != nr)
         atomic_store_explicit(&rq->nr_queued, nr, memory_order_release);
-    unsigned old = atomic_load_explicit(&rq->best_prio, memory_order_relaxed);
-    if (old != best) {
+    if (atomic_load_explicit(&rq->best_prio, memory_order_relaxed) != best)
         atomic_store_explicit(&rq->best_prio, best, memory_order_release);
-        level_hint_move(rq->rt, old, best);
+    if (best != MQS_PRIO_NONE && rq->hint_prio != best) {
+        level_hint_move(rq->rt, rq->hint_prio, best);
+        rq->hint_prio = best;
     }
+}
+
+/* Drop an emptied rq's stale count from the hint; rq's lock held. */
+static void rq_hint_settle_locked(struct mqs_rq *rq)
+{
+    if (rq->hint_prio != MQS_PRIO_NONE &&
+        atomic_load_explicit(&rq->best_prio, memory_order_relaxed) ==
+            MQS_PRIO_NONE) {
+        level_hint_move(rq->rt, rq->hint_prio, MQS_PRIO_NONE);
+        rq->hint_prio = MQS_PRIO_NONE;
+    }
+}
+
+/* The owner settles its rq's hint count (mqs_rq_publish): only an
+ * emptied queue can hold a stale one. */
+static void rq_hint_settle(struct mqs_worker *w)
+{
+    if (atomic_load_explicit(&w->rq.best_prio, memory_order_relaxed) !=
+        MQS_PRIO_NONE)
+        return;
+    bool fast = own_lock(w);
+    rq_hint_settle_locked(&w->rq);
+    own_unlock(w, fast);
 }
 
 unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt)
@@ -712,8 +757,10 @@ void mqs__finish_switch(struct mqs_worker *w)
         return;
     w->prev = NULL;
     int why = w->prev_why;
-    bool detached = prev->detached;
+    bool detached = prev->detached; /* prev may be freed once off-CPU */
     atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+    if (MQS__LIKELY(why <= MQS__SW_BLOCK))
+        return; /* queued again, or waiting: nothing left to do */
     if (why == MQS__SW_MOVE) {
         /* It yielded on a worker its affinity no longer allows; its
          * context is saved now, so it can be placed elsewhere. */
@@ -868,10 +915,18 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
         w->now = mqs__clock_resync(&w->clock);
         w->next_balance = w->now + 1000000;
         stall_sample(w);
+        rq_hint_settle(w);
         mqs__watchdog_check(w); /* stall watchdog, when on */
-        /* Work waits here while a worker idles: wake it to steal. */
-        if (atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed))
+        /* Work has waited here all period while a worker idles: wake
+         * it to steal.  (A queue that empties between the ticks, like a
+         * ping-pong's, is served: kicking there only made the idle
+         * worker revoke this lock's bias every period for nothing.) */
+        unsigned empties = atomic_load_explicit(&w->rq.empties,
+                                                memory_order_relaxed);
+        if (atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed) &&
+            empties == w->empties_seen)
             kick_idle(w->rt);
+        w->empties_seen = empties;
         if (w->rt->policy->balance && w->rt->nworkers > 1)
             w->rt->policy->balance(&w->rq, MQS_BALANCE_PERIODIC);
         /* Spawners parked by child-first keep queued tasks waiting at
@@ -1032,6 +1087,7 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
     uint64_t t0 = mqs__clock_ns(&w->clock);
     unsigned seen = atomic_load(&w->park_futex);
     bias_drop(w);
+    rq_hint_settle(w);
     w->stall_wall0 = 0;
     mqs__publish_idle(w->rt, w->index, true);
     struct mqs_task *t = balance_and_pick(w, MQS_BALANCE_IDLE);
@@ -1068,7 +1124,7 @@ out:
 
 void mqs__worker_loop(struct mqs_worker *w)
 {
-    w->bias_ok = bias_allowed(w);
+    w->bias_ok = w->rt->bias_ok;
     w->bias_quiet_since = mqs__clock_ns(&w->clock);
     for (;;) {
         mqs__finish_switch(w);

@@ -70,18 +70,24 @@ static inline mqs_task_t *spawn(mqs_runtime_t *rt, mqs_task_fn fn, void *arg)
     return spawn_attr(rt, &a, fn, arg);
 }
 
-/* A task of class cls; prio is its nice value for MQS_CLASS_NORMAL, its
- * realtime priority otherwise. */
+/* Attributes of class cls; prio is the nice value for MQS_CLASS_NORMAL,
+ * the realtime priority otherwise. */
+static inline void attr_prio(mqs_task_attr_t *a, mqs_class_t cls, int prio)
+{
+    mqs_task_attr_init(a);
+    a->sched_class = cls;
+    if (cls == MQS_CLASS_NORMAL)
+        a->nice = prio;
+    else
+        a->rt_priority = prio;
+}
+
+/* A task of class cls and priority prio (attr_prio). */
 static inline mqs_task_t *spawn_prio(mqs_runtime_t *rt, mqs_class_t cls,
                                      int prio, mqs_task_fn fn, void *arg)
 {
     mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.sched_class = cls;
-    if (cls == MQS_CLASS_NORMAL)
-        a.nice = prio;
-    else
-        a.rt_priority = prio;
+    attr_prio(&a, cls, prio);
     return spawn_attr(rt, &a, fn, arg);
 }
 
