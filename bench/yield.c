@@ -447,7 +447,8 @@ struct ring_ctx {
 } __attribute__((aligned(CACHELINE)));
 
 struct ring {
-    _Atomic int stop; /* set by the timer thread */
+    _Atomic int stop;    /* set by the timer thread */
+    _Atomic int started; /* set by the first context as the ring starts */
     struct fiber main;
     uint64_t t0, t1;
     struct ring_ctx *ctx;
@@ -482,8 +483,10 @@ static void ring_entry(void *arg, void *pass)
 #if defined(MQS_ASAN)
     __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
 #endif
-    if (c == r->ctx)
+    if (c == r->ctx) {
         r->t0 = bench_now_ns();
+        atomic_store(&r->started, 1);
+    }
     while (!flag(&r->stop)) {
         c->count++;
         ring_switch(&c->f, &c->next->f, false);
@@ -496,6 +499,11 @@ static void ring_entry(void *arg, void *pass)
 static void *ring_timer(void *arg)
 {
     struct ring *r = arg;
+    /* The period starts with the ring: on a loaded host the thread that
+     * runs it may get its CPU later than this one, and a ring stopped
+     * before its first switch measured nothing (a failed point). */
+    while (!atomic_load(&r->started))
+        bench_sleep_ns(50000);
     bench_sleep_ns((uint64_t)(r->seconds * 1e9));
     atomic_store(&r->stop, 1);
     return NULL;
