@@ -62,6 +62,7 @@ struct mq_tunables {
     int64_t affinity_boost;
     int64_t balance_ns;
     int64_t starve_ns;
+    int64_t wake_head;
 };
 
 
@@ -97,6 +98,8 @@ static const struct mqs_tunable mq_tunables[] = {
     {"starve_ns", 1000000, 10000000000, 200000000,
      offsetof(struct mq_tunables, starve_ns),
      "expired tasks waiting longer than this stop new ones jumping ahead"},
+    {"wake_head", 0, 1, 1, offsetof(struct mq_tunables, wake_head),
+     "1: a woken normal task with slice left goes first in its level"},
     {NULL, 0, 0, 0, 0, NULL},
 };
 
@@ -210,6 +213,12 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
             expire = true;
         if (expire && m->expired->nr == 0)
             m->expired_since = mqs_sched_clock();
+        /* Bounded sleeper credit: a task that slept used no CPU, so it
+         * runs at the next scheduling point, ahead of the yielders and
+         * hogs of its level, with what is left of its slice; a task
+         * that keeps waking spends its slice so and expires like any. */
+        head = !expire && se->slice_ns > 0 && m->tun->wake_head &&
+               (flags & MQS_ENQ_WAKEUP);
     }
     struct mqs__prio_array *a = expire ? m->expired : m->active;
     se->p[0] = expire ? m->active_idx ^ 1 : m->active_idx;

@@ -1,0 +1,107 @@
+/*
+ * test_mq_wake.c - mq's bounded sleeper credit (`wake_head`): a normal
+ * task woken with slice left runs at its worker's next scheduling point,
+ * ahead of the yielders of its level; with wake_head=0 it queues behind
+ * them (the O(1) arrays' plain FIFO).  One worker, so the order is exact.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "helpers.h"
+
+#define YIELDERS 3
+#define ROUNDS 50
+
+struct wake_case {
+    mqs_sem_t sem;
+    atomic_int stop;
+    atomic_int log[4 * ROUNDS * (YIELDERS + 2)];
+    atomic_int nlog;
+    atomic_int woken; /* wake-ups the sleeper has seen */
+};
+
+static void note(struct wake_case *c, int who)
+{
+    int i = atomic_fetch_add(&c->nlog, 1);
+    if (i < (int)(sizeof c->log / sizeof c->log[0]))
+        atomic_store(&c->log[i], who);
+}
+
+static void *sleeper(void *arg)
+{
+    struct wake_case *c = arg;
+    for (int i = 0; i < ROUNDS; i++) {
+        mqs_sem_wait(&c->sem);
+        note(c, 'S');
+        atomic_fetch_add(&c->woken, 1);
+    }
+    atomic_store(&c->stop, 1);
+    return NULL;
+}
+
+static void *poster(void *arg)
+{
+    struct wake_case *c = arg;
+    for (int i = 0; i < ROUNDS; i++) {
+        note(c, 'P');
+        mqs_sem_post(&c->sem);
+        mqs_yield();
+    }
+    return NULL;
+}
+
+static void *yielder(void *arg)
+{
+    struct wake_case *c = arg;
+    while (!atomic_load(&c->stop)) {
+        note(c, 'Y');
+        mqs_yield();
+    }
+    return NULL;
+}
+
+/* Run the case under `policy`; count posts whose very next entry in
+ * the run log is the sleeper. */
+static int sleeper_next_after_post(const char *policy)
+{
+    static struct wake_case c;
+    memset(&c, 0, sizeof c);
+    CHECK_OK(mqs_sem_init(&c.sem, 0));
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = 1;
+    cfg.policy = policy;
+    mqs_runtime_t *rt = rt_create(&cfg);
+    mqs_task_t *t[YIELDERS + 2];
+    t[0] = spawn(rt, sleeper, &c);
+    for (int i = 0; i < YIELDERS; i++)
+        t[1 + i] = spawn(rt, yielder, &c);
+    t[YIELDERS + 1] = spawn(rt, poster, &c);
+    for (int i = 0; i < YIELDERS + 2; i++)
+        CHECK_OK(mqs_join(t[i], NULL));
+    CHECK_OK(mqs_runtime_destroy(rt));
+    CHECK_EQ(atomic_load(&c.woken), ROUNDS);
+    int n = atomic_load(&c.nlog), next = 0, posts = 0;
+    CHECK(n <= (int)(sizeof c.log / sizeof c.log[0]));
+    for (int i = 0; i + 1 < n; i++)
+        if (atomic_load(&c.log[i]) == 'P') {
+            posts++;
+            next += atomic_load(&c.log[i + 1]) == 'S';
+        }
+    CHECK_EQ(posts, ROUNDS);
+    return next;
+}
+
+TEST(woken_task_runs_before_yielders_of_its_level)
+{
+    /* Slices of 1 s: no task's slice ends within the case. */
+    CHECK_EQ(sleeper_next_after_post("mq:slice_ns=1000000000"), ROUNDS);
+}
+
+TEST(wake_head_0_queues_the_woken_task_behind_them)
+{
+    CHECK_EQ(sleeper_next_after_post("mq:slice_ns=1000000000,wake_head=0"), 0);
+}
