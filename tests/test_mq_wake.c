@@ -20,6 +20,7 @@ struct wake_case {
     atomic_int log[4 * ROUNDS * (YIELDERS + 2)];
     atomic_int nlog;
     atomic_int woken; /* wake-ups the sleeper has seen */
+    atomic_int posting; /* the poster runs: the yielders log from now on */
 };
 
 static void note(struct wake_case *c, int who)
@@ -44,6 +45,7 @@ static void *sleeper(void *arg)
 static void *poster(void *arg)
 {
     struct wake_case *c = arg;
+    atomic_store(&c->posting, 1);
     for (int i = 0; i < ROUNDS; i++) {
         note(c, 'P');
         mqs_sem_post(&c->sem);
@@ -55,8 +57,11 @@ static void *poster(void *arg)
 static void *yielder(void *arg)
 {
     struct wake_case *c = arg;
+    /* They start before the poster is spawned (the runtime runs tasks
+     * as they come): no log until the case begins. */
     while (!atomic_load(&c->stop)) {
-        note(c, 'Y');
+        if (atomic_load(&c->posting))
+            note(c, 'Y');
         mqs_yield();
     }
     return NULL;

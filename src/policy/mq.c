@@ -197,6 +197,7 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     else if (se->cls == MQS_CLASS_FIFO)
         head = (flags & MQS_ENQ_PREEMPTED) != 0;
     else if (se->cls == MQS_CLASS_NORMAL) {
+        bool credit = se->slice_ns > 0; /* slept with slice left */
         expire = se->slice_ns <= 0 && (flags & (MQS_ENQ_YIELD |
                                                 MQS_ENQ_PREEMPTED));
         if (se->slice_ns <= 0)
@@ -217,7 +218,7 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
          * runs at the next scheduling point, ahead of the yielders and
          * hogs of its level, with what is left of its slice; a task
          * that keeps waking spends its slice so and expires like any. */
-        head = !expire && se->slice_ns > 0 && m->tun->wake_head &&
+        head = !expire && credit && m->tun->wake_head &&
                (flags & MQS_ENQ_WAKEUP);
     }
     struct mqs__prio_array *a = expire ? m->expired : m->active;
