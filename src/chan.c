@@ -174,7 +174,7 @@ static int chan_send(struct mqs_chan *ch, const void *elem, int mode,
     if (r) { /* the ring is empty: straight into the receiver's buffer */
         mqs__spin_unlock(&ch->q.lock);
         memcpy(r->wait_data, elem, size);
-        mqs__wake(r);
+        mqs__wake_flags(r, MQS_ENQ_SYNC);
         return 0;
     }
     if (ch->len < ch->cap) {
@@ -226,7 +226,7 @@ static int chan_recv(struct mqs_chan *ch, void *elem, int mode,
         return wait_or_fail(ch, &op, SIDE_RECV, elem);
     }
     if (s)
-        mqs__wake(s);
+        mqs__wake_flags(s, MQS_ENQ_SYNC);
     return 0;
 }
 

@@ -436,6 +436,7 @@ struct mqs_task *mqs__waitq_first(struct mqs__waitq *q);
  * From a task, may switch to the woken task when the policy says it should
  * preempt (the caller must hold no spinlock). */
 void mqs__wake(struct mqs_task *t);
+void mqs__wake_flags(struct mqs_task *t, int flags);
 /* Deadline helper: now + timeout, saturating. */
 uint64_t mqs__deadline(uint64_t timeout_ns);
 

@@ -199,7 +199,7 @@ static void pipe_unlock_wake(struct mqs_pipe *p, struct pipe_op *op)
     struct pipe_waiter *w = op->woken;
     while (w) {
         struct pipe_waiter *next = w->next;
-        mqs__wake(w->task);
+        mqs__wake_flags(w->task, MQS_ENQ_SYNC);
         w = next;
     }
     op->woken = NULL;

@@ -694,6 +694,14 @@ static bool should_preempt(struct mqs_rq *rq, struct mqs_task *curr,
 
 void mqs__wake(struct mqs_task *t)
 {
+    mqs__wake_flags(t, 0);
+}
+
+/* flags: MQS_ENQ_SYNC when the waker is likely to block soon (a pipe or
+ * channel partner: Linux's WF_SYNC heuristic for pipes), so placement may
+ * keep the woken task on the waker's worker. */
+void mqs__wake_flags(struct mqs_task *t, int flags)
+{
     mqs_runtime_t *rt = t->rt;
     while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
         mqs__cpu_relax();
@@ -705,7 +713,7 @@ void mqs__wake(struct mqs_task *t)
     /* A more urgent task woken onto this very worker runs now: the wake
      * call is a scheduling point for the waker.  (t must not be touched
      * after the enqueue: it may already run elsewhere.) */
-    if (mqs__enqueue_task(rt, t, MQS_ENQ_WAKEUP)) {
+    if (mqs__enqueue_task(rt, t, MQS_ENQ_WAKEUP | flags)) {
         self = mqs__worker_self();
         mqs__schedule(self, self->curr, MQS__SW_YIELD);
     }

@@ -1,0 +1,152 @@
+/*
+ * test_placement.c - the core's default wake placement
+ * (mqs_select_default), the rule of issue 2: an idle allowed worker
+ * first (the task's last worker if it is idle), else the waker's worker
+ * for a synchronous wake-up (MQS_ENQ_SYNC: pipe and channel partners),
+ * else the task's last worker.  Driven on the policy harness, where no
+ * worker is idle until a case marks one.
+ */
+#include "policy_harness.h"
+#include "helpers.h"
+
+static int place(struct harness *h, struct mqs_sched_entity *se, int waker,
+                 int flags)
+{
+    return mqs_select_default(h->rt, se, waker, MQS_ENQ_WAKEUP | flags);
+}
+
+static void mark_idle(struct harness *h, int w)
+{
+    atomic_fetch_or(&h->rt->idle_bits[0], UINT64_C(1) << w);
+}
+
+TEST(sync_wake_stays_on_the_wakers_worker)
+{
+    struct harness h;
+    h_init(&h, "mq", 3);
+    struct mqs_sched_entity *se = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    se->last_worker = 2;
+    CHECK_EQ(place(&h, se, 0, MQS_ENQ_SYNC), 0);
+    CHECK_EQ(place(&h, se, 1, MQS_ENQ_SYNC), 1);
+}
+
+TEST(plain_wake_goes_back_to_the_last_worker)
+{
+    struct harness h;
+    h_init(&h, "mq", 3);
+    struct mqs_sched_entity *se = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    se->last_worker = 2;
+    CHECK_EQ(place(&h, se, 0, 0), 2);
+}
+
+TEST(an_idle_allowed_worker_comes_first)
+{
+    struct harness h;
+    h_init(&h, "mq", 3);
+    struct mqs_sched_entity *se = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    se->last_worker = 2;
+    mark_idle(&h, 1);
+    CHECK_EQ(place(&h, se, 0, MQS_ENQ_SYNC), 1);
+    /* claimed: the mark is gone, so the next wake-up is sync again */
+    CHECK_EQ(place(&h, se, 0, MQS_ENQ_SYNC), 0);
+    mark_idle(&h, 1);
+    mark_idle(&h, 2);
+    CHECK_EQ(place(&h, se, 0, MQS_ENQ_SYNC), 2); /* its last one first */
+}
+
+TEST(sync_wake_respects_affinity)
+{
+    struct harness h;
+    h_init(&h, "mq", 3);
+    struct mqs_sched_entity *se = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    h_pin(se, 2);
+    se->last_worker = 2;
+    CHECK_EQ(place(&h, se, 0, MQS_ENQ_SYNC), 2);
+}
+
+/* ------------------------------------------------------------------ */
+/* A channel partner is woken synchronously (on a real runtime)        */
+/* ------------------------------------------------------------------ */
+
+struct partner {
+    mqs_chan_t *ch;
+    atomic_int ready, spinning, release;
+    int woke_on;
+    int ran_by_yields; /* the receiver ran within the sender's yields */
+};
+
+static void *receiver(void *arg)
+{
+    struct partner *p = arg;
+    mqs_mask_t all;
+    mqs_mask_zero(&all);
+    mqs_mask_set(&all, 0);
+    mqs_mask_set(&all, 1);
+    CHECK_OK(mqs_task_set_affinity(mqs_self(), &all)); /* at its next enqueue */
+    atomic_store(&p->ready, 1);
+    int v;
+    CHECK_OK(mqs_chan_recv(p->ch, &v));
+    p->woke_on = mqs_worker_self();
+    atomic_store(&p->release, 1);
+    return NULL;
+}
+
+static void *spinner(void *arg)
+{
+    struct partner *p = arg;
+    atomic_store(&p->spinning, 1);
+    /* Keeps worker 1 busy (no scheduling point) until the receiver ran,
+     * or 2 s: a receiver queued behind it fails the case, not hangs it. */
+    uint64_t t0 = mqs_now_ns();
+    while (!atomic_load(&p->release) && mqs_now_ns() - t0 < 2000000000ull)
+        mqs__cpu_relax();
+    return NULL;
+}
+
+static void *sender(void *arg)
+{
+    struct partner *p = arg;
+    int v = 7;
+    CHECK_OK(mqs_chan_send(p->ch, &v));
+    /* A sync wake-up is a bet that the waker yields the worker soon:
+     * it does, and the receiver must run at once, here.  Without it the
+     * receiver sits behind the spinner until a balancer moves it (ms). */
+    for (int i = 0; i < 100 && !atomic_load(&p->release); i++)
+        mqs_yield();
+    p->ran_by_yields = atomic_load(&p->release);
+    atomic_store(&p->release, 1);
+    return NULL;
+}
+
+static mqs_task_t *spawn_on(mqs_runtime_t *rt, int w, mqs_task_fn fn,
+                            void *arg)
+{
+    mqs_mask_t m;
+    mqs_mask_zero(&m);
+    mqs_mask_set(&m, w);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.affinity = &m;
+    return spawn_attr(rt, &a, fn, arg);
+}
+
+TEST(channel_partner_is_woken_onto_the_senders_worker)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    struct partner p = {.woke_on = -1};
+    CHECK_OK(mqs_chan_create(&p.ch, sizeof(int), 0));
+    mqs_task_t *r = spawn_on(rt, 1, receiver, &p);
+    wait_blocked(r, &p.ready);
+    mqs_task_t *s1 = spawn_on(rt, 1, spinner, &p);
+    while (!atomic_load(&p.spinning))
+        sched_yield();
+    mqs_task_t *s0 = spawn_on(rt, 0, sender, &p);
+    CHECK_OK(mqs_join(s0, NULL));
+    CHECK_OK(mqs_join(r, NULL));
+    CHECK_OK(mqs_join(s1, NULL));
+    /* last worker 1 was busy and 0 the sender's: a sync wake-up */
+    CHECK_EQ(p.ran_by_yields, 1);
+    CHECK_EQ(p.woke_on, 0);
+    mqs_chan_destroy(p.ch);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
