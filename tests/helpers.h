@@ -70,6 +70,19 @@ static inline mqs_task_t *spawn(mqs_runtime_t *rt, mqs_task_fn fn, void *arg)
     return spawn_attr(rt, &a, fn, arg);
 }
 
+/* A default task allowed on worker w alone. */
+static inline mqs_task_t *spawn_on(mqs_runtime_t *rt, int w, mqs_task_fn fn,
+                                   void *arg)
+{
+    mqs_mask_t m;
+    mqs_mask_zero(&m);
+    mqs_mask_set(&m, w);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.affinity = &m;
+    return spawn_attr(rt, &a, fn, arg);
+}
+
 /* Attributes of class cls; prio is the nice value for MQS_CLASS_NORMAL,
  * the realtime priority otherwise. */
 static inline void attr_prio(mqs_task_attr_t *a, mqs_class_t cls, int prio)

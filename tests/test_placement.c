@@ -118,18 +118,6 @@ static void *sender(void *arg)
     return NULL;
 }
 
-static mqs_task_t *spawn_on(mqs_runtime_t *rt, int w, mqs_task_fn fn,
-                            void *arg)
-{
-    mqs_mask_t m;
-    mqs_mask_zero(&m);
-    mqs_mask_set(&m, w);
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.affinity = &m;
-    return spawn_attr(rt, &a, fn, arg);
-}
-
 TEST(channel_partner_is_woken_onto_the_senders_worker)
 {
     mqs_runtime_t *rt = rt_new(2);

@@ -110,18 +110,6 @@ static void *biased_yielder(void *arg)
     return NULL;
 }
 
-static mqs_task_t *spawn_on(mqs_runtime_t *rt, int w, mqs_task_fn fn,
-                            void *arg)
-{
-    mqs_mask_t m;
-    mqs_mask_zero(&m);
-    mqs_mask_set(&m, w);
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.affinity = &m;
-    return spawn_attr(rt, &a, fn, arg);
-}
-
 TEST(remote_enqueues_onto_a_biased_queue_all_run)
 {
     struct bias_case c = {.rt = rt_new(2)};
