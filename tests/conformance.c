@@ -179,18 +179,6 @@ static mqs_runtime_t *rt_new_policy(int workers)
     return rt_create(&cfg);
 }
 
-static mqs_task_t *spawn_on(mqs_runtime_t *rt, int worker, mqs_task_fn fn,
-                            void *arg)
-{
-    static mqs_mask_t masks[MQS_MAX_WORKERS];
-    mqs_mask_zero(&masks[worker]);
-    mqs_mask_set(&masks[worker], worker);
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.affinity = &masks[worker];
-    return spawn_attr(rt, &a, fn, arg);
-}
-
 static uint64_t conf_seed(void)
 {
     const char *s = getenv("MQS_CONF_SEED");

@@ -169,18 +169,6 @@ static void *stream_reader(void *arg)
     return NULL;
 }
 
-static mqs_task_t *spawn_on(mqs_runtime_t *rt, int worker, mqs_task_fn fn,
-                            void *arg)
-{
-    mqs_mask_t m;
-    mqs_mask_zero(&m);
-    mqs_mask_set(&m, worker);
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.affinity = &m;
-    return spawn_attr(rt, &a, fn, arg);
-}
-
 static void run_stream(size_t cap, size_t max_piece, uint64_t total,
                        uint64_t seed, int workers)
 {

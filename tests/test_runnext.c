@@ -120,7 +120,7 @@ static void *rt_task(void *arg)
     return NULL;
 }
 
-static mqs_task_t *spawn_on(int worker, mqs_class_t cls, int prio,
+static mqs_task_t *spawn_pinned(int worker, mqs_class_t cls, int prio,
                             mqs_task_fn fn, void *arg)
 {
     mqs_mask_t m;
@@ -137,10 +137,10 @@ static mqs_task_t *spawn_on(int worker, mqs_class_t cls, int prio,
 static void *rt_order_main(void *arg)
 {
     (void)arg;
-    mqs_task_t *b = spawn_on(1, MQS_CLASS_NORMAL, 0, busy, NULL);
+    mqs_task_t *b = spawn_pinned(1, MQS_CLASS_NORMAL, 0, busy, NULL);
     while (!atomic_load(&busy_running))
         mqs_yield();
-    mqs_task_t *r = spawn_on(1, MQS_CLASS_FIFO, 10, rt_task, NULL);
+    mqs_task_t *r = spawn_pinned(1, MQS_CLASS_FIFO, 10, rt_task, NULL);
     CHECK_EQ(atomic_load(&rt_ran), 0); /* queued behind busy */
     mqs_task_t *c = spawn(mqs_runtime_self(), set_flag, &child_ran);
     CHECK_EQ(atomic_load(&child_ran), 0); /* not run first */
