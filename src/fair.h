@@ -125,7 +125,11 @@ static inline bool mqs__fair_less(const struct mqs_rb_node *a,
     return mqs__fair_before(a->key, b->key);
 }
 
-static inline void mqs__fair_insert(struct mqs__rb_root *t,
+/* Always inlined, so that aug is a constant in the tree code (as an
+ * out-of-line function shared by cfs and eevdf it was a variable: calls
+ * through a pointer for eevdf, tests of it for cfs). */
+static inline __attribute__((always_inline)) void
+mqs__fair_insert(struct mqs__rb_root *t,
                                     struct mqs_sched_entity *se,
                                     mqs__rb_aug_fn aug)
 {
@@ -350,13 +354,31 @@ static inline bool mqs__fair_requeue(struct mqs__fair_rq *f,
     return true;
 }
 
-/* put_prev of a normal entity: charge its signal, mark it stopped. */
+/* Would an update of la at now cross a period boundary (and so change
+ * its average)?  Inside a period an update only adds the runnable time
+ * to the sum, and adding it later, in one piece, gives the same sum as
+ * long as the weight it is counted with stays the same. */
+static inline bool mqs__fair_load_due(const struct mqs_load_avg *la,
+                                      uint64_t now)
+{
+    return now - la->last_ns >=
+           ((uint64_t)(MQS__LOAD_PERIOD - la->contrib) << MQS__LOAD_UNIT_SHIFT);
+}
+
+/* put_prev of a normal entity: charge its signal, mark it stopped.  The
+ * queue's and the entity's signals are brought up to date only when a
+ * period boundary passed (about once a millisecond): until then neither
+ * average would change, and the time stays owed to the next update with
+ * the same runnable weight (a yield leaves both weights as they are; a
+ * join or leave updates the signals first, mqs__fair_load_join/leave). */
 static inline void mqs__fair_stop(struct mqs__fair_rq *f,
                                   struct mqs_sched_entity *se, uint64_t now)
 {
     mqs__fair_settle(f, now);
-    mqs__fair_load_rq(f, now);
-    mqs__load_update(&se->load, now, 1, se->weight);
+    if (mqs__fair_load_due(&f->load, now))
+        mqs__fair_load_rq(f, now);
+    if (mqs__fair_load_due(&se->load, now))
+        mqs__load_update(&se->load, now, 1, se->weight);
     se->p[MQS__FAIR_P_LAST] = now;
     f->curr = NULL;
     f->stopped = se;

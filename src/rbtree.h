@@ -1,8 +1,8 @@
 /*
- * rbtree.h - an intrusive red-black tree with a cached leftmost node, the
- * kind Linux's CFS keeps its runnable entities in: insert in O(log n)
- * with the caller's less-than, erase in O(log n), the first (leftmost)
- * node in O(1), in-order successor.
+ * rbtree.h - an intrusive red-black tree with cached leftmost and
+ * rightmost nodes, the kind Linux's CFS keeps its runnable entities in:
+ * insert in O(log n) with the caller's less-than, erase in O(log n), the
+ * first and last nodes in O(1), in-order successor.
  *
  * Design.  Nodes (struct mqs_rb_node, declared in mqs/policy.h so an
  * entity can embed one) carry parent, children and a colour; NULL is the
@@ -10,6 +10,14 @@
  * 13, with the nil sentinel replaced by NULL and the parent of a NULL
  * child tracked explicitly in erase).  Equal keys go to the right, so
  * entities with equal keys leave in insertion order (FIFO among equals).
+ *
+ * The cached extremes serve the yield pattern of the fair policies: the
+ * task that leaves is the leftmost, and the yielder, charged for its run,
+ * usually has the largest key.  An insert whose key is not less than the
+ * rightmost's goes straight under it (where the descent would end: equal
+ * keys go right), skipping the descent; an erase of either extreme finds
+ * the new one among the node's child and parent (an extreme has at most
+ * one child, a red leaf), without a walk.
  *
  * Augmentation (EEVDF keeps the minimum deadline of each subtree): insert
  * and erase take an optional callback that recomputes one node's value
@@ -40,6 +48,7 @@
 struct mqs__rb_root {
     struct mqs_rb_node *root;
     struct mqs_rb_node *leftmost; /* cached first node, NULL when empty */
+    struct mqs_rb_node *rightmost; /* cached last node, NULL when empty */
     unsigned n;                   /* nodes in the tree                  */
 };
 
@@ -57,6 +66,7 @@ static inline void mqs__rb_init(struct mqs__rb_root *t)
 {
     t->root = NULL;
     t->leftmost = NULL;
+    t->rightmost = NULL;
     t->n = 0;
 }
 
@@ -70,10 +80,22 @@ static inline struct mqs_rb_node *mqs__rb_first(const struct mqs__rb_root *t)
     return t->leftmost;
 }
 
+static inline struct mqs_rb_node *mqs__rb_last(const struct mqs__rb_root *t)
+{
+    return t->rightmost;
+}
+
 static inline struct mqs_rb_node *mqs__rb_min(struct mqs_rb_node *n)
 {
     while (n->left)
         n = n->left;
+    return n;
+}
+
+static inline struct mqs_rb_node *mqs__rb_max(struct mqs_rb_node *n)
+{
+    while (n->right)
+        n = n->right;
     return n;
 }
 
@@ -197,28 +219,51 @@ MQS__RB_INLINE void mqs__rb_insert_fixup(struct mqs__rb_root *t,
     t->root->red = 0;
 }
 
+/* Where n goes: the link to fill and its parent; says whether that is
+ * the first or the last position.  A key not less than the rightmost's
+ * goes under it at once (the descent would end there). */
+MQS__RB_INLINE struct mqs_rb_node **mqs__rb_find_link(
+    struct mqs__rb_root *t, struct mqs_rb_node *n, mqs__rb_less_fn less,
+    struct mqs_rb_node **parent, bool *first, bool *last)
+{
+    struct mqs_rb_node **link = &t->root, *p = NULL;
+    *first = *last = true;
+    if (t->rightmost && !less(n, t->rightmost)) {
+        *parent = t->rightmost;
+        *first = false;
+        return &t->rightmost->right;
+    }
+    while (*link) {
+        p = *link;
+        if (less(n, p)) {
+            link = &p->left;
+            *last = false;
+        } else {
+            link = &p->right;
+            *first = false;
+        }
+    }
+    *parent = p;
+    return link;
+}
+
 /* Insert n (not in any tree) ordered by less; equal keys go after. */
 MQS__RB_INLINE void mqs__rb_insert(struct mqs__rb_root *t,
                                   struct mqs_rb_node *n, mqs__rb_less_fn less,
                                   mqs__rb_aug_fn aug)
 {
-    struct mqs_rb_node **link = &t->root, *parent = NULL;
-    bool leftmost = true;
-    while (*link) {
-        parent = *link;
-        if (less(n, parent)) {
-            link = &parent->left;
-        } else {
-            link = &parent->right;
-            leftmost = false;
-        }
-    }
+    struct mqs_rb_node *parent;
+    bool first, last;
+    struct mqs_rb_node **link =
+        mqs__rb_find_link(t, n, less, &parent, &first, &last);
     n->parent = parent;
     n->left = n->right = NULL;
     n->red = 1;
     *link = n;
-    if (leftmost)
+    if (first)
         t->leftmost = n;
+    if (last)
+        t->rightmost = n;
     t->n++;
     mqs__rb_propagate(n, n, aug);
     mqs__rb_insert_fixup(t, n, aug);
@@ -279,8 +324,12 @@ MQS__RB_INLINE void mqs__rb_erase_fixup(struct mqs__rb_root *t,
 MQS__RB_INLINE void mqs__rb_erase(struct mqs__rb_root *t, struct mqs_rb_node *n,
                                  mqs__rb_aug_fn aug)
 {
+    /* an extreme has no child on its outer side and at most a red leaf
+     * on the inner one: the new extreme is that leaf or the parent */
     if (t->leftmost == n)
-        t->leftmost = mqs__rb_next(n);
+        t->leftmost = n->right ? mqs__rb_min(n->right) : n->parent;
+    if (t->rightmost == n)
+        t->rightmost = n->left ? mqs__rb_max(n->left) : n->parent;
     t->n--;
     struct mqs_rb_node *x, *xp, *must = NULL;
     unsigned removed_red = n->red;

@@ -1,7 +1,8 @@
 /*
  * test_rbtree.c - src/rbtree.h on known inputs: seeded random insert and
  * erase sequences checked after every step against a sorted array (the
- * in-order walk, the cached leftmost, the count) and against the
+ * in-order walk, the cached leftmost and rightmost, the count) and
+ * against the
  * red-black invariants (black root, no red node with a red child, equal
  * black height on every path, consistent parent links), with and without
  * an augmented value (subtree minimum of a second key, as EEVDF keeps its
@@ -93,6 +94,7 @@ static void check_tree(struct mqs__rb_root *t, struct item *items, bool aug)
     CHECK(!t->root || t->root->parent == NULL);
     CHECK_GE(check_node(t->root, aug), 1);
     CHECK(mqs__rb_first(t) == (n ? &want[0]->rb : NULL));
+    CHECK(mqs__rb_last(t) == (n ? &want[n - 1]->rb : NULL));
     unsigned i = 0;
     for (struct mqs_rb_node *p = mqs__rb_first(t); p; p = mqs__rb_next(p))
         CHECK(i < n && p == &want[i++]->rb);
@@ -131,6 +133,7 @@ TEST(rbtree_empty)
     mqs__rb_init(&t);
     CHECK(mqs__rb_empty(&t));
     CHECK(mqs__rb_first(&t) == NULL);
+    CHECK(mqs__rb_last(&t) == NULL);
     CHECK_EQ(t.n, 0);
 }
 
@@ -190,4 +193,61 @@ TEST(rbtree_random_augmented_subtree_min)
 {
     random_ops(3, 6000, 1000000, true);
     random_ops(4, 6000, 16, true);
+}
+
+/* The fair policies' yield pattern, which the cached rightmost serves:
+ * the first node leaves and comes back with a key at or past the last
+ * (round robin), now and then somewhere in between or at the front,
+ * erasing the last now and then; checked against the sorted array after
+ * every step. */
+static void yield_pattern(uint64_t seed, int nodes, bool aug)
+{
+    static struct item items[NODES];
+    struct mqs__rb_root t;
+    mqs__rb_init(&t);
+    uint64_t s = seed;
+    int serial = 0;
+    for (int i = 0; i < NODES; i++)
+        items[i] = (struct item){.key = 0};
+    for (int i = 0; i < nodes; i++) {
+        items[i] = (struct item){.key = i / 3, .other = (int)(rng_next(&s) % 1000),
+                                 .serial = serial++, .in = true};
+        items[i].sub_min = items[i].other;
+        mqs__rb_insert(&t, &items[i].rb, item_less, aug ? item_aug : NULL);
+    }
+    check_tree(&t, items, aug);
+    for (int step = 0; step < 4000; step++) {
+        uint64_t r = rng_next(&s) % 16;
+        struct item *it = item_of(r == 0 ? mqs__rb_last(&t) : mqs__rb_first(&t));
+        mqs__rb_erase(&t, &it->rb, aug ? item_aug : NULL);
+        int last = t.rightmost ? item_of(mqs__rb_last(&t))->key : 0;
+        int first = t.leftmost ? item_of(mqs__rb_first(&t))->key : 0;
+        if (r < 10)
+            it->key = last + (int)(r % 3); /* at the end, often equal */
+        else if (r < 14)
+            it->key = first + (int)(rng_next(&s) % (uint64_t)(last - first + 1));
+        else
+            it->key = first - 1; /* a new leftmost */
+        it->other = (int)(rng_next(&s) % 1000);
+        it->sub_min = it->other;
+        it->serial = serial++;
+        mqs__rb_insert(&t, &it->rb, item_less, aug ? item_aug : NULL);
+        check_tree(&t, items, aug);
+    }
+    while (t.root) { /* drain from both ends */
+        struct item *it = item_of(t.n % 2 ? mqs__rb_last(&t) : mqs__rb_first(&t));
+        mqs__rb_erase(&t, &it->rb, aug ? item_aug : NULL);
+        it->in = false;
+        check_tree(&t, items, aug);
+    }
+}
+
+TEST(rbtree_cached_extremes_yield_pattern)
+{
+    for (int nodes = 1; nodes <= 5; nodes++)
+        yield_pattern((uint64_t)nodes, nodes, false);
+    yield_pattern(11, 16, false);
+    yield_pattern(12, 16, true);
+    yield_pattern(13, NODES, false);
+    yield_pattern(14, NODES, true);
 }

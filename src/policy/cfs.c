@@ -243,15 +243,22 @@ static void cfs_dequeue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     mqs__fair_publish(rq);
 }
 
-/* Run the leftmost: it leaves the tree (still in the load, as curr). */
+/* se, out of the tree, runs (it stays in the load, as curr). */
+static struct mqs_sched_entity *cfs_run(struct cfs_rq *c,
+                                        struct mqs_sched_entity *se)
+{
+    c->f.curr = se;
+    se->slice_ns = cfs_slice(c, se);
+    return se;
+}
+
+/* Run the leftmost: it leaves the tree. */
 static struct mqs_sched_entity *cfs_take_first(struct cfs_rq *c)
 {
     struct mqs_sched_entity *se = mqs__fair_se(mqs__rb_first(&c->f.tree));
     mqs__rb_erase(&c->f.tree, &se->rb, NULL);
-    c->f.curr = se;
     cfs_update_min(c, se);
-    se->slice_ns = cfs_slice(c, se);
-    return se;
+    return cfs_run(c, se);
 }
 
 static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
@@ -273,7 +280,11 @@ static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
 
 /* Yield fast path: no realtime task waits anywhere, se goes back into
  * the tree and the leftmost leaves it; the count and the published
- * summary are what they were. */
+ * summary are what they were.  Done as one step: when se is still
+ * before the leftmost it runs on without touching the tree, else the
+ * leftmost leaves before se goes in (the same order, a smaller tree to
+ * insert into).  min_vruntime needs no update: put_prev moved it to
+ * min(se, leftmost), which is the one that runs. */
 static struct mqs_sched_entity *cfs_yield(struct mqs_rq *rq,
                                           struct mqs_sched_entity *se)
 {
@@ -281,8 +292,12 @@ static struct mqs_sched_entity *cfs_yield(struct mqs_rq *rq,
     if (se->cls != MQS_CLASS_NORMAL || mqs__fair_rt_waiting(rq) ||
         !mqs__fair_requeue(&c->f, se))
         return NULL;
+    struct mqs_rb_node *first = mqs__rb_first(&c->f.tree);
+    if (!first || mqs__fair_before(se->key, first->key))
+        return cfs_run(c, se);
+    mqs__rb_erase(&c->f.tree, first, NULL);
     cfs_insert(c, se);
-    return cfs_take_first(c);
+    return cfs_run(c, mqs__fair_se(first));
 }
 
 static void cfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
