@@ -212,8 +212,9 @@ static inline bool mqs__fair_rt_waiting(struct mqs_rq *rq)
                                        memory_order_relaxed);
     uint64_t w1 = atomic_load_explicit(&rt->level_bits[1],
                                        memory_order_relaxed);
+    const struct mqs__prio_array *cls = &mqs__fair(rq)->cls;
     return w0 || (w1 & mqs__below_mask(MQS_PRIO_NORMAL_MIN, 1)) ||
-           mqs__parr_best(&mqs__fair(rq)->cls) < MQS_PRIO_NORMAL_MIN;
+           (cls->nr && mqs__parr_best(cls) < MQS_PRIO_NORMAL_MIN);
 }
 
 struct mqs__fair_rt_req {

@@ -27,7 +27,11 @@
  * then; after an erase that moved the successor up, the path up to its
  * new place is recomputed in full), then for the two nodes of every
  * rotation, which keeps every node's value right: a rotation only
- * changes the subtrees of the two nodes it turns.  NULL means none.
+ * changes the subtrees of the two nodes it turns.  The value lives in
+ * the node's aux (a rotation hands the node that goes down's value to
+ * the one that comes up, whose subtree holds the same nodes, and
+ * recomputes only the other, as Linux's augmented rotate does).  NULL
+ * means none.
  *
  * Rejected: Linux's packed parent-and-colour word (saves 8 bytes, costs
  * masking on every step and alignment assumptions); a heap (no ordered
@@ -140,9 +144,9 @@ MQS__RB_INLINE void mqs__rb_rotate_left(struct mqs__rb_root *t,
     mqs__rb_replace(t, x, y);
     y->left = x;
     x->parent = y;
-    if (aug) {
+    if (aug) { /* y roots the nodes x rooted: it takes x's value */
+        y->aux = x->aux;
         aug(x);
-        aug(y);
     }
 }
 
@@ -157,9 +161,9 @@ MQS__RB_INLINE void mqs__rb_rotate_right(struct mqs__rb_root *t,
     mqs__rb_replace(t, x, y);
     y->right = x;
     x->parent = y;
-    if (aug) {
+    if (aug) { /* y roots the nodes x rooted: it takes x's value */
+        y->aux = x->aux;
         aug(x);
-        aug(y);
     }
 }
 

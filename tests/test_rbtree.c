@@ -19,8 +19,8 @@
 struct item {
     struct mqs_rb_node rb;
     int key;        /* tree order                                  */
-    int other;      /* second key, for the augmented subtree minimum */
-    int sub_min;    /* augmented: minimum `other` in the subtree     */
+    int other;      /* second key, for the augmented subtree minimum
+                     * (kept in rb.aux, as the tree requires)         */
     int serial;     /* insertion order, for FIFO among equal keys    */
     bool in;
 };
@@ -37,14 +37,13 @@ static bool item_less(const struct mqs_rb_node *a, const struct mqs_rb_node *b)
 
 static bool item_aug(struct mqs_rb_node *n)
 {
-    struct item *it = item_of(n);
-    int m = it->other;
-    if (n->left && item_of(n->left)->sub_min < m)
-        m = item_of(n->left)->sub_min;
-    if (n->right && item_of(n->right)->sub_min < m)
-        m = item_of(n->right)->sub_min;
-    bool changed = it->sub_min != m;
-    it->sub_min = m;
+    uint64_t m = (uint64_t)item_of(n)->other;
+    if (n->left && n->left->aux < m)
+        m = n->left->aux;
+    if (n->right && n->right->aux < m)
+        m = n->right->aux;
+    bool changed = n->aux != m;
+    n->aux = m;
     return changed;
 }
 
@@ -65,7 +64,7 @@ static int check_node(const struct mqs_rb_node *n, bool aug)
     if (aug) {
         struct item probe = *item_of(n);
         item_aug(&probe.rb);
-        if (probe.sub_min != item_of(n)->sub_min)
+        if (probe.rb.aux != n->aux)
             return -1;
     }
     return l + (n->red ? 0 : 1);
@@ -118,7 +117,7 @@ static void random_ops(uint64_t seed, int steps, int key_range, bool aug)
         } else {
             it->key = (int)(rng_next(&s) % (uint64_t)key_range);
             it->other = (int)(rng_next(&s) % 100000);
-            it->sub_min = it->other;
+            it->rb.aux = (uint64_t)it->other;
             it->serial = serial++;
             mqs__rb_insert(&t, &it->rb, item_less, aug ? item_aug : NULL);
             it->in = true;
@@ -212,7 +211,7 @@ static void yield_pattern(uint64_t seed, int nodes, bool aug)
     for (int i = 0; i < nodes; i++) {
         items[i] = (struct item){.key = i / 3, .other = (int)(rng_next(&s) % 1000),
                                  .serial = serial++, .in = true};
-        items[i].sub_min = items[i].other;
+        items[i].rb.aux = (uint64_t)items[i].other;
         mqs__rb_insert(&t, &items[i].rb, item_less, aug ? item_aug : NULL);
     }
     check_tree(&t, items, aug);
@@ -229,7 +228,7 @@ static void yield_pattern(uint64_t seed, int nodes, bool aug)
         else
             it->key = first - 1; /* a new leftmost */
         it->other = (int)(rng_next(&s) % 1000);
-        it->sub_min = it->other;
+        it->rb.aux = (uint64_t)it->other;
         it->serial = serial++;
         mqs__rb_insert(&t, &it->rb, item_less, aug ? item_aug : NULL);
         check_tree(&t, items, aug);
