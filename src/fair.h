@@ -129,12 +129,20 @@ static inline bool mqs__fair_less(const struct mqs_rb_node *a,
  * out-of-line function shared by cfs and eevdf it was a variable: calls
  * through a pointer for eevdf, tests of it for cfs). */
 static inline __attribute__((always_inline)) void
-mqs__fair_insert(struct mqs__rb_root *t,
-                                    struct mqs_sched_entity *se,
-                                    mqs__rb_aug_fn aug)
+mqs__fair_insert(struct mqs__rb_root *t, struct mqs_sched_entity *se,
+                 mqs__rb_aug_fn aug)
 {
     se->rb.key = se->key;
     mqs__rb_insert(t, &se->rb, mqs__fair_less, aug);
+}
+
+/* The same for a yielder, whose place is likely near the end. */
+static inline __attribute__((always_inline)) void
+mqs__fair_insert_last(struct mqs__rb_root *t, struct mqs_sched_entity *se,
+                      mqs__rb_aug_fn aug)
+{
+    se->rb.key = se->key;
+    mqs__rb_insert_last(t, &se->rb, mqs__fair_less, aug);
 }
 
 /* min_vruntime: follows min(running, leftmost), forwards only. */

@@ -47,6 +47,17 @@ static bool item_aug(struct mqs_rb_node *n)
     return changed;
 }
 
+/* Insert with the plain search from the root, or from the rightmost up
+ * (mqs__rb_insert_last): the same place either way. */
+static void item_insert(struct mqs__rb_root *t, struct item *it, bool aug,
+                        bool from_last)
+{
+    if (from_last)
+        mqs__rb_insert_last(t, &it->rb, item_less, aug ? item_aug : NULL);
+    else
+        mqs__rb_insert(t, &it->rb, item_less, aug ? item_aug : NULL);
+}
+
 /* Black height of n's subtree, checking colours, links and (with aug)
  * the subtree minima on the way; -1 on a violation. */
 static int check_node(const struct mqs_rb_node *n, bool aug)
@@ -119,7 +130,7 @@ static void random_ops(uint64_t seed, int steps, int key_range, bool aug)
             it->other = (int)(rng_next(&s) % 100000);
             it->rb.aux = (uint64_t)it->other;
             it->serial = serial++;
-            mqs__rb_insert(&t, &it->rb, item_less, aug ? item_aug : NULL);
+            item_insert(&t, it, aug, rng_next(&s) % 2);
             it->in = true;
         }
         check_tree(&t, items, aug);
@@ -230,7 +241,7 @@ static void yield_pattern(uint64_t seed, int nodes, bool aug)
         it->other = (int)(rng_next(&s) % 1000);
         it->rb.aux = (uint64_t)it->other;
         it->serial = serial++;
-        mqs__rb_insert(&t, &it->rb, item_less, aug ? item_aug : NULL);
+        item_insert(&t, it, aug, r % 2);
         check_tree(&t, items, aug);
     }
     while (t.root) { /* drain from both ends */

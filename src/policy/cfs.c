@@ -203,8 +203,8 @@ static void cfs_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
 {
     struct cfs_rq *c = cfs(rq);
     uint64_t now = mqs_sched_clock();
-    if (mqs__fair_requeue(&c->f, se)) {
-        cfs_insert(c, se);
+    if (mqs__fair_requeue(&c->f, se)) { /* a yield */
+        mqs__fair_insert_last(&c->f.tree, se, NULL);
         mqs__fair_publish(rq);
         return;
     }
@@ -296,7 +296,7 @@ static struct mqs_sched_entity *cfs_yield(struct mqs_rq *rq,
     if (!first || mqs__fair_before(se->key, first->key))
         return cfs_run(c, se);
     mqs__rb_erase(&c->f.tree, first, NULL);
-    cfs_insert(c, se);
+    mqs__fair_insert_last(&c->f.tree, se, NULL);
     return cfs_run(c, mqs__fair_se(first));
 }
 

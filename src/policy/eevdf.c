@@ -223,6 +223,12 @@ static void eevdf_insert(struct eevdf_rq *r, struct mqs_sched_entity *se)
     mqs__fair_insert(&r->f.tree, se, eevdf_aug);
 }
 
+/* A yielder goes back (its place is likely near the end). */
+static void eevdf_insert_last(struct eevdf_rq *r, struct mqs_sched_entity *se)
+{
+    mqs__fair_insert_last(&r->f.tree, se, eevdf_aug);
+}
+
 /* A yielding task starts a new request from where it is, unless its
  * deadline is already further. */
 static void eevdf_new_request(struct eevdf_rq *r, struct mqs_sched_entity *se)
@@ -235,7 +241,7 @@ static void eevdf_new_request(struct eevdf_rq *r, struct mqs_sched_entity *se)
 static void eevdf_requeue(struct eevdf_rq *r, struct mqs_sched_entity *se)
 {
     eevdf_new_request(r, se);
-    eevdf_insert(r, se);
+    eevdf_insert_last(r, se);
 }
 
 static void eevdf_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -435,10 +441,10 @@ static struct mqs_sched_entity *eevdf_yield(struct mqs_rq *rq,
         return eevdf_start(r, se);
     if (eevdf_first_wins(r, first)) {
         mqs__rb_erase(&r->f.tree, n, eevdf_aug);
-        eevdf_insert(r, se);
+        eevdf_insert_last(r, se);
         return eevdf_start(r, first);
     }
-    eevdf_insert(r, se);
+    eevdf_insert_last(r, se);
     se = eevdf_descend(r, mqs__fair_se(mqs__rb_first(&r->f.tree)));
     mqs__rb_erase(&r->f.tree, &se->rb, eevdf_aug);
     return eevdf_start(r, se);
