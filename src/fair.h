@@ -20,8 +20,11 @@
  * policy that a task stopped (put_prev) before it knows whether the task
  * blocks, so leaving is lazy: put_prev marks the entity `stopped`; a
  * re-queue (yield) clears the mark, any other op first settles it (the
- * entity leaves).  A yield therefore costs no load arithmetic beyond the
- * entity's own update.  The queue's average is published (pub_load) for
+ * entity leaves).  A yield therefore costs no load arithmetic but the
+ * signals' own updates, and those only when a period boundary (about a
+ * millisecond) has passed since the last (mqs__fair_stop): inside a
+ * period an update would only add time to the sum, which the next one
+ * adds as well.  The queue's average is published (pub_load) for
  * remote balancers, which read it without the lock.
  *
  * Balancing (Linux's load_balance, reduced to one level): the balancer

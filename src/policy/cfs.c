@@ -39,7 +39,11 @@
  * the yielder as skip buddy for one pick; with virtual time charged at
  * every switch, re-insertion is already fair, and it needs no state.)
  * The yield op does that without touching counts or the published
- * summary: one insert and one erase of the tree.
+ * summary, in one step: a yielder still before the leftmost runs on
+ * with no tree work; else the leftmost leaves and the yielder goes in,
+ * searched for from the rightmost up (mqs__rb_insert_last: a yielder
+ * charged for its run belongs in the back of the tree).
+ * test_policy_fair_yield checks it step by step against enqueue + pick.
  *
  * Realtime and idle-class tasks: src/fair.h, before and after the tree.
  *

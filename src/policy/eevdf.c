@@ -22,7 +22,10 @@
  * Eligible tasks are a prefix of the v order, so one descent finds the
  * answer in O(log n): at an eligible node, it and its whole left subtree
  * are candidates (the subtree's minimum deadline says whether to look
- * there), then go right; at an ineligible node go left.  V is kept as
+ * there), then go right; at an ineligible node go left.  Among equal
+ * deadlines the first in v order wins, so that the common case needs no
+ * descent: when the leftmost is eligible and holds the root's minimum
+ * deadline (a round of equal weights), it is the answer.  V is kept as
  * sum((v_i - v0) w_i) and sum(w_i) against a base v0 (min_vruntime), so
  * eligibility is one multiply and compare, no division.
  *
@@ -38,9 +41,12 @@
  * Yield (Linux's yield_task_fair under EEVDF): the deadline moves one
  * virtual slice later, so an eligible peer with an earlier deadline runs;
  * when the slice ran out in this very run (the deadline was just renewed)
- * it does not move twice.  Wake-up preemption: the woken task runs at
- * once when it is eligible and its deadline is earlier than the running
- * task's (what pick would choose).
+ * it does not move twice.  The yield op decides before the yielder goes
+ * back in, where the leftmost is the tree's pick (then it is the yielder
+ * or the leftmost, no descent; the yielder runs on without tree work).
+ * Wake-up preemption: the woken task runs at once when it is eligible
+ * and its deadline is earlier than the running task's (what pick would
+ * choose).
  *
  * Balancing, steal-time accounting, realtime and idle classes: src/fair.h,
  * shared with cfs.
