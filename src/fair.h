@@ -42,16 +42,21 @@
  * queue length, as mq does (the point of PELT is to weigh tasks by how
  * runnable they are).
  *
- * Entity slots: p[MQS__FAIR_P_LAST] (when it last stopped) and
- * p[MQS__FAIR_P_W] (the weight it joined with: a priority change between
- * stopping and re-queueing must not unbalance the sums) belong to this
- * frame; the policies use p[0..3], key and slice_ns.
+ * Entity slots: when it last stopped and the weight it joined the load
+ * with (a priority change between stopping and re-queueing must not
+ * unbalance the sums) belong to this frame, kept in se->node2 (a policy
+ * link these policies do not use: mqs__fair_slot); the policies use
+ * p[0..5], key and slice_ns.  node2 shares a cache line with key and
+ * slice_ns, which every yield touches; p[4..5], where the slots were,
+ * sit on a line that a yield touched for them alone (one more miss per
+ * yield when thousands of tasks take turns).
  */
 #ifndef MQS_FAIR_H
 #define MQS_FAIR_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h>
 #include <time.h>
 
 #include "internal.h"
@@ -61,8 +66,8 @@
 #include "rbtree.h"
 
 #define MQS__FAIR_LEVEL (MQS_PRIO_IDLE - 1)
-#define MQS__FAIR_P_LAST 5 /* se->p[]: when it last stopped running   */
-#define MQS__FAIR_P_W 4    /* se->p[]: the weight it joined the load with */
+#define MQS__FAIR_P_LAST 0 /* slot: when it last stopped running       */
+#define MQS__FAIR_P_W 1    /* slot: the weight it joined the load with */
 #define MQS__FAIR_STEAL_MAX 8
 
 /* Owner-only marks of the last steal-time check (mqs__fair_charge). */
@@ -84,6 +89,24 @@ struct mqs__fair_rq {
     uint64_t next_balance;
     struct mqs__steal steal;         /* owning worker only               */
 };
+
+_Static_assert(sizeof(struct mqs_list) >= 2 * sizeof(uint64_t),
+               "two slots fit in se->node2");
+
+/* The frame's entity slot i (MQS__FAIR_P_*), in se->node2's bytes. */
+static inline uint64_t mqs__fair_slot(const struct mqs_sched_entity *se,
+                                      int i)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)&se->node2 + i * sizeof v, sizeof v);
+    return v;
+}
+
+static inline void mqs__fair_set_slot(struct mqs_sched_entity *se, int i,
+                                      uint64_t v)
+{
+    memcpy((char *)&se->node2 + i * sizeof v, &v, sizeof v);
+}
 
 static inline struct mqs__fair_rq *mqs__fair(struct mqs_rq *rq)
 {
@@ -324,7 +347,7 @@ static inline void mqs__fair_load_join(struct mqs__fair_rq *f,
     else
         mqs__load_update(&se->load, now, was_runnable, se->weight);
     mqs__load_attach(&f->load, &se->load, se->weight);
-    se->p[MQS__FAIR_P_W] = se->weight;
+    mqs__fair_set_slot(se, MQS__FAIR_P_W, se->weight);
     f->weight += se->weight;
     atomic_store_explicit(&f->pub_load, f->load.avg, memory_order_relaxed);
 }
@@ -334,7 +357,7 @@ static inline void mqs__fair_load_leave(struct mqs__fair_rq *f,
                                         uint64_t now)
 {
     mqs__fair_load_rq(f, now);
-    uint64_t w = se->p[MQS__FAIR_P_W];
+    uint64_t w = mqs__fair_slot(se, MQS__FAIR_P_W);
     mqs__load_update(&se->load, now, 1, w);
     mqs__load_detach(&f->load, &se->load, w);
     f->weight -= w;
@@ -360,7 +383,7 @@ static inline bool mqs__fair_requeue(struct mqs__fair_rq *f,
                                      struct mqs_sched_entity *se)
 {
     if (f->stopped != se || se->cls != MQS_CLASS_NORMAL ||
-        se->p[MQS__FAIR_P_W] != se->weight)
+        mqs__fair_slot(se, MQS__FAIR_P_W) != se->weight)
         return false;
     f->stopped = NULL;
     return true;
@@ -391,7 +414,7 @@ static inline void mqs__fair_stop(struct mqs__fair_rq *f,
         mqs__fair_load_rq(f, now);
     if (mqs__fair_load_due(&se->load, now))
         mqs__load_update(&se->load, now, 1, se->weight);
-    se->p[MQS__FAIR_P_LAST] = now;
+    mqs__fair_set_slot(se, MQS__FAIR_P_LAST, now);
     f->curr = NULL;
     f->stopped = se;
 }
@@ -472,7 +495,8 @@ static inline bool mqs__fair_can_take(const struct mqs__fair_take_req *req,
     if (!mqs__se_allowed(se, req->dest) || !mqs_se_movable(se))
         return false;
     if (req->hot_ns &&
-        (int64_t)(req->now - se->p[MQS__FAIR_P_LAST]) < (int64_t)req->hot_ns)
+        (int64_t)(req->now - mqs__fair_slot(se, MQS__FAIR_P_LAST)) <
+            (int64_t)req->hot_ns)
         return false;
     return !req->fit || se->load.avg <= req->want - moved;
 }

@@ -207,7 +207,7 @@ static void eevdf_settle(struct eevdf_rq *r, uint64_t now)
     if (!se)
         return;
     eevdf_save_lag(r, se);
-    eevdf_avg_sub(r, se, (int64_t)se->p[MQS__FAIR_P_W]);
+    eevdf_avg_sub(r, se, (int64_t)mqs__fair_slot(se, MQS__FAIR_P_W));
     mqs__fair_settle(&r->f, now);
 }
 
@@ -280,7 +280,7 @@ static void eevdf_unlink(struct mqs_rq *rq, struct mqs_sched_entity *se,
     struct eevdf_rq *r = eevdf(rq);
     mqs__rb_erase(&r->f.tree, &se->rb, eevdf_aug);
     eevdf_save_lag(r, se);
-    eevdf_avg_sub(r, se, (int64_t)se->p[MQS__FAIR_P_W]);
+    eevdf_avg_sub(r, se, (int64_t)mqs__fair_slot(se, MQS__FAIR_P_W));
     mqs__fair_load_leave(&r->f, se, now);
 }
 
@@ -468,7 +468,7 @@ static void eevdf_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     uint64_t cpu = mqs__fair_charge(&r->f.steal, now, ran, r->tun->steal_check_ns);
     uint64_t dv = mqs__fair_vtime(cpu, se->weight);
     se->key += dv;
-    r->avg_sum += (int64_t)dv * (int64_t)se->p[MQS__FAIR_P_W];
+    r->avg_sum += (int64_t)dv * (int64_t)mqs__fair_slot(se, MQS__FAIR_P_W);
     se->slice_ns -= (int64_t)cpu;
     if (!mqs__fair_before(se->key, se->p[EEVDF_DL]))
         se->p[EEVDF_DL] = se->key + eevdf_vslice(r, se);
