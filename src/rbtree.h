@@ -173,16 +173,14 @@ MQS__RB_INLINE void mqs__rb_propagate(struct mqs_rb_node *n,
                                      const struct mqs_rb_node *must,
                                      mqs__rb_aug_fn aug)
 {
-    bool forced = must != NULL;
-    for (; aug && n; n = n->parent) {
-        bool changed = aug(n);
-        if (forced) {
-            forced = n != must;
-            continue;
-        }
-        if (!changed)
-            break;
+    if (!aug)
+        return;
+    for (bool done = must == NULL; !done; n = n->parent) {
+        aug(n);
+        done = n == must;
     }
+    while (n && aug(n))
+        n = n->parent;
 }
 
 static inline bool mqs__rb_is_red(const struct mqs_rb_node *n)
