@@ -94,8 +94,7 @@ _Static_assert(sizeof(struct mqs_list) >= 2 * sizeof(uint64_t),
                "two slots fit in se->node2");
 
 /* The frame's entity slot i (MQS__FAIR_P_*), in se->node2's bytes. */
-static inline uint64_t mqs__fair_slot(const struct mqs_sched_entity *se,
-                                      int i)
+static inline uint64_t mqs__fair_slot(const struct mqs_sched_entity *se, int i)
 {
     uint64_t v;
     memcpy(&v, (const char *)&se->node2 + i * sizeof v, sizeof v);

@@ -51,9 +51,9 @@
 
 struct mqs__rb_root {
     struct mqs_rb_node *root;
-    struct mqs_rb_node *leftmost; /* cached first node, NULL when empty */
+    struct mqs_rb_node *leftmost;  /* cached first node, NULL when empty */
     struct mqs_rb_node *rightmost; /* cached last node, NULL when empty */
-    unsigned n;                   /* nodes in the tree                  */
+    unsigned n;                    /* nodes in the tree                  */
 };
 
 /* The tree's ops are always inlined, so that the caller's less-than and
@@ -118,8 +118,8 @@ static inline struct mqs_rb_node *mqs__rb_next(const struct mqs_rb_node *n)
 
 /* Put v where u hangs (u's parent link or the root). */
 MQS__RB_INLINE void mqs__rb_replace(struct mqs__rb_root *t,
-                                   struct mqs_rb_node *u,
-                                   struct mqs_rb_node *v)
+                                    struct mqs_rb_node *u,
+                                    struct mqs_rb_node *v)
 {
     struct mqs_rb_node *p = u->parent;
     if (!p)
@@ -134,8 +134,8 @@ MQS__RB_INLINE void mqs__rb_replace(struct mqs__rb_root *t,
 
 /* Turn x down to the left: its right child takes its place. */
 MQS__RB_INLINE void mqs__rb_rotate_left(struct mqs__rb_root *t,
-                                       struct mqs_rb_node *x,
-                                       mqs__rb_aug_fn aug)
+                                        struct mqs_rb_node *x,
+                                        mqs__rb_aug_fn aug)
 {
     struct mqs_rb_node *y = x->right;
     x->right = y->left;
@@ -151,8 +151,8 @@ MQS__RB_INLINE void mqs__rb_rotate_left(struct mqs__rb_root *t,
 }
 
 MQS__RB_INLINE void mqs__rb_rotate_right(struct mqs__rb_root *t,
-                                        struct mqs_rb_node *x,
-                                        mqs__rb_aug_fn aug)
+                                         struct mqs_rb_node *x,
+                                         mqs__rb_aug_fn aug)
 {
     struct mqs_rb_node *y = x->left;
     x->left = y->right;
@@ -170,8 +170,8 @@ MQS__RB_INLINE void mqs__rb_rotate_right(struct mqs__rb_root *t,
 /* Recompute the augmented values from n up: every node up to and
  * including `must`, then while they change. */
 MQS__RB_INLINE void mqs__rb_propagate(struct mqs_rb_node *n,
-                                     const struct mqs_rb_node *must,
-                                     mqs__rb_aug_fn aug)
+                                      const struct mqs_rb_node *must,
+                                      mqs__rb_aug_fn aug)
 {
     if (!aug)
         return;
@@ -189,8 +189,8 @@ static inline bool mqs__rb_is_red(const struct mqs_rb_node *n)
 }
 
 MQS__RB_INLINE void mqs__rb_insert_fixup(struct mqs__rb_root *t,
-                                        struct mqs_rb_node *z,
-                                        mqs__rb_aug_fn aug)
+                                         struct mqs_rb_node *z,
+                                         mqs__rb_aug_fn aug)
 {
     struct mqs_rb_node *p;
     while ((p = z->parent) && p->red) {
@@ -224,9 +224,11 @@ MQS__RB_INLINE void mqs__rb_insert_fixup(struct mqs__rb_root *t,
 /* The descent of an insert below *parent, from its child link `link`:
  * the link to fill; first and last are cleared on a step right and left
  * (equal keys go right). */
-MQS__RB_INLINE struct mqs_rb_node **mqs__rb_descend(
-    struct mqs_rb_node **link, struct mqs_rb_node *n, mqs__rb_less_fn less,
-    struct mqs_rb_node **parent, bool *first, bool *last)
+MQS__RB_INLINE struct mqs_rb_node **mqs__rb_descend(struct mqs_rb_node **link,
+                                                    struct mqs_rb_node *n,
+                                                    mqs__rb_less_fn less,
+                                                    struct mqs_rb_node **parent,
+                                                    bool *first, bool *last)
 {
     struct mqs_rb_node *p = *parent;
     while (*link) {
@@ -246,9 +248,10 @@ MQS__RB_INLINE struct mqs_rb_node **mqs__rb_descend(
 /* Where n goes: the link to fill and its parent; says whether that is
  * the first or the last position.  A key not less than the rightmost's
  * goes under it at once (the descent would end there). */
-MQS__RB_INLINE struct mqs_rb_node **mqs__rb_find_link(
-    struct mqs__rb_root *t, struct mqs_rb_node *n, mqs__rb_less_fn less,
-    struct mqs_rb_node **parent, bool *first, bool *last)
+MQS__RB_INLINE struct mqs_rb_node **
+mqs__rb_find_link(struct mqs__rb_root *t, struct mqs_rb_node *n,
+                  mqs__rb_less_fn less, struct mqs_rb_node **parent,
+                  bool *first, bool *last)
 {
     *first = *last = true;
     *parent = NULL;
@@ -269,9 +272,10 @@ MQS__RB_INLINE struct mqs_rb_node **mqs__rb_find_link(
  * walk cut short after a few steps, falling back to the root, measured
  * worse with 4096 yielders: their keys land in the back half, and the
  * spine walk is on nodes that were just touched.) */
-MQS__RB_INLINE struct mqs_rb_node **mqs__rb_find_link_last(
-    struct mqs__rb_root *t, struct mqs_rb_node *n, mqs__rb_less_fn less,
-    struct mqs_rb_node **parent, bool *first, bool *last)
+MQS__RB_INLINE struct mqs_rb_node **
+mqs__rb_find_link_last(struct mqs__rb_root *t, struct mqs_rb_node *n,
+                       mqs__rb_less_fn less, struct mqs_rb_node **parent,
+                       bool *first, bool *last)
 {
     struct mqs_rb_node *s = t->rightmost;
     if (!s || !less(n, s))
@@ -287,9 +291,9 @@ MQS__RB_INLINE struct mqs_rb_node **mqs__rb_find_link_last(
 
 /* Link n, not in any tree, at link under parent (as found above). */
 MQS__RB_INLINE void mqs__rb_link(struct mqs__rb_root *t, struct mqs_rb_node *n,
-                                struct mqs_rb_node *parent,
-                                struct mqs_rb_node **link, bool first,
-                                bool last, mqs__rb_aug_fn aug)
+                                 struct mqs_rb_node *parent,
+                                 struct mqs_rb_node **link, bool first,
+                                 bool last, mqs__rb_aug_fn aug)
 {
     n->parent = parent;
     n->left = n->right = NULL;
@@ -306,8 +310,8 @@ MQS__RB_INLINE void mqs__rb_link(struct mqs__rb_root *t, struct mqs_rb_node *n,
 
 /* Insert n (not in any tree) ordered by less; equal keys go after. */
 MQS__RB_INLINE void mqs__rb_insert(struct mqs__rb_root *t,
-                                  struct mqs_rb_node *n, mqs__rb_less_fn less,
-                                  mqs__rb_aug_fn aug)
+                                   struct mqs_rb_node *n, mqs__rb_less_fn less,
+                                   mqs__rb_aug_fn aug)
 {
     struct mqs_rb_node *parent;
     bool first, last;
@@ -320,8 +324,9 @@ MQS__RB_INLINE void mqs__rb_insert(struct mqs__rb_root *t,
  * charged for its run): cheaper there, up to twice the steps at the
  * front. */
 MQS__RB_INLINE void mqs__rb_insert_last(struct mqs__rb_root *t,
-                                       struct mqs_rb_node *n,
-                                       mqs__rb_less_fn less, mqs__rb_aug_fn aug)
+                                        struct mqs_rb_node *n,
+                                        mqs__rb_less_fn less,
+                                        mqs__rb_aug_fn aug)
 {
     struct mqs_rb_node *parent;
     bool first, last;
@@ -333,9 +338,9 @@ MQS__RB_INLINE void mqs__rb_insert_last(struct mqs__rb_root *t,
 /* Restore the black heights after a black node left from below xp (x is
  * the node, possibly NULL, that took its place). */
 MQS__RB_INLINE void mqs__rb_erase_fixup(struct mqs__rb_root *t,
-                                       struct mqs_rb_node *x,
-                                       struct mqs_rb_node *xp,
-                                       mqs__rb_aug_fn aug)
+                                        struct mqs_rb_node *x,
+                                        struct mqs_rb_node *xp,
+                                        mqs__rb_aug_fn aug)
 {
     while (x != t->root && !mqs__rb_is_red(x)) {
         bool left = x == xp->left;
@@ -383,7 +388,7 @@ MQS__RB_INLINE void mqs__rb_erase_fixup(struct mqs__rb_root *t,
 
 /* Remove n, which is in t. */
 MQS__RB_INLINE void mqs__rb_erase(struct mqs__rb_root *t, struct mqs_rb_node *n,
-                                 mqs__rb_aug_fn aug)
+                                  mqs__rb_aug_fn aug)
 {
     /* an extreme has no child on its outer side and at most a red leaf
      * on the inner one: the new extreme is that leaf or the parent */

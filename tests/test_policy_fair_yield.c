@@ -59,7 +59,8 @@ static void fy_trace(const char *spec, uint64_t seed, bool fast,
     uint64_t s = seed;
     h_init(&h, spec, 1);
     for (int k = 0; k < FY_TASKS; k++) {
-        se[k] = h_task(&h, k, MQS_CLASS_NORMAL, (int)(rng_next(&s) % 3) * 5 - 5);
+        se[k] =
+            h_task(&h, k, MQS_CLASS_NORMAL, (int)(rng_next(&s) % 3) * 5 - 5);
         h_enqueue(&h, 0, se[k], MQS_ENQ_NEW);
     }
     struct mqs_sched_entity *cur = h_pick(&h, 0);
@@ -104,11 +105,12 @@ static void fy_compare(const char *spec, uint64_t seed)
             a->slice != b->slice)
             diverged = i;
     }
-    fprintf(stderr, "  %s seed %llu: %d yields ran on, %d switched; "
-                    "first difference at step %d\n",
+    fprintf(stderr,
+            "  %s seed %llu: %d yields ran on, %d switched; "
+            "first difference at step %d\n",
             spec, (unsigned long long)seed, fast.kept, fast.other, diverged);
     CHECK_EQ(diverged, -1);
-    CHECK_GT(fast.kept, 50);   /* the yielder-stays-first path ran */
+    CHECK_GT(fast.kept, 50);    /* the yielder-stays-first path ran */
     CHECK_GT(fast.other, 1000); /* and the switching one */
 }
 

@@ -18,10 +18,10 @@
 
 struct item {
     struct mqs_rb_node rb;
-    int key;        /* tree order                                  */
-    int other;      /* second key, for the augmented subtree minimum
-                     * (kept in rb.aux, as the tree requires)         */
-    int serial;     /* insertion order, for FIFO among equal keys    */
+    int key;    /* tree order                                  */
+    int other;  /* second key, for the augmented subtree minimum
+                 * (kept in rb.aux, as the tree requires)         */
+    int serial; /* insertion order, for FIFO among equal keys    */
     bool in;
 };
 
@@ -153,8 +153,8 @@ TEST(rbtree_ascending_and_descending_keys)
     struct mqs__rb_root t;
     mqs__rb_init(&t);
     for (int i = 0; i < NODES; i++) {
-        items[i] = (struct item){.key = i % 2 ? i : NODES * 2 - i,
-                                 .serial = i, .in = true};
+        items[i] = (struct item){
+            .key = i % 2 ? i : NODES * 2 - i, .serial = i, .in = true};
         mqs__rb_insert(&t, &items[i].rb, item_less, NULL);
     }
     check_tree(&t, items, false);
@@ -220,22 +220,26 @@ static void yield_pattern(uint64_t seed, int nodes, bool aug)
     for (int i = 0; i < NODES; i++)
         items[i] = (struct item){.key = 0};
     for (int i = 0; i < nodes; i++) {
-        items[i] = (struct item){.key = i / 3, .other = (int)(rng_next(&s) % 1000),
-                                 .serial = serial++, .in = true};
+        items[i] = (struct item){.key = i / 3,
+                                 .other = (int)(rng_next(&s) % 1000),
+                                 .serial = serial++,
+                                 .in = true};
         items[i].rb.aux = (uint64_t)items[i].other;
         mqs__rb_insert(&t, &items[i].rb, item_less, aug ? item_aug : NULL);
     }
     check_tree(&t, items, aug);
     for (int step = 0; step < 4000; step++) {
         uint64_t r = rng_next(&s) % 16;
-        struct item *it = item_of(r == 0 ? mqs__rb_last(&t) : mqs__rb_first(&t));
+        struct item *it =
+            item_of(r == 0 ? mqs__rb_last(&t) : mqs__rb_first(&t));
         mqs__rb_erase(&t, &it->rb, aug ? item_aug : NULL);
         int last = t.rightmost ? item_of(mqs__rb_last(&t))->key : 0;
         int first = t.leftmost ? item_of(mqs__rb_first(&t))->key : 0;
         if (r < 10)
             it->key = last + (int)(r % 3); /* at the end, often equal */
         else if (r < 14)
-            it->key = first + (int)(rng_next(&s) % (uint64_t)(last - first + 1));
+            it->key =
+                first + (int)(rng_next(&s) % (uint64_t)(last - first + 1));
         else
             it->key = first - 1; /* a new leftmost */
         it->other = (int)(rng_next(&s) % 1000);
@@ -245,7 +249,8 @@ static void yield_pattern(uint64_t seed, int nodes, bool aug)
         check_tree(&t, items, aug);
     }
     while (t.root) { /* drain from both ends */
-        struct item *it = item_of(t.n % 2 ? mqs__rb_last(&t) : mqs__rb_first(&t));
+        struct item *it =
+            item_of(t.n % 2 ? mqs__rb_last(&t) : mqs__rb_first(&t));
         mqs__rb_erase(&t, &it->rb, aug ? item_aug : NULL);
         it->in = false;
         check_tree(&t, items, aug);
