@@ -20,8 +20,11 @@
  * policy that a task stopped (put_prev) before it knows whether the task
  * blocks, so leaving is lazy: put_prev marks the entity `stopped`; a
  * re-queue (yield) clears the mark, any other op first settles it (the
- * entity leaves).  A yield therefore costs no load arithmetic beyond the
- * entity's own update.  The queue's average is published (pub_load) for
+ * entity leaves).  A yield therefore costs no load arithmetic but the
+ * signals' own updates, and those only when a period boundary (about a
+ * millisecond) has passed since the last (mqs__fair_stop): inside a
+ * period an update would only add time to the sum, which the next one
+ * adds as well.  The queue's average is published (pub_load) for
  * remote balancers, which read it without the lock.
  *
  * Balancing (Linux's load_balance, reduced to one level): the balancer
@@ -39,16 +42,21 @@
  * queue length, as mq does (the point of PELT is to weigh tasks by how
  * runnable they are).
  *
- * Entity slots: p[MQS__FAIR_P_LAST] (when it last stopped) and
- * p[MQS__FAIR_P_W] (the weight it joined with: a priority change between
- * stopping and re-queueing must not unbalance the sums) belong to this
- * frame; the policies use p[0..3], key and slice_ns.
+ * Entity slots: when it last stopped and the weight it joined the load
+ * with (a priority change between stopping and re-queueing must not
+ * unbalance the sums) belong to this frame, kept in se->node2 (a policy
+ * link these policies do not use: mqs__fair_slot); the policies use
+ * p[0..5], key and slice_ns.  node2 shares a cache line with key and
+ * slice_ns, which every yield touches; p[4..5], where the slots were,
+ * sit on a line that a yield touched for them alone (one more miss per
+ * yield when thousands of tasks take turns).
  */
 #ifndef MQS_FAIR_H
 #define MQS_FAIR_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h>
 #include <time.h>
 
 #include "internal.h"
@@ -58,8 +66,8 @@
 #include "rbtree.h"
 
 #define MQS__FAIR_LEVEL (MQS_PRIO_IDLE - 1)
-#define MQS__FAIR_P_LAST 5 /* se->p[]: when it last stopped running   */
-#define MQS__FAIR_P_W 4    /* se->p[]: the weight it joined the load with */
+#define MQS__FAIR_P_LAST 0 /* slot: when it last stopped running       */
+#define MQS__FAIR_P_W 1    /* slot: the weight it joined the load with */
 #define MQS__FAIR_STEAL_MAX 8
 
 /* Owner-only marks of the last steal-time check (mqs__fair_charge). */
@@ -81,6 +89,23 @@ struct mqs__fair_rq {
     uint64_t next_balance;
     struct mqs__steal steal;         /* owning worker only               */
 };
+
+_Static_assert(sizeof(struct mqs_list) >= 2 * sizeof(uint64_t),
+               "two slots fit in se->node2");
+
+/* The frame's entity slot i (MQS__FAIR_P_*), in se->node2's bytes. */
+static inline uint64_t mqs__fair_slot(const struct mqs_sched_entity *se, int i)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)&se->node2 + i * sizeof v, sizeof v);
+    return v;
+}
+
+static inline void mqs__fair_set_slot(struct mqs_sched_entity *se, int i,
+                                      uint64_t v)
+{
+    memcpy((char *)&se->node2 + i * sizeof v, &v, sizeof v);
+}
 
 static inline struct mqs__fair_rq *mqs__fair(struct mqs_rq *rq)
 {
@@ -125,12 +150,24 @@ static inline bool mqs__fair_less(const struct mqs_rb_node *a,
     return mqs__fair_before(a->key, b->key);
 }
 
-static inline void mqs__fair_insert(struct mqs__rb_root *t,
-                                    struct mqs_sched_entity *se,
-                                    mqs__rb_aug_fn aug)
+/* Always inlined, so that aug is a constant in the tree code (as an
+ * out-of-line function shared by cfs and eevdf it was a variable: calls
+ * through a pointer for eevdf, tests of it for cfs). */
+static inline __attribute__((always_inline)) void
+mqs__fair_insert(struct mqs__rb_root *t, struct mqs_sched_entity *se,
+                 mqs__rb_aug_fn aug)
 {
     se->rb.key = se->key;
     mqs__rb_insert(t, &se->rb, mqs__fair_less, aug);
+}
+
+/* The same for a yielder, whose place is likely near the end. */
+static inline __attribute__((always_inline)) void
+mqs__fair_insert_last(struct mqs__rb_root *t, struct mqs_sched_entity *se,
+                      mqs__rb_aug_fn aug)
+{
+    se->rb.key = se->key;
+    mqs__rb_insert_last(t, &se->rb, mqs__fair_less, aug);
 }
 
 /* min_vruntime: follows min(running, leftmost), forwards only. */
@@ -208,8 +245,9 @@ static inline bool mqs__fair_rt_waiting(struct mqs_rq *rq)
                                        memory_order_relaxed);
     uint64_t w1 = atomic_load_explicit(&rt->level_bits[1],
                                        memory_order_relaxed);
+    const struct mqs__prio_array *cls = &mqs__fair(rq)->cls;
     return w0 || (w1 & mqs__below_mask(MQS_PRIO_NORMAL_MIN, 1)) ||
-           mqs__parr_best(&mqs__fair(rq)->cls) < MQS_PRIO_NORMAL_MIN;
+           (cls->nr && mqs__parr_best(cls) < MQS_PRIO_NORMAL_MIN);
 }
 
 struct mqs__fair_rt_req {
@@ -308,7 +346,7 @@ static inline void mqs__fair_load_join(struct mqs__fair_rq *f,
     else
         mqs__load_update(&se->load, now, was_runnable, se->weight);
     mqs__load_attach(&f->load, &se->load, se->weight);
-    se->p[MQS__FAIR_P_W] = se->weight;
+    mqs__fair_set_slot(se, MQS__FAIR_P_W, se->weight);
     f->weight += se->weight;
     atomic_store_explicit(&f->pub_load, f->load.avg, memory_order_relaxed);
 }
@@ -318,7 +356,7 @@ static inline void mqs__fair_load_leave(struct mqs__fair_rq *f,
                                         uint64_t now)
 {
     mqs__fair_load_rq(f, now);
-    uint64_t w = se->p[MQS__FAIR_P_W];
+    uint64_t w = mqs__fair_slot(se, MQS__FAIR_P_W);
     mqs__load_update(&se->load, now, 1, w);
     mqs__load_detach(&f->load, &se->load, w);
     f->weight -= w;
@@ -344,20 +382,38 @@ static inline bool mqs__fair_requeue(struct mqs__fair_rq *f,
                                      struct mqs_sched_entity *se)
 {
     if (f->stopped != se || se->cls != MQS_CLASS_NORMAL ||
-        se->p[MQS__FAIR_P_W] != se->weight)
+        mqs__fair_slot(se, MQS__FAIR_P_W) != se->weight)
         return false;
     f->stopped = NULL;
     return true;
 }
 
-/* put_prev of a normal entity: charge its signal, mark it stopped. */
+/* Would an update of la at now cross a period boundary (and so change
+ * its average)?  Inside a period an update only adds the runnable time
+ * to the sum, and adding it later, in one piece, gives the same sum as
+ * long as the weight it is counted with stays the same. */
+static inline bool mqs__fair_load_due(const struct mqs_load_avg *la,
+                                      uint64_t now)
+{
+    return now - la->last_ns >=
+           ((uint64_t)(MQS__LOAD_PERIOD - la->contrib) << MQS__LOAD_UNIT_SHIFT);
+}
+
+/* put_prev of a normal entity: charge its signal, mark it stopped.  The
+ * queue's and the entity's signals are brought up to date only when a
+ * period boundary passed (about once a millisecond): until then neither
+ * average would change, and the time stays owed to the next update with
+ * the same runnable weight (a yield leaves both weights as they are; a
+ * join or leave updates the signals first, mqs__fair_load_join/leave). */
 static inline void mqs__fair_stop(struct mqs__fair_rq *f,
                                   struct mqs_sched_entity *se, uint64_t now)
 {
     mqs__fair_settle(f, now);
-    mqs__fair_load_rq(f, now);
-    mqs__load_update(&se->load, now, 1, se->weight);
-    se->p[MQS__FAIR_P_LAST] = now;
+    if (mqs__fair_load_due(&f->load, now))
+        mqs__fair_load_rq(f, now);
+    if (mqs__fair_load_due(&se->load, now))
+        mqs__load_update(&se->load, now, 1, se->weight);
+    mqs__fair_set_slot(se, MQS__FAIR_P_LAST, now);
     f->curr = NULL;
     f->stopped = se;
 }
@@ -438,7 +494,8 @@ static inline bool mqs__fair_can_take(const struct mqs__fair_take_req *req,
     if (!mqs__se_allowed(se, req->dest) || !mqs_se_movable(se))
         return false;
     if (req->hot_ns &&
-        (int64_t)(req->now - se->p[MQS__FAIR_P_LAST]) < (int64_t)req->hot_ns)
+        (int64_t)(req->now - mqs__fair_slot(se, MQS__FAIR_P_LAST)) <
+            (int64_t)req->hot_ns)
         return false;
     return !req->fit || se->load.avg <= req->want - moved;
 }

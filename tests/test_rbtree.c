@@ -1,7 +1,8 @@
 /*
  * test_rbtree.c - src/rbtree.h on known inputs: seeded random insert and
  * erase sequences checked after every step against a sorted array (the
- * in-order walk, the cached leftmost, the count) and against the
+ * in-order walk, the cached leftmost and rightmost, the count) and
+ * against the
  * red-black invariants (black root, no red node with a red child, equal
  * black height on every path, consistent parent links), with and without
  * an augmented value (subtree minimum of a second key, as EEVDF keeps its
@@ -17,10 +18,10 @@
 
 struct item {
     struct mqs_rb_node rb;
-    int key;        /* tree order                                  */
-    int other;      /* second key, for the augmented subtree minimum */
-    int sub_min;    /* augmented: minimum `other` in the subtree     */
-    int serial;     /* insertion order, for FIFO among equal keys    */
+    int key;    /* tree order                                  */
+    int other;  /* second key, for the augmented subtree minimum
+                 * (kept in rb.aux, as the tree requires)         */
+    int serial; /* insertion order, for FIFO among equal keys    */
     bool in;
 };
 
@@ -36,15 +37,25 @@ static bool item_less(const struct mqs_rb_node *a, const struct mqs_rb_node *b)
 
 static bool item_aug(struct mqs_rb_node *n)
 {
-    struct item *it = item_of(n);
-    int m = it->other;
-    if (n->left && item_of(n->left)->sub_min < m)
-        m = item_of(n->left)->sub_min;
-    if (n->right && item_of(n->right)->sub_min < m)
-        m = item_of(n->right)->sub_min;
-    bool changed = it->sub_min != m;
-    it->sub_min = m;
+    uint64_t m = (uint64_t)item_of(n)->other;
+    if (n->left && n->left->aux < m)
+        m = n->left->aux;
+    if (n->right && n->right->aux < m)
+        m = n->right->aux;
+    bool changed = n->aux != m;
+    n->aux = m;
     return changed;
+}
+
+/* Insert with the plain search from the root, or from the rightmost up
+ * (mqs__rb_insert_last): the same place either way. */
+static void item_insert(struct mqs__rb_root *t, struct item *it, bool aug,
+                        bool from_last)
+{
+    if (from_last)
+        mqs__rb_insert_last(t, &it->rb, item_less, aug ? item_aug : NULL);
+    else
+        mqs__rb_insert(t, &it->rb, item_less, aug ? item_aug : NULL);
 }
 
 /* Black height of n's subtree, checking colours, links and (with aug)
@@ -64,7 +75,7 @@ static int check_node(const struct mqs_rb_node *n, bool aug)
     if (aug) {
         struct item probe = *item_of(n);
         item_aug(&probe.rb);
-        if (probe.sub_min != item_of(n)->sub_min)
+        if (probe.rb.aux != n->aux)
             return -1;
     }
     return l + (n->red ? 0 : 1);
@@ -93,6 +104,7 @@ static void check_tree(struct mqs__rb_root *t, struct item *items, bool aug)
     CHECK(!t->root || t->root->parent == NULL);
     CHECK_GE(check_node(t->root, aug), 1);
     CHECK(mqs__rb_first(t) == (n ? &want[0]->rb : NULL));
+    CHECK(mqs__rb_last(t) == (n ? &want[n - 1]->rb : NULL));
     unsigned i = 0;
     for (struct mqs_rb_node *p = mqs__rb_first(t); p; p = mqs__rb_next(p))
         CHECK(i < n && p == &want[i++]->rb);
@@ -116,9 +128,9 @@ static void random_ops(uint64_t seed, int steps, int key_range, bool aug)
         } else {
             it->key = (int)(rng_next(&s) % (uint64_t)key_range);
             it->other = (int)(rng_next(&s) % 100000);
-            it->sub_min = it->other;
+            it->rb.aux = (uint64_t)it->other;
             it->serial = serial++;
-            mqs__rb_insert(&t, &it->rb, item_less, aug ? item_aug : NULL);
+            item_insert(&t, it, aug, rng_next(&s) % 2);
             it->in = true;
         }
         check_tree(&t, items, aug);
@@ -131,6 +143,7 @@ TEST(rbtree_empty)
     mqs__rb_init(&t);
     CHECK(mqs__rb_empty(&t));
     CHECK(mqs__rb_first(&t) == NULL);
+    CHECK(mqs__rb_last(&t) == NULL);
     CHECK_EQ(t.n, 0);
 }
 
@@ -140,8 +153,8 @@ TEST(rbtree_ascending_and_descending_keys)
     struct mqs__rb_root t;
     mqs__rb_init(&t);
     for (int i = 0; i < NODES; i++) {
-        items[i] = (struct item){.key = i % 2 ? i : NODES * 2 - i,
-                                 .serial = i, .in = true};
+        items[i] = (struct item){
+            .key = i % 2 ? i : NODES * 2 - i, .serial = i, .in = true};
         mqs__rb_insert(&t, &items[i].rb, item_less, NULL);
     }
     check_tree(&t, items, false);
@@ -190,4 +203,66 @@ TEST(rbtree_random_augmented_subtree_min)
 {
     random_ops(3, 6000, 1000000, true);
     random_ops(4, 6000, 16, true);
+}
+
+/* The fair policies' yield pattern, which the cached rightmost serves:
+ * the first node leaves and comes back with a key at or past the last
+ * (round robin), now and then somewhere in between or at the front,
+ * erasing the last now and then; checked against the sorted array after
+ * every step. */
+static void yield_pattern(uint64_t seed, int nodes, bool aug)
+{
+    static struct item items[NODES];
+    struct mqs__rb_root t;
+    mqs__rb_init(&t);
+    uint64_t s = seed;
+    int serial = 0;
+    for (int i = 0; i < NODES; i++)
+        items[i] = (struct item){.key = 0};
+    for (int i = 0; i < nodes; i++) {
+        items[i] = (struct item){.key = i / 3,
+                                 .other = (int)(rng_next(&s) % 1000),
+                                 .serial = serial++,
+                                 .in = true};
+        items[i].rb.aux = (uint64_t)items[i].other;
+        mqs__rb_insert(&t, &items[i].rb, item_less, aug ? item_aug : NULL);
+    }
+    check_tree(&t, items, aug);
+    for (int step = 0; step < 4000; step++) {
+        uint64_t r = rng_next(&s) % 16;
+        struct item *it =
+            item_of(r == 0 ? mqs__rb_last(&t) : mqs__rb_first(&t));
+        mqs__rb_erase(&t, &it->rb, aug ? item_aug : NULL);
+        int last = t.rightmost ? item_of(mqs__rb_last(&t))->key : 0;
+        int first = t.leftmost ? item_of(mqs__rb_first(&t))->key : 0;
+        if (r < 10)
+            it->key = last + (int)(r % 3); /* at the end, often equal */
+        else if (r < 14)
+            it->key =
+                first + (int)(rng_next(&s) % (uint64_t)(last - first + 1));
+        else
+            it->key = first - 1; /* a new leftmost */
+        it->other = (int)(rng_next(&s) % 1000);
+        it->rb.aux = (uint64_t)it->other;
+        it->serial = serial++;
+        item_insert(&t, it, aug, r % 2);
+        check_tree(&t, items, aug);
+    }
+    while (t.root) { /* drain from both ends */
+        struct item *it =
+            item_of(t.n % 2 ? mqs__rb_last(&t) : mqs__rb_first(&t));
+        mqs__rb_erase(&t, &it->rb, aug ? item_aug : NULL);
+        it->in = false;
+        check_tree(&t, items, aug);
+    }
+}
+
+TEST(rbtree_cached_extremes_yield_pattern)
+{
+    for (int nodes = 1; nodes <= 5; nodes++)
+        yield_pattern((uint64_t)nodes, nodes, false);
+    yield_pattern(11, 16, false);
+    yield_pattern(12, 16, true);
+    yield_pattern(13, NODES, false);
+    yield_pattern(14, NODES, true);
 }

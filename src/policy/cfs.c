@@ -39,7 +39,11 @@
  * the yielder as skip buddy for one pick; with virtual time charged at
  * every switch, re-insertion is already fair, and it needs no state.)
  * The yield op does that without touching counts or the published
- * summary: one insert and one erase of the tree.
+ * summary, in one step: a yielder still before the leftmost runs on
+ * with no tree work; else the leftmost leaves and the yielder goes in,
+ * searched for from the rightmost up (mqs__rb_insert_last: a yielder
+ * charged for its run belongs in the back of the tree).
+ * test_policy_fair_yield checks it step by step against enqueue + pick.
  *
  * Realtime and idle-class tasks: src/fair.h, before and after the tree.
  *
@@ -203,8 +207,8 @@ static void cfs_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
 {
     struct cfs_rq *c = cfs(rq);
     uint64_t now = mqs_sched_clock();
-    if (mqs__fair_requeue(&c->f, se)) {
-        cfs_insert(c, se);
+    if (mqs__fair_requeue(&c->f, se)) { /* a yield */
+        mqs__fair_insert_last(&c->f.tree, se, NULL);
         mqs__fair_publish(rq);
         return;
     }
@@ -243,15 +247,22 @@ static void cfs_dequeue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     mqs__fair_publish(rq);
 }
 
-/* Run the leftmost: it leaves the tree (still in the load, as curr). */
+/* se, out of the tree, runs (it stays in the load, as curr). */
+static struct mqs_sched_entity *cfs_run(struct cfs_rq *c,
+                                        struct mqs_sched_entity *se)
+{
+    c->f.curr = se;
+    se->slice_ns = cfs_slice(c, se);
+    return se;
+}
+
+/* Run the leftmost: it leaves the tree. */
 static struct mqs_sched_entity *cfs_take_first(struct cfs_rq *c)
 {
     struct mqs_sched_entity *se = mqs__fair_se(mqs__rb_first(&c->f.tree));
     mqs__rb_erase(&c->f.tree, &se->rb, NULL);
-    c->f.curr = se;
     cfs_update_min(c, se);
-    se->slice_ns = cfs_slice(c, se);
-    return se;
+    return cfs_run(c, se);
 }
 
 static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
@@ -273,7 +284,11 @@ static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
 
 /* Yield fast path: no realtime task waits anywhere, se goes back into
  * the tree and the leftmost leaves it; the count and the published
- * summary are what they were. */
+ * summary are what they were.  Done as one step: when se is still
+ * before the leftmost it runs on without touching the tree, else the
+ * leftmost leaves before se goes in (the same order, a smaller tree to
+ * insert into).  min_vruntime needs no update: put_prev moved it to
+ * min(se, leftmost), which is the one that runs. */
 static struct mqs_sched_entity *cfs_yield(struct mqs_rq *rq,
                                           struct mqs_sched_entity *se)
 {
@@ -281,8 +296,12 @@ static struct mqs_sched_entity *cfs_yield(struct mqs_rq *rq,
     if (se->cls != MQS_CLASS_NORMAL || mqs__fair_rt_waiting(rq) ||
         !mqs__fair_requeue(&c->f, se))
         return NULL;
-    cfs_insert(c, se);
-    return cfs_take_first(c);
+    struct mqs_rb_node *first = mqs__rb_first(&c->f.tree);
+    if (!first || mqs__fair_before(se->key, first->key))
+        return cfs_run(c, se);
+    mqs__rb_erase(&c->f.tree, first, NULL);
+    mqs__fair_insert_last(&c->f.tree, se, NULL);
+    return cfs_run(c, mqs__fair_se(first));
 }
 
 static void cfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,

@@ -22,7 +22,10 @@
  * Eligible tasks are a prefix of the v order, so one descent finds the
  * answer in O(log n): at an eligible node, it and its whole left subtree
  * are candidates (the subtree's minimum deadline says whether to look
- * there), then go right; at an ineligible node go left.  V is kept as
+ * there), then go right; at an ineligible node go left.  Among equal
+ * deadlines the first in v order wins, so that the common case needs no
+ * descent: when the leftmost is eligible and holds the root's minimum
+ * deadline (a round of equal weights), it is the answer.  V is kept as
  * sum((v_i - v0) w_i) and sum(w_i) against a base v0 (min_vruntime), so
  * eligibility is one multiply and compare, no division.
  *
@@ -38,9 +41,12 @@
  * Yield (Linux's yield_task_fair under EEVDF): the deadline moves one
  * virtual slice later, so an eligible peer with an earlier deadline runs;
  * when the slice ran out in this very run (the deadline was just renewed)
- * it does not move twice.  Wake-up preemption: the woken task runs at
- * once when it is eligible and its deadline is earlier than the running
- * task's (what pick would choose).
+ * it does not move twice.  The yield op decides before the yielder goes
+ * back in, where the leftmost is the tree's pick (then it is the yielder
+ * or the leftmost, no descent; the yielder runs on without tree work).
+ * Wake-up preemption: the woken task runs at once when it is eligible
+ * and its deadline is earlier than the running task's (what pick would
+ * choose).
  *
  * Balancing, steal-time accounting, realtime and idle classes: src/fair.h,
  * shared with cfs.
@@ -201,7 +207,7 @@ static void eevdf_settle(struct eevdf_rq *r, uint64_t now)
     if (!se)
         return;
     eevdf_save_lag(r, se);
-    eevdf_avg_sub(r, se, (int64_t)se->p[MQS__FAIR_P_W]);
+    eevdf_avg_sub(r, se, (int64_t)mqs__fair_slot(se, MQS__FAIR_P_W));
     mqs__fair_settle(&r->f, now);
 }
 
@@ -223,14 +229,25 @@ static void eevdf_insert(struct eevdf_rq *r, struct mqs_sched_entity *se)
     mqs__fair_insert(&r->f.tree, se, eevdf_aug);
 }
 
+/* A yielder goes back (its place is likely near the end). */
+static void eevdf_insert_last(struct eevdf_rq *r, struct mqs_sched_entity *se)
+{
+    mqs__fair_insert_last(&r->f.tree, se, eevdf_aug);
+}
+
 /* A yielding task starts a new request from where it is, unless its
  * deadline is already further. */
-static void eevdf_requeue(struct eevdf_rq *r, struct mqs_sched_entity *se)
+static void eevdf_new_request(struct eevdf_rq *r, struct mqs_sched_entity *se)
 {
     uint64_t dl = se->key + eevdf_vslice(r, se);
     if (mqs__fair_before(se->p[EEVDF_DL], dl))
         se->p[EEVDF_DL] = dl;
-    eevdf_insert(r, se);
+}
+
+static void eevdf_requeue(struct eevdf_rq *r, struct mqs_sched_entity *se)
+{
+    eevdf_new_request(r, se);
+    eevdf_insert_last(r, se);
 }
 
 static void eevdf_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -263,7 +280,7 @@ static void eevdf_unlink(struct mqs_rq *rq, struct mqs_sched_entity *se,
     struct eevdf_rq *r = eevdf(rq);
     mqs__rb_erase(&r->f.tree, &se->rb, eevdf_aug);
     eevdf_save_lag(r, se);
-    eevdf_avg_sub(r, se, (int64_t)se->p[MQS__FAIR_P_W]);
+    eevdf_avg_sub(r, se, (int64_t)mqs__fair_slot(se, MQS__FAIR_P_W));
     mqs__fair_load_leave(&r->f, se, now);
 }
 
@@ -283,27 +300,34 @@ static void eevdf_dequeue(struct mqs_rq *rq, struct mqs_sched_entity *se,
 
 /* ----- pick ----- */
 
-/* The node of subtree n whose deadline is n's subtree minimum. */
+/* The first node in order of subtree n among those whose deadline is
+ * n's subtree minimum. */
 static struct mqs_sched_entity *eevdf_find_dl(struct mqs_rb_node *n)
 {
     uint64_t dl = n->aux;
     for (;;) {
+        if (n->left && n->left->aux == dl) {
+            n = n->left;
+            continue;
+        }
         struct mqs_sched_entity *se = mqs__fair_se(n);
         if (se->p[EEVDF_DL] == dl)
             return se;
-        if (n->left && n->left->aux == dl)
-            n = n->left;
-        else
-            n = n->right;
+        n = n->right;
     }
 }
 
-/* The eligible task with the earliest deadline (the leftmost if rounding
- * left none eligible). */
-static struct mqs_sched_entity *eevdf_best(const struct eevdf_rq *r)
+/* eevdf_best's descent.  At an eligible node, its left subtree and then
+ * the node itself are candidates, in that order and after every
+ * candidate met above (where the descent went right); a candidate
+ * replaces the best so far only with a strictly earlier deadline, so
+ * the first in order wins a tie. */
+static struct mqs_sched_entity *eevdf_descend(const struct eevdf_rq *r,
+                                              struct mqs_sched_entity *first)
 {
     struct mqs_rb_node *n = r->f.tree.root, *sub = NULL;
     struct mqs_sched_entity *best = NULL;
+    bool found = false;
     uint64_t dl = 0;
     while (n) {
         struct mqs_sched_entity *se = mqs__fair_se(n);
@@ -311,31 +335,50 @@ static struct mqs_sched_entity *eevdf_best(const struct eevdf_rq *r)
             n = n->left;
             continue;
         }
-        if ((!best && !sub) || mqs__fair_before(se->p[EEVDF_DL], dl)) {
-            best = se;
-            sub = NULL;
-            dl = se->p[EEVDF_DL];
-        }
-        if (n->left && mqs__fair_before(n->left->aux, dl)) {
+        if (n->left && (!found || mqs__fair_before(n->left->aux, dl))) {
             sub = n->left;
             best = NULL;
             dl = sub->aux;
+            found = true;
+        }
+        if (!found || mqs__fair_before(se->p[EEVDF_DL], dl)) {
+            best = se;
+            sub = NULL;
+            dl = se->p[EEVDF_DL];
+            found = true;
         }
         n = n->right;
     }
     if (sub)
         return eevdf_find_dl(sub);
-    return best ? best : mqs__fair_se(mqs__rb_first(&r->f.tree));
+    return best ? best : first;
 }
 
-/* Run se (it leaves the tree; it stays in V and the load as curr) for
- * the real time left to its deadline. */
-static struct mqs_sched_entity *eevdf_run(struct eevdf_rq *r,
-                                          struct mqs_sched_entity *se)
+/* Is the tree's first task its pick: eligible, and its deadline the
+ * minimum of all (the root's aux)?  The common case (a round of equal
+ * weights): then no descent is needed. */
+static bool eevdf_first_wins(const struct eevdf_rq *r,
+                             const struct mqs_sched_entity *first)
 {
-    mqs__rb_erase(&r->f.tree, &se->rb, eevdf_aug);
+    return first->p[EEVDF_DL] == r->f.tree.root->aux &&
+           eevdf_eligible(r, first);
+}
+
+/* The eligible task with the earliest deadline, the first in v order
+ * among equal deadlines (the leftmost if rounding left none eligible).
+ * The tree is not empty. */
+static struct mqs_sched_entity *eevdf_best(const struct eevdf_rq *r)
+{
+    struct mqs_sched_entity *first = mqs__fair_se(mqs__rb_first(&r->f.tree));
+    return eevdf_first_wins(r, first) ? first : eevdf_descend(r, first);
+}
+
+/* se, out of the tree, runs (it stays in V and the load as curr) for
+ * the real time left to its deadline. */
+static struct mqs_sched_entity *eevdf_start(struct eevdf_rq *r,
+                                            struct mqs_sched_entity *se)
+{
     r->f.curr = se;
-    eevdf_update_min(r, se);
     int64_t left = (int64_t)(se->p[EEVDF_DL] - se->key);
     if (left <= 0) {
         se->p[EEVDF_DL] = se->key + eevdf_vslice(r, se);
@@ -343,6 +386,15 @@ static struct mqs_sched_entity *eevdf_run(struct eevdf_rq *r,
     }
     se->slice_ns = (int64_t)(((unsigned __int128)left * se->weight) >> 10);
     return se;
+}
+
+/* Run se, which leaves the tree. */
+static struct mqs_sched_entity *eevdf_run(struct eevdf_rq *r,
+                                          struct mqs_sched_entity *se)
+{
+    mqs__rb_erase(&r->f.tree, &se->rb, eevdf_aug);
+    eevdf_update_min(r, se);
+    return eevdf_start(r, se);
 }
 
 static struct mqs_sched_entity *eevdf_pick(struct mqs_rq *rq)
@@ -362,7 +414,25 @@ static struct mqs_sched_entity *eevdf_pick(struct mqs_rq *rq)
     return mqs__fair_pick_idle(rq);
 }
 
-/* Yield fast path: as cfs's, with the deadline moved on. */
+/* Does se, not in the tree, win against the tree's pick `first` (see
+ * eevdf_first_wins)?  Eligible with an earlier deadline, or the same
+ * one and a place before it (a smaller v: equal ones go after). */
+static bool eevdf_beats(const struct eevdf_rq *r,
+                        const struct mqs_sched_entity *se,
+                        const struct mqs_sched_entity *first)
+{
+    if (!eevdf_eligible(r, se))
+        return false;
+    return mqs__fair_before(se->p[EEVDF_DL], first->p[EEVDF_DL]) ||
+           (se->p[EEVDF_DL] == first->p[EEVDF_DL] &&
+            mqs__fair_before(se->key, first->key));
+}
+
+/* Yield fast path: as cfs's, with the deadline moved on, and the choice
+ * made before se goes in where the tree's first task is its pick (V is
+ * the same either way: se counts in it as the stopped task).  No
+ * min_vruntime update: put_prev moved it to min(se, leftmost), and
+ * those are still all there is, whichever runs. */
 static struct mqs_sched_entity *eevdf_yield(struct mqs_rq *rq,
                                             struct mqs_sched_entity *se)
 {
@@ -370,8 +440,20 @@ static struct mqs_sched_entity *eevdf_yield(struct mqs_rq *rq,
     if (se->cls != MQS_CLASS_NORMAL || mqs__fair_rt_waiting(rq) ||
         !mqs__fair_requeue(&r->f, se))
         return NULL;
-    eevdf_requeue(r, se);
-    return eevdf_run(r, eevdf_best(r));
+    eevdf_new_request(r, se);
+    struct mqs_rb_node *n = mqs__rb_first(&r->f.tree);
+    struct mqs_sched_entity *first = n ? mqs__fair_se(n) : NULL;
+    if (!first || (eevdf_first_wins(r, first) && eevdf_beats(r, se, first)))
+        return eevdf_start(r, se);
+    if (eevdf_first_wins(r, first)) {
+        mqs__rb_erase(&r->f.tree, n, eevdf_aug);
+        eevdf_insert_last(r, se);
+        return eevdf_start(r, first);
+    }
+    eevdf_insert_last(r, se);
+    se = eevdf_descend(r, mqs__fair_se(mqs__rb_first(&r->f.tree)));
+    mqs__rb_erase(&r->f.tree, &se->rb, eevdf_aug);
+    return eevdf_start(r, se);
 }
 
 static void eevdf_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -386,7 +468,7 @@ static void eevdf_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     uint64_t cpu = mqs__fair_charge(&r->f.steal, now, ran, r->tun->steal_check_ns);
     uint64_t dv = mqs__fair_vtime(cpu, se->weight);
     se->key += dv;
-    r->avg_sum += (int64_t)dv * (int64_t)se->p[MQS__FAIR_P_W];
+    r->avg_sum += (int64_t)dv * (int64_t)mqs__fair_slot(se, MQS__FAIR_P_W);
     se->slice_ns -= (int64_t)cpu;
     if (!mqs__fair_before(se->key, se->p[EEVDF_DL]))
         se->p[EEVDF_DL] = se->key + eevdf_vslice(r, se);

@@ -1,0 +1,127 @@
+/*
+ * test_policy_fair_yield.c - the yield fast paths of cfs and eevdf (their
+ * `yield` op, which makes the choice in one step and skips the tree
+ * where it can) against the slow path the op stands for: enqueue(YIELD)
+ * then pick.  Two runs from the same seed, on exact queue states
+ * (tests/policy_harness.h), one through h_yield and one through h_stop +
+ * h_pick, must run the same task at every step with the same virtual
+ * runtime, slice and (eevdf) deadline.  Runs are drawn from a few fixed
+ * lengths and tasks start together, so that equal keys and equal
+ * deadlines (the tie rules) come up often; mixed nice levels make the
+ * yielder now the leftmost, now not; some tasks block and wake.
+ */
+#include "check.h"
+#include "helpers.h"
+#include "policy_harness.h"
+
+#define FY_TASKS 10
+#define FY_STEPS 6000
+
+struct fy_step {
+    int task;
+    uint64_t key, dl;
+    int64_t slice;
+};
+
+struct fy_run {
+    struct fy_step step[FY_STEPS];
+    int kept;  /* yields after which the yielder ran on */
+    int other; /* yields that ran another task          */
+};
+
+static int fy_index(struct mqs_sched_entity **se, struct mqs_sched_entity *x)
+{
+    for (int k = 0; k < FY_TASKS; k++)
+        if (se[k] == x)
+            return k;
+    CHECK__FAIL("picked a task that is not the test's");
+    return -1;
+}
+
+/* A yield of cur after ns of running, fast (the op) or slow. */
+static struct mqs_sched_entity *fy_yield(struct harness *h,
+                                         struct mqs_sched_entity *cur,
+                                         uint64_t ns, bool fast)
+{
+    if (fast)
+        return h_yield(h, 0, cur, ns);
+    h_stop(h, 0, cur, ns, true);
+    return h_pick(h, 0);
+}
+
+static void fy_trace(const char *spec, uint64_t seed, bool fast,
+                     struct fy_run *out)
+{
+    static const uint64_t runs[] = {100, 1000, 1000, 1000, 50000, 3000000};
+    struct harness h;
+    struct mqs_sched_entity *se[FY_TASKS], *asleep[FY_TASKS];
+    int ns = 0;
+    uint64_t s = seed;
+    h_init(&h, spec, 1);
+    for (int k = 0; k < FY_TASKS; k++) {
+        se[k] =
+            h_task(&h, k, MQS_CLASS_NORMAL, (int)(rng_next(&s) % 3) * 5 - 5);
+        h_enqueue(&h, 0, se[k], MQS_ENQ_NEW);
+    }
+    struct mqs_sched_entity *cur = h_pick(&h, 0);
+    for (int i = 0; i < FY_STEPS; i++) {
+        uint64_t r = rng_next(&s), ran = runs[r % 6];
+        if (ns && (r >> 8) % 8 == 0) { /* a sleeper wakes; cur runs on */
+            int j = (int)((r >> 16) % (uint64_t)ns);
+            h_enqueue(&h, 0, asleep[j], MQS_ENQ_WAKEUP);
+            asleep[j] = asleep[--ns];
+        }
+        struct mqs_sched_entity *next;
+        if (ns < FY_TASKS - 1 && (r >> 24) % 10 == 0) { /* cur blocks */
+            h_stop(&h, 0, cur, ran, false);
+            asleep[ns++] = cur;
+            next = h_pick(&h, 0);
+        } else {
+            next = fy_yield(&h, cur, ran, fast);
+            if (next == cur)
+                out->kept++;
+            else
+                out->other++;
+        }
+        CHECK(next != NULL);
+        out->step[i] = (struct fy_step){fy_index(se, next), next->key,
+                                        next->p[0], next->slice_ns};
+        cur = next;
+    }
+    h_destroy(&h);
+}
+
+static void fy_compare(const char *spec, uint64_t seed)
+{
+    static struct fy_run fast, slow;
+    memset(&fast, 0, sizeof fast);
+    memset(&slow, 0, sizeof slow);
+    fy_trace(spec, seed, true, &fast);
+    fy_trace(spec, seed, false, &slow);
+    int diverged = -1;
+    for (int i = 0; i < FY_STEPS && diverged < 0; i++) {
+        const struct fy_step *a = &fast.step[i], *b = &slow.step[i];
+        if (a->task != b->task || a->key != b->key || a->dl != b->dl ||
+            a->slice != b->slice)
+            diverged = i;
+    }
+    fprintf(stderr,
+            "  %s seed %llu: %d yields ran on, %d switched; "
+            "first difference at step %d\n",
+            spec, (unsigned long long)seed, fast.kept, fast.other, diverged);
+    CHECK_EQ(diverged, -1);
+    CHECK_GT(fast.kept, 50);    /* the yielder-stays-first path ran */
+    CHECK_GT(fast.other, 1000); /* and the switching one */
+}
+
+TEST(cfs_yield_fast_path_matches_enqueue_and_pick)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        fy_compare("cfs:steal_check_ns=0", seed);
+}
+
+TEST(eevdf_yield_fast_path_matches_enqueue_and_pick)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        fy_compare("eevdf:steal_check_ns=0", seed);
+}
