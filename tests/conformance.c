@@ -995,7 +995,7 @@ TEST(no_starvation_with_work_two_workers)
 
 struct pairrun {
     mqs_sem_t p, q;
-    atomic_int go, stop;
+    atomic_int go, stop, holding;
     long limit, events, count[PAIR_YIELDERS], pair_count;
     int stopper;   /* who made the event that set stop */
     bool hold_q;   /* q lets p run between its post and its stop decision */
@@ -1096,16 +1096,33 @@ static void pair_join(mqs_task_t *q, mqs_task_t *p)
     join(p);
 }
 
+/* Holds the one worker until every task of the case is queued: they all
+ * start from the same history (new, never run).  Without it the first
+ * ones ran while the rest were being spawned, and ULE, which places by
+ * sleep and run history, then kept the late ones on its next queue for a
+ * whole slice: some yielders got no event in the window. */
+static void *pair_holder(void *arg)
+{
+    (void)arg;
+    atomic_store(&pr.holding, 1);
+    while (!atomic_load(&pr.go))
+        ; /* no scheduling point: nothing else runs until go */
+    return NULL;
+}
+
 TEST(no_starvation_against_wakeup_pair)
 {
     mqs_runtime_t *rt = rt_new_policy(1);
     pair_setup(PAIR_EVENTS, false);
+    mqs_task_t *hold = spawn(rt, pair_holder, NULL);
+    wait_count(&pr.holding, 1);
     mqs_task_t *t[PAIR_YIELDERS + 2];
     t[0] = spawn(rt, pair_q, NULL);
     t[1] = spawn(rt, pair_p, NULL);
     for (int i = 0; i < PAIR_YIELDERS; i++)
         t[i + 2] = spawn(rt, pair_yielder, (void *)(intptr_t)i);
     atomic_store(&pr.go, 1);
+    join(hold);
     pair_join(t[0], t[1]);
     for (int i = 2; i < PAIR_YIELDERS + 2; i++)
         join(t[i]);
