@@ -6,13 +6,12 @@
  *
  * Figures without the machine are not results, so every field is filled
  * with something, "unknown" when the system does not say.  The commit is
- * read at run time with git, in the working directory, and only when that
- * is an mqs checkout (include/mqs.h at its top); "+dirty" when tracked
- * files differ from it.  A commit baked in at configure time was
- * rejected: it goes stale on every commit without a re-run of CMake, and
- * a stale commit is worse than none.  The report says which directory
- * the commit was read in, since it may not be the one the binary was
- * built from.
+ * the one mqs-bench was built from (MQS_BUILD_COMMIT, written at every
+ * build by cmake/build_id.cmake, "+dirty" when tracked files differed
+ * from it).  Rejected: reading git in the working directory at run time
+ * (it named whatever checkout the user stood in, not the binary's
+ * source) and a commit baked in at configure time (stale after the next
+ * commit without a re-run of CMake).
  */
 #include "report.h"
 
@@ -89,38 +88,18 @@ static void rmach_compiler(report_machine_t *m)
 #endif
 }
 
-/* First line of a shell command's output, or "" (git is optional). */
-static void rmach_first_line(const char *cmd, char *out, size_t n)
-{
-    out[0] = '\0';
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return;
-    if (fgets(out, (int)n, p))
-        out[strcspn(out, "\n")] = '\0';
-    while (fgetc(p) != EOF) /* let it finish writing */
-        ;
-    pclose(p);
-}
+#if defined(__has_include)
+#if __has_include("mqs_build_id.h")
+#include "mqs_build_id.h"
+#endif
+#endif
+#ifndef MQS_BUILD_COMMIT
+#define MQS_BUILD_COMMIT "unknown"
+#endif
 
 static void rmach_commit(report_machine_t *m)
 {
-    char top[4096], path[4200], sha[64], dirty[8];
-    rmach_first_line("git rev-parse --show-toplevel 2>/dev/null", top,
-                     sizeof top);
-    snprintf(path, sizeof path, "%s/include/mqs.h", top);
-    if (!top[0] || access(path, R_OK) != 0) {
-        snprintf(m->commit, sizeof m->commit,
-                 "unknown (the working directory is not an mqs checkout)");
-        return;
-    }
-    rmach_first_line("git rev-parse --short=12 HEAD 2>/dev/null", sha,
-                     sizeof sha);
-    rmach_first_line("git status --porcelain --untracked-files=no "
-                     "2>/dev/null | head -c 1",
-                     dirty, sizeof dirty);
-    snprintf(m->commit, sizeof m->commit, "%s%s (of %.60s)",
-             sha[0] ? sha : "unknown", dirty[0] ? "+dirty" : "", top);
+    snprintf(m->commit, sizeof m->commit, "%s", MQS_BUILD_COMMIT);
 }
 
 void report_machine_describe(report_machine_t *m)
