@@ -1,8 +1,9 @@
 /*
  * test_mq_wake.c - mq's bounded sleeper credit (`wake_head`): a normal
  * task woken with slice left runs at its worker's next scheduling point,
- * ahead of the yielders of its level; with wake_head=0 it queues behind
- * them (the O(1) arrays' plain FIFO).  One worker, so the order is exact.
+ * ahead of the yielders of its level, if it slept at least wake_sleep_ns;
+ * with wake_head=0, or after a shorter sleep, it queues behind them (the
+ * O(1) arrays' plain FIFO).  One worker, so the order is exact.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -102,8 +103,21 @@ static int sleeper_next_after_post(const char *policy)
 
 TEST(woken_task_runs_before_yielders_of_its_level)
 {
-    /* Slices of 1 s: no task's slice ends within the case. */
-    CHECK_EQ(sleeper_next_after_post("mq:slice_ns=1000000000"), ROUNDS);
+    /* Slices of 1 s: no task's slice ends within the case; the sleeper
+     * sleeps microseconds, so the sleep bound is set to 0 here. */
+    CHECK_EQ(sleeper_next_after_post("mq:slice_ns=1000000000,"
+                                     "wake_sleep_ns=0"),
+             ROUNDS);
+}
+
+TEST(a_short_sleep_earns_no_credit)
+{
+    /* a bound of 1 s, far above any of the case's sleeps (a host
+     * preemption can stretch one past the default 50 us): the woken task
+     * queues behind the yielders */
+    CHECK_EQ(sleeper_next_after_post("mq:slice_ns=1000000000,"
+                                     "wake_sleep_ns=1000000000"),
+             0);
 }
 
 TEST(wake_head_0_queues_the_woken_task_behind_them)

@@ -54,6 +54,8 @@
 _Static_assert(WORDS == 3, "priority maps are three words");
 #define STEAL_MAX 16
 #define MQ_YIELD_MAX_NS 1000 /* cap of the yield baseline (charge) */
+#define MQ_SPENT 1 /* se->p[MQ_SPENT]: taken out of an expired array */
+#define MQ_STOPPED 2 /* se->p[MQ_STOPPED]: when its last run ended */
 
 struct mq_tunables {
     int64_t slice_ns;
@@ -63,6 +65,7 @@ struct mq_tunables {
     int64_t balance_ns;
     int64_t starve_ns;
     int64_t wake_head;
+    int64_t wake_sleep_ns;
 };
 
 
@@ -100,6 +103,9 @@ static const struct mqs_tunable mq_tunables[] = {
      "expired tasks waiting longer than this stop new ones jumping ahead"},
     {"wake_head", 0, 1, 1, offsetof(struct mq_tunables, wake_head),
      "1: a woken normal task with slice left goes first in its level"},
+    {"wake_sleep_ns", 0, 10000000000, 50000,
+     offsetof(struct mq_tunables, wake_sleep_ns),
+     "how long it must have slept for that (not a ping-pong's microseconds)"},
     {NULL, 0, 0, 0, 0, NULL},
 };
 
@@ -197,9 +203,16 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     else if (se->cls == MQS_CLASS_FIFO)
         head = (flags & MQS_ENQ_PREEMPTED) != 0;
     else if (se->cls == MQS_CLASS_NORMAL) {
-        bool credit = se->slice_ns > 0; /* slept with slice left */
-        expire = se->slice_ns <= 0 && (flags & (MQS_ENQ_YIELD |
-                                                MQS_ENQ_PREEMPTED));
+        /* slept a while (not a ping-pong's hand-off) with slice left */
+        bool credit = se->slice_ns > 0 && (flags & MQS_ENQ_WAKEUP) &&
+                      mqs_sched_clock() - (uint64_t)se->p[MQ_STOPPED] >=
+                          (uint64_t)m->tun->wake_sleep_ns;
+        /* One moved here out of an expired array has had its turn this
+         * round: it waits for the next, as at home, not runs twice. */
+        expire = (se->slice_ns <= 0 &&
+                  (flags & (MQS_ENQ_YIELD | MQS_ENQ_PREEMPTED))) ||
+                 ((flags & MQS_ENQ_MIGRATED) && se->p[MQ_SPENT]);
+        se->p[MQ_SPENT] = 0;
         if (se->slice_ns <= 0)
             se->slice_ns = normal_slice(m->tun, se->weight, m->nr + 1);
         /* Starving expired tasks: everything queued goes behind them,
@@ -217,7 +230,10 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
         /* Bounded sleeper credit: a task that slept used no CPU, so it
          * runs at the next scheduling point, ahead of the yielders and
          * hogs of its level, with what is left of its slice; a task
-         * that keeps waking spends its slice so and expires like any. */
+         * that keeps waking spends its slice so and expires like any.
+         * Only after wake_sleep_ns asleep: two tasks that wake each other
+         * sleep microseconds, and with the credit they held the worker
+         * against its yielders for a slice each round. */
         head = !expire && credit && m->tun->wake_head &&
                (flags & MQS_ENQ_WAKEUP);
     }
@@ -245,7 +261,8 @@ struct take_req {
     int dest;         /* worker they go to */
 };
 
-static int take_from(struct mqs__prio_array *a, const struct take_req *req,
+static int take_from(struct mqs__prio_array *a, bool spent,
+                     const struct take_req *req,
                      struct mqs_sched_entity **out, int n, int max)
 {
     for (unsigned lvl = array_best(a); lvl < req->below && n < max;
@@ -260,6 +277,7 @@ static int take_from(struct mqs__prio_array *a, const struct take_req *req,
             if (!mqs__se_allowed(se, req->dest) || !mqs_se_movable(se))
                 continue;
             array_del(a, se);
+            se->p[MQ_SPENT] = spent;
             out[n++] = se;
         }
     }
@@ -270,8 +288,8 @@ static int mq_take(struct mqs_rq *victim, void *arg,
                    struct mqs_sched_entity **out, int max)
 {
     struct mq_rq *m = state(victim);
-    int n = take_from(m->active, arg, out, 0, max);
-    n = take_from(m->expired, arg, out, n, max);
+    int n = take_from(m->active, false, arg, out, 0, max);
+    n = take_from(m->expired, true, arg, out, n, max);
     m->nr -= (unsigned)n;
     publish(victim);
     return n;
@@ -435,6 +453,7 @@ static void mq_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
 {
     struct mq_rq *m = state(rq);
     m->now = se->exec_start_ns + ran_ns; /* for mq_yield's starvation test */
+    se->p[MQ_STOPPED] = (int64_t)m->now;
     if (se->cls == MQS_CLASS_FIFO)
         return;
     if (se->cls != MQS_CLASS_NORMAL) {
@@ -521,4 +540,6 @@ const struct mqs_policy mqs_policy_mq = {
 #undef LEVELS
 #undef WORDS
 #undef STEAL_MAX
+#undef MQ_SPENT
+#undef MQ_STOPPED
 #undef MQ_YIELD_MAX_NS

@@ -1,0 +1,39 @@
+/*
+ * test_policy_mq.c - mq's ops on the policy harness (virtual clock):
+ * balancing keeps the O(1) round intact, so a task taken out of an
+ * expired array waits for the next round on its new worker too.
+ */
+#include "check.h"
+#include "internal.h"
+#include "policy_harness.h"
+
+#define US 1000ull
+
+/* A task pulled out of an expired array has had its turn this round: it
+ * waits behind the tasks that have not, on its new worker too (it used
+ * to get a fresh slice in the active array and run twice in the round). */
+TEST(a_task_moved_from_an_expired_array_stays_expired)
+{
+    struct harness h;
+    h_init(&h, "mq:slice_ns=10000", 2);
+    struct mqs_sched_entity *a = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    struct mqs_sched_entity *b = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
+    h_enqueue(&h, 1, a, MQS_ENQ_NEW);
+    h_enqueue(&h, 1, b, MQS_ENQ_NEW);
+    for (int i = 0; i < 2; i++) { /* both spend their slice: expired */
+        struct mqs_sched_entity *se = h_pick(&h, 1);
+        CHECK(se != NULL);
+        h_stop(&h, 1, se, 20 * US, true);
+        atomic_store(&h_of(se)->on_cpu, 0);
+    }
+    h_set_now(&h, h.now + 10000 * US);
+    CHECK_EQ(h.pol->balance(h_rq(&h, 0), MQS_BALANCE_PERIODIC), 1);
+    struct mqs_sched_entity *moved =
+        atomic_load(&h_of(a)->queued_on) == 0 ? a : b;
+    CHECK_EQ(atomic_load(&h_of(moved)->queued_on), 0);
+    struct mqs_sched_entity *fresh = h_task(&h, 2, MQS_CLASS_NORMAL, 0);
+    h_enqueue(&h, 0, fresh, MQS_ENQ_NEW);
+    CHECK(h_pick(&h, 0) == fresh);
+    CHECK(h_pick(&h, 0) == moved);
+    h_destroy(&h);
+}
