@@ -510,6 +510,12 @@ int mqs_rq_steal(struct mqs_rq *rq, struct mqs_rq *victim, int why,
     return n;
 }
 
+int mqs_rq_empty_pull_kind(const struct mqs_rq *rq)
+{
+    return rq->rt->workers[rq->worker]->curr ? MQS_BALANCE_NEWIDLE
+                                             : MQS_BALANCE_IDLE;
+}
+
 void mqs_rq_add_stolen(struct mqs_rq *rq, struct mqs_sched_entity *se)
 {
     struct mqs_task *t = mqs_se_entry(se, struct mqs_task, se);

@@ -37,3 +37,23 @@ TEST(a_task_moved_from_an_expired_array_stays_expired)
     CHECK(h_pick(&h, 0) == moved);
     h_destroy(&h);
 }
+
+/* An empty worker's pick that takes a remote task is an idle steal (from
+ * its idle loop) or a newly-idle one (in a task's scheduling point), not
+ * a priority pull: mqs-bench mixed reads them apart. */
+TEST(an_empty_workers_pull_counts_as_idle_or_newly_idle)
+{
+    struct harness h;
+    h_init(&h, "mq", 2);
+    for (int k = 0; k < 3; k++)
+        h_enqueue(&h, 1, h_task(&h, k, MQS_CLASS_NORMAL, 0), MQS_ENQ_NEW);
+    h.w[0]->curr = NULL; /* the idle loop */
+    CHECK(h_pick(&h, 0) != NULL);
+    CHECK_EQ(atomic_load(&h.w[0]->stats.pulls_idle), 1);
+    h.w[0]->curr = h.t[0]; /* a task's scheduling point (it blocked) */
+    CHECK(h_pick(&h, 0) != NULL);
+    CHECK_EQ(atomic_load(&h.w[0]->stats.pulls_newidle), 1);
+    CHECK_EQ(atomic_load(&h.w[0]->stats.pulls_priority), 0);
+    h.w[0]->curr = NULL;
+    h_destroy(&h);
+}

@@ -329,6 +329,11 @@ bool mqs_se_movable(const struct mqs_sched_entity *se);
  * kind why (or MQS_PULL_PRIORITY).  The caller enqueues or runs them.
  */
 #define MQS_PULL_PRIORITY 3
+/* The kind of pull a pick on rq's own worker makes when rq is empty:
+ * MQS_BALANCE_NEWIDLE inside a task's scheduling point (its task just
+ * blocked or ended), MQS_BALANCE_IDLE from the worker's idle loop.  Only
+ * meaningful for the owner, in pick. */
+int mqs_rq_empty_pull_kind(const struct mqs_rq *rq);
 int mqs_rq_steal(struct mqs_rq *rq, struct mqs_rq *victim, int why,
                  int (*take)(struct mqs_rq *victim, void *arg,
                              struct mqs_sched_entity **out, int max),

@@ -307,12 +307,16 @@ static struct mqs_sched_entity *pull_urgent(struct mqs_rq *rq, unsigned local)
     unsigned below = hint < MQS_PRIO_NORMAL_MIN ? local : local - boost;
     int self = mqs_rq_worker(rq), n = mqs_nr_workers(rt);
     struct take_req req = {below, self};
+    /* With nothing local any remote task beats the empty queue: that is
+     * an idle or newly-idle steal, and counted as one. */
+    int why = local == MQS_PRIO_NONE ? mqs_rq_empty_pull_kind(rq)
+                                     : MQS_PULL_PRIORITY;
     for (int i = 1; i < n; i++) {
         struct mqs_rq *v = mqs_rq_of(rt, (self + i) % n);
         if (mqs_rq_best_prio(v) >= below)
             continue;
         struct mqs_sched_entity *se;
-        if (mqs_rq_steal(rq, v, MQS_PULL_PRIORITY, mq_take, &req, &se, 1))
+        if (mqs_rq_steal(rq, v, why, mq_take, &req, &se, 1))
             return se;
     }
     return NULL;
