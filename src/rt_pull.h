@@ -1,8 +1,9 @@
 /*
- * rt_pull.h - the realtime pull of the priority-array policies (o1, ule):
- * before a worker runs a task, it takes a more urgent realtime task that
- * waits on another worker and may run here (DESIGN.md invariant 2), and
- * a yield leaves its fast path while the runtime-wide hint shows one.
+ * rt_pull.h - the realtime pull of the priority-array policies (o1, ule,
+ * and ws's realtime side): before a worker runs a task, it takes a more
+ * urgent realtime task that waits on another worker and may run here
+ * (DESIGN.md invariant 2), and a yield leaves its fast path while the
+ * runtime-wide hint shows one.
  * Also the take and the victim search that the pull shares with those
  * policies' balancers (a balancer pulls too, by load).
  *

@@ -39,6 +39,7 @@
 #include "../internal.h"
 #include "../list.h"
 #include "../prio_array.h"
+#include "../rt_pull.h"
 #include "mqs/policy.h"
 
 #define WS_BATCH 64                       /* most tasks moved at once */
@@ -293,23 +294,10 @@ static int ws_take_fifo(struct ws_rq *m, int dest,
 static int ws_take_array(struct ws_rq *m, const struct ws_take_req *req,
                          struct mqs_sched_entity **out, int max)
 {
-    int n = 0;
-    for (unsigned lvl = mqs__parr_best(&m->special); lvl < req->below && n < max;
-         lvl = mqs__parr_next(&m->special, lvl + 1)) {
-        struct mqs_list *pos, *tmp;
-        mqs__list_for_each_safe(pos, tmp, &m->special.q[lvl])
-        {
-            struct mqs_sched_entity *se =
-                mqs_se_entry(pos, struct mqs_sched_entity, node);
-            if (n == max)
-                break;
-            if (!ws_can_take(se, req->dest))
-                continue;
-            mqs__parr_del(&m->special, se, lvl);
-            se->p[0] = WS_NONE;
-            out[n++] = se;
-        }
-    }
+    struct mqs__rt_pull_req r = {req->below, req->dest, UINT64_MAX, false};
+    int n = mqs__rt_pull_take(&m->special, &r, out, 0, max);
+    for (int i = 0; i < n; i++)
+        out[i]->p[0] = WS_NONE;
     return n;
 }
 
@@ -425,27 +413,22 @@ static int ws_steal(struct mqs_rq *rq, int why)
 
 /* ----- pick ----- */
 
+/* rt_pull.h's take request, as a ws take of the priority array. */
+static int ws_take_rt(struct mqs_rq *victim, void *arg,
+                      struct mqs_sched_entity **out, int max)
+{
+    const struct mqs__rt_pull_req *r = arg;
+    struct ws_take_req req = {WS_TAKE_ARRAY, r->dest, r->below};
+    return ws_take(victim, &req, out, max);
+}
+
 /* An RT task queued elsewhere more urgent than anything here? */
 static struct mqs_sched_entity *ws_pull_rt(struct mqs_rq *rq, struct ws_rq *m)
 {
-    mqs_runtime_t *rt = mqs_rq_runtime(rq);
     unsigned local = mqs__parr_best(&m->special);
     if (ws_nnormal(m) && local > WS_NORMAL_LVL)
         local = WS_NORMAL_LVL;
-    unsigned hint = mqs__best_prio_anywhere(rt);
-    if (hint >= MQS_PRIO_NORMAL_MIN || hint >= local)
-        return NULL;
-    unsigned below = local < MQS_PRIO_NORMAL_MIN ? local : MQS_PRIO_NORMAL_MIN;
-    int self = mqs_rq_worker(rq), nw = mqs_nr_workers(rt);
-    struct ws_take_req req = {WS_TAKE_ARRAY, self, below};
-    for (int i = 1; i < nw; i++) {
-        struct mqs_rq *v = mqs_rq_of(rt, (self + i) % nw);
-        struct mqs_sched_entity *se;
-        if (mqs_rq_best_prio(v) < below &&
-            mqs_rq_steal(rq, v, MQS_PULL_PRIORITY, ws_take, &req, &se, 1))
-            return se;
-    }
-    return NULL;
+    return mqs__rt_pull(rq, mqs_rq_runtime(rq)->level_bits, local, ws_take_rt);
 }
 
 /* The slot (at most lifo_max times in a row), else the FIFO head. */
@@ -516,7 +499,7 @@ static struct mqs_sched_entity *ws_yield(struct mqs_rq *rq,
         (m->special.nr &&
          mqs__parr_best(&m->special) < MQS_PRIO_NORMAL_MIN) ||
         m->nfifo + 1 > (unsigned)m->g->local_max ||
-        mqs__best_prio_anywhere(mqs_rq_runtime(rq)) < MQS_PRIO_NORMAL_MIN)
+        mqs__rt_pull_due(mqs_rq_runtime(rq)->level_bits, MQS_PRIO_NORMAL_MIN))
         return NULL;
     if (m->countdown == 1 &&
         atomic_load_explicit(&m->g->nr, memory_order_relaxed))
