@@ -54,6 +54,7 @@
 _Static_assert(WORDS == 3, "priority maps are three words");
 #define STEAL_MAX 16
 #define MQ_YIELD_MAX_NS 1000 /* cap of the yield baseline (charge) */
+#define MQ_PURE_YIELD 4      /* runs under this many baselines: a yield */
 #define MQ_SPENT 1 /* se->p[MQ_SPENT]: taken out of an expired array */
 #define MQ_STOPPED 2 /* se->p[MQ_STOPPED]: when its last run ended */
 
@@ -89,7 +90,7 @@ static const struct mqs_tunable mq_tunables[] = {
     {"slice_ns", 10000, 1000000000, 1000000,
      offsetof(struct mq_tunables, slice_ns),
      "time slice of a nice-0 task; others scale by weight"},
-    {"latency_ns", 100000, 10000000000, 20000000,
+    {"latency_ns", 100000, 10000000000, 5000000,
      offsetof(struct mq_tunables, latency_ns),
      "longest round through one queue's normal tasks; shortens slices"},
     {"rr_slice_ns", 100000, 1000000000, 100000000,
@@ -425,21 +426,24 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
  * What a run costs the task's slice.  Time the worker's thread was off its
  * CPU (se->stall_ns) is not charged: a yield loop hit by a 4 ms host
  * preemption would otherwise lose its slice, and its yield count, to it.
- * A run too short to have done more than yield (under twice the worker's
- * yield baseline, and under 2 us) is charged the baseline, not its own
- * length: pure yields then cost every task the same, so equal slices
- * give equal yield counts, where exact charges made tasks whose stacks
- * happen to miss more in the cache (a few ns per switch, 10-20% between
- * tasks) do proportionally fewer yields.  The baseline is an average of
- * such short runs (weight 1/64), starting at and capped at 1 us; a run
- * it covers is misjudged by less than the baseline, and a run that does
- * real work (2 us or more) is charged exactly.
+ * A run too short to have done more than yield (under MQ_PURE_YIELD
+ * times the worker's yield baseline, which is capped at 1 us) is charged
+ * the baseline, not its own length: pure yields then cost every task the
+ * same, so equal slices give equal yield counts, where exact charges made
+ * tasks whose yields miss more in the cache do proportionally fewer.  At
+ * 1024 tasks on one worker some tasks' yields cost 25-29 ns against
+ * 19-21 (every time: where their stacks sit in the cache), and with a
+ * line at 2x the baseline enough of their runs crossed it to take
+ * min/mean to 0.76-0.83; at 4x it is 0.95-0.96.  The baseline is an
+ * average of such short runs (weight 1/64), starting at and capped at
+ * 1 us; a run it covers is misjudged by less than MQ_PURE_YIELD
+ * baselines (~80 ns here), and a run that does more is charged exactly.
  */
 static int64_t charge(struct mq_rq *m, struct mqs_sched_entity *se,
                       uint64_t ran_ns)
 {
     int64_t c = (int64_t)(ran_ns - se->stall_ns), base = m->yield_fp >> 6;
-    if (c >= 2 * base)
+    if (c >= MQ_PURE_YIELD * base)
         return c;
     /* In 1/64 ns, so that the average settles on the runs themselves (a
      * plain (c - base) / 64 stops 63 ns short of them). */
@@ -547,3 +551,4 @@ const struct mqs_policy mqs_policy_mq = {
 #undef MQ_SPENT
 #undef MQ_STOPPED
 #undef MQ_YIELD_MAX_NS
+#undef MQ_PURE_YIELD
