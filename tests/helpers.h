@@ -70,19 +70,6 @@ static inline mqs_task_t *spawn(mqs_runtime_t *rt, mqs_task_fn fn, void *arg)
     return spawn_attr(rt, &a, fn, arg);
 }
 
-/* A default task allowed on worker w alone. */
-static inline mqs_task_t *spawn_on(mqs_runtime_t *rt, int w, mqs_task_fn fn,
-                                   void *arg)
-{
-    mqs_mask_t m;
-    mqs_mask_zero(&m);
-    mqs_mask_set(&m, w);
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.affinity = &m;
-    return spawn_attr(rt, &a, fn, arg);
-}
-
 /* Attributes of class cls; prio is the nice value for MQS_CLASS_NORMAL,
  * the realtime priority otherwise. */
 static inline void attr_prio(mqs_task_attr_t *a, mqs_class_t cls, int prio)
@@ -93,6 +80,28 @@ static inline void attr_prio(mqs_task_attr_t *a, mqs_class_t cls, int prio)
         a->nice = prio;
     else
         a->rt_priority = prio;
+}
+
+/* A task of class cls and priority prio (attr_prio) allowed on worker w
+ * alone (the mask is copied at spawn). */
+static inline mqs_task_t *spawn_prio_on(mqs_runtime_t *rt, int w,
+                                        mqs_class_t cls, int prio,
+                                        mqs_task_fn fn, void *arg)
+{
+    mqs_mask_t m;
+    mqs_mask_zero(&m);
+    mqs_mask_set(&m, w);
+    mqs_task_attr_t a;
+    attr_prio(&a, cls, prio);
+    a.affinity = &m;
+    return spawn_attr(rt, &a, fn, arg);
+}
+
+/* A default task allowed on worker w alone. */
+static inline mqs_task_t *spawn_on(mqs_runtime_t *rt, int w, mqs_task_fn fn,
+                                   void *arg)
+{
+    return spawn_prio_on(rt, w, MQS_CLASS_NORMAL, 0, fn, arg);
 }
 
 /* A task of class cls and priority prio (attr_prio). */

@@ -236,16 +236,10 @@ static void *hold_worker(void *arg)
 static void scenario_foreign_pick(void)
 {
     mqs_runtime_t *rt = rt_with(&foreign_pick_policy, 2);
-    mqs_mask_t m;
-    mqs_mask_zero(&m);
-    mqs_mask_set(&m, 0);
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.affinity = &m;
-    mqs_task_t *h = spawn_attr(rt, &a, hold_worker, NULL);
+    mqs_task_t *h = spawn_on(rt, 0, hold_worker, NULL);
     mqs_task_t *t[8];
     for (int i = 0; i < 8; i++)
-        t[i] = spawn_attr(rt, &a, yield_a_few, NULL);
+        t[i] = spawn_on(rt, 0, yield_a_few, NULL);
     join(h);
     for (int i = 0; i < 8; i++)
         join(t[i]);

@@ -39,18 +39,6 @@ static void *pong(void *arg)
     return NULL;
 }
 
-static mqs_task_t *spawn_on0(mqs_runtime_t *rt, mqs_class_t cls, int prio,
-                             mqs_task_fn fn, void *arg)
-{
-    mqs_mask_t m;
-    mqs_mask_zero(&m);
-    mqs_mask_set(&m, 0);
-    mqs_task_attr_t a;
-    attr_prio(&a, cls, prio);
-    a.affinity = &m;
-    return spawn_attr(rt, &a, fn, arg);
-}
-
 /* Poll until the hint reads no level, or WAIT_NS pass. */
 static unsigned hint_after_settling(mqs_runtime_t *rt)
 {
@@ -69,8 +57,8 @@ TEST(emptied_queue_leaves_the_hint_once_its_worker_idles)
     CHECK_OK(mqs_sem_init(&p.a, 0));
     CHECK_OK(mqs_sem_init(&p.b, 0));
     /* Realtime: the level is one no other queue ever publishes. */
-    mqs_task_t *x = spawn_on0(rt, MQS_CLASS_FIFO, 10, ping, &p);
-    mqs_task_t *y = spawn_on0(rt, MQS_CLASS_FIFO, 10, pong, &p);
+    mqs_task_t *x = spawn_prio_on(rt, 0, MQS_CLASS_FIFO, 10, ping, &p);
+    mqs_task_t *y = spawn_prio_on(rt, 0, MQS_CLASS_FIFO, 10, pong, &p);
     CHECK_OK(mqs_join(x, NULL));
     CHECK_OK(mqs_join(y, NULL));
     CHECK_EQ(hint_after_settling(rt), MQS_PRIO_NONE);
@@ -99,12 +87,11 @@ TEST(a_queued_task_counts_its_level_in_the_hint)
 {
     mqs_runtime_t *rt = rt_new(2);
     struct spinner s = {0, 0};
-    mqs_task_t *x = spawn_on0(rt, MQS_CLASS_NORMAL, 0, spin_until_released,
-                              &s);
+    mqs_task_t *x = spawn_on(rt, 0, spin_until_released, &s);
     while (!atomic_load(&s.started))
         sched_yield();
     /* Worker 0 is busy and y may run nowhere else: y stays queued. */
-    mqs_task_t *y = spawn_on0(rt, MQS_CLASS_RR, 20, nothing, NULL);
+    mqs_task_t *y = spawn_prio_on(rt, 0, MQS_CLASS_RR, 20, nothing, NULL);
     unsigned level = y->se.prio;
     for (int i = 0; i < 1000; i++)
         CHECK(mqs_best_prio_anywhere(rt) <= level);

@@ -59,19 +59,11 @@ static double share_ratio(const char *policy)
     cfg.workers = 2;
     cfg.policy = policy;
     mqs_runtime_t *rt = rt_create(&cfg);
-    mqs_mask_t m;
-    mqs_mask_zero(&m);
-    mqs_mask_set(&m, 0);
     mqs_task_t *t[2];
     atomic_store(&fair_stop, 0);
     atomic_store(&fair_started, 0);
-    for (int i = 0; i < 2; i++) {
-        mqs_task_attr_t a;
-        mqs_task_attr_init(&a);
-        a.nice = i ? 5 : 0;
-        a.affinity = &m;
-        t[i] = spawn_attr(rt, &a, busy, NULL);
-    }
+    for (int i = 0; i < 2; i++)
+        t[i] = spawn_prio_on(rt, 0, MQS_CLASS_NORMAL, i ? 5 : 0, busy, NULL);
     while (atomic_load(&fair_started) < 2)
         nap(1000000);
     nap(WARMUP_NS);

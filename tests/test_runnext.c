@@ -120,29 +120,16 @@ static void *rt_task(void *arg)
     return NULL;
 }
 
-static mqs_task_t *spawn_pinned(int worker, mqs_class_t cls, int prio,
-                            mqs_task_fn fn, void *arg)
-{
-    mqs_mask_t m;
-    mqs_mask_zero(&m);
-    mqs_mask_set(&m, worker);
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.affinity = &m;
-    a.sched_class = cls;
-    a.rt_priority = prio;
-    return spawn_attr(mqs_runtime_self(), &a, fn, arg);
-}
-
 static void *rt_order_main(void *arg)
 {
     (void)arg;
-    mqs_task_t *b = spawn_pinned(1, MQS_CLASS_NORMAL, 0, busy, NULL);
+    mqs_runtime_t *rt = mqs_runtime_self();
+    mqs_task_t *b = spawn_on(rt, 1, busy, NULL);
     while (!atomic_load(&busy_running))
         mqs_yield();
-    mqs_task_t *r = spawn_pinned(1, MQS_CLASS_FIFO, 10, rt_task, NULL);
+    mqs_task_t *r = spawn_prio_on(rt, 1, MQS_CLASS_FIFO, 10, rt_task, NULL);
     CHECK_EQ(atomic_load(&rt_ran), 0); /* queued behind busy */
-    mqs_task_t *c = spawn(mqs_runtime_self(), set_flag, &child_ran);
+    mqs_task_t *c = spawn(rt, set_flag, &child_ran);
     CHECK_EQ(atomic_load(&child_ran), 0); /* not run first */
     atomic_store(&busy_stop, 1);
     join(c);
@@ -155,13 +142,7 @@ static void *rt_order_main(void *arg)
 TEST(child_does_not_jump_a_queued_rt_task)
 {
     mqs_runtime_t *rt = rt_new(2);
-    mqs_mask_t m;
-    mqs_mask_zero(&m);
-    mqs_mask_set(&m, 0);
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    a.affinity = &m;
-    join(spawn_attr(rt, &a, rt_order_main, NULL));
+    join(spawn_on(rt, 0, rt_order_main, NULL));
     CHECK_OK(mqs_runtime_destroy(rt));
 }
 
