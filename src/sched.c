@@ -591,17 +591,39 @@ static void kick_idle(mqs_runtime_t *rt)
     }
 }
 
-int mqs_select_default(mqs_runtime_t *rt, struct mqs_sched_entity *se,
-                       int waker, int flags)
+/* Claim an idle worker se may use, its last one first; -1 if none.  A
+ * word of the idle map at a time, masked by the affinity: a wake-up
+ * reads MQS_MAX_WORKERS / 64 words however many workers there are (it
+ * called two functions per worker before). */
+static int claim_idle_allowed(mqs_runtime_t *rt,
+                              const struct mqs_sched_entity *se)
 {
     int last = se->last_worker;
     if (last >= 0 && mqs__se_allowed(se, last) &&
         mqs_worker_claim_idle(rt, last))
         return last;
-    for (int i = 0; i < rt->nworkers; i++)
-        if (mqs__se_allowed(se, i) && mqs_worker_idle(rt, i) &&
-            mqs_worker_claim_idle(rt, i))
-            return i;
+    for (int i = 0; i < MQS__MASK_WORDS && i * 64 < rt->nworkers; i++) {
+        uint64_t idle = atomic_load_explicit(&rt->idle_bits[i],
+                                             memory_order_relaxed);
+        if (!se->any_worker)
+            idle &= se->affinity.bits[i];
+        while (idle) {
+            int w = i * 64 + __builtin_ctzll(idle);
+            if (mqs_worker_claim_idle(rt, w))
+                return w;
+            idle &= idle - 1;
+        }
+    }
+    return -1;
+}
+
+int mqs_select_default(mqs_runtime_t *rt, struct mqs_sched_entity *se,
+                       int waker, int flags)
+{
+    int last = se->last_worker;
+    int idle = claim_idle_allowed(rt, se);
+    if (idle >= 0)
+        return idle;
     if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs__se_allowed(se, waker))
         return waker;
     if (last >= 0 && mqs__se_allowed(se, last))

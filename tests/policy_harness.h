@@ -30,7 +30,7 @@
 #include "check.h"
 #include "internal.h"
 
-#define H_WORKERS 4
+#define H_WORKERS 192 /* beyond 64: masks and idle maps of several words */
 #define H_TASKS 64
 
 struct harness {

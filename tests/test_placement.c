@@ -54,6 +54,29 @@ TEST(an_idle_allowed_worker_comes_first)
     CHECK_EQ(place(&h, se, 0, MQS_ENQ_SYNC), 2); /* its last one first */
 }
 
+/* The idle search reads the idle map a word at a time under the
+ * affinity mask: an idle worker outside the mask is never chosen, one
+ * in a later word is found, and with none idle and allowed the other
+ * rules apply. */
+TEST(idle_search_spans_words_and_honours_affinity)
+{
+    struct harness h;
+    h_init(&h, "mq", 130);
+    struct mqs_sched_entity *se = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    se->any_worker = false;
+    mqs_mask_zero(&se->affinity);
+    mqs_mask_set(&se->affinity, 70);
+    mqs_mask_set(&se->affinity, 129);
+    se->last_worker = 70;
+    atomic_fetch_or(&h.rt->idle_bits[0], UINT64_C(1) << 5);
+    atomic_fetch_or(&h.rt->idle_bits[2], UINT64_C(1) << 1); /* worker 129 */
+    CHECK_EQ(place(&h, se, 0, 0), 129);
+    CHECK_EQ(atomic_load(&h.rt->idle_bits[2]), 0u); /* claimed */
+    CHECK_EQ(place(&h, se, 0, 0), 70); /* only worker 5 idles: last one */
+    CHECK_EQ(atomic_load(&h.rt->idle_bits[0]), UINT64_C(1) << 5);
+    h_destroy(&h);
+}
+
 TEST(sync_wake_respects_affinity)
 {
     struct harness h;
