@@ -242,7 +242,9 @@ static struct mqs_task *m_unlock_slow(mqs_mutex_t *m, struct mqs__waitq *q)
     return t;
 }
 
-int mqs_mutex_unlock(mqs_mutex_t *m)
+/* Unlock; a waiter woken goes out with wake_flags (MQS_ENQ_SYNC from a
+ * condition wait, whose caller blocks next). */
+static int m_unlock(mqs_mutex_t *m, int wake_flags)
 {
     if (!m)
         return MQS_EINVAL;
@@ -261,8 +263,13 @@ int mqs_mutex_unlock(mqs_mutex_t *m)
     struct mqs_task *t = m_unlock_slow(m, q);
     mqs__spin_unlock(&q->lock);
     if (t)
-        mqs__wake(t);
+        mqs__wake_flags(t, wake_flags);
     return 0;
+}
+
+int mqs_mutex_unlock(mqs_mutex_t *m)
+{
+    return m_unlock(m, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -335,7 +342,10 @@ static int cond_wait_common(mqs_cond_t *c, mqs_mutex_t *m, uint64_t timeout_ns,
     mqs__spin_lock(&ci->q.lock);
     ci->window++;
     mqs__spin_unlock(&ci->q.lock);
-    int unlocked = mqs_mutex_unlock(m);
+    /* A waiter on the mutex is woken as a synchronous wake-up: this
+     * task blocks next (unless a signal is already owed to it), so the
+     * waiter may take this worker rather than wait for another. */
+    int unlocked = m_unlock(m, MQS_ENQ_SYNC);
     int rc = cond_block(ci, deadline, timed);
     int relocked = mqs_mutex_lock(m);
     if (unlocked != 0 || relocked != 0)

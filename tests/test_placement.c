@@ -161,3 +161,101 @@ TEST(channel_partner_is_woken_onto_the_senders_worker)
     mqs_chan_destroy(p.ch);
     CHECK_OK(mqs_runtime_destroy(rt));
 }
+
+/* ------------------------------------------------------------------ */
+/* A condition wait wakes its mutex's waiter synchronously             */
+/* ------------------------------------------------------------------ */
+
+struct condpair {
+    mqs_mutex_t m;
+    mqs_cond_t c;
+    atomic_int held, ready, spinning, go, got, release;
+    int woke_on;
+    int ran_by_yields; /* the mutex waiter ran within the yielder's yields */
+};
+
+/* Worker 0: holds the mutex (and the worker: no scheduling point, so
+ * the yielder queued behind it starts with its slice whole) until the
+ * waiter is blocked on it, then waits on the condition, which releases
+ * the mutex to the waiter. */
+static void *cond_holder(void *arg)
+{
+    struct condpair *p = arg;
+    CHECK_OK(mqs_mutex_lock(&p->m));
+    atomic_store(&p->held, 1);
+    while (!atomic_load(&p->go))
+        mqs__cpu_relax();
+    int rc = mqs_cond_timedwait(&p->c, &p->m, 2000000000ull);
+    CHECK(rc == 0 || rc == MQS_ETIMEDOUT);
+    CHECK_OK(mqs_mutex_unlock(&p->m));
+    return NULL;
+}
+
+/* Worker 1 at first, allowed both: blocks on the held mutex. */
+static void *mutex_waiter(void *arg)
+{
+    struct condpair *p = arg;
+    mqs_mask_t all;
+    mqs_mask_zero(&all);
+    mqs_mask_set(&all, 0);
+    mqs_mask_set(&all, 1);
+    CHECK_OK(mqs_task_set_affinity(mqs_self(), &all));
+    atomic_store(&p->ready, 1);
+    CHECK_OK(mqs_mutex_lock(&p->m));
+    p->woke_on = mqs_worker_self();
+    atomic_store(&p->got, 1);
+    CHECK_OK(mqs_cond_signal(&p->c));
+    CHECK_OK(mqs_mutex_unlock(&p->m));
+    return NULL;
+}
+
+/* Worker 0 behind the holder: runs once the holder waits, and yields
+ * a while. */
+static void *cond_yielder(void *arg)
+{
+    struct condpair *p = arg;
+    for (int i = 0; i < 100 && !atomic_load(&p->got); i++)
+        mqs_yield();
+    p->ran_by_yields = atomic_load(&p->got);
+    atomic_store(&p->release, 1);
+    return NULL;
+}
+
+static void *cond_spinner(void *arg)
+{
+    struct condpair *p = arg;
+    atomic_store(&p->spinning, 1);
+    uint64_t t0 = mqs_now_ns();
+    while (!atomic_load(&p->release) && mqs_now_ns() - t0 < 2000000000ull)
+        mqs__cpu_relax();
+    return NULL;
+}
+
+TEST(cond_wait_hands_its_mutex_to_a_waiter_on_this_worker)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    struct condpair p = {.woke_on = -1};
+    CHECK_OK(mqs_mutex_init(&p.m));
+    CHECK_OK(mqs_cond_init(&p.c));
+    mqs_task_t *h = spawn_on(rt, 0, cond_holder, &p);
+    while (!atomic_load(&p.held))
+        sched_yield();
+    mqs_task_t *w = spawn_on(rt, 1, mutex_waiter, &p);
+    wait_blocked(w, &p.ready);
+    mqs_task_t *s = spawn_on(rt, 1, cond_spinner, &p);
+    while (!atomic_load(&p.spinning))
+        sched_yield();
+    mqs_task_t *y = spawn_on(rt, 0, cond_yielder, &p);
+    while (atomic_load_explicit(&y->state, memory_order_acquire) !=
+           MQS__RUNNABLE)
+        pause_a_bit(); /* queued behind the spinning holder */
+    atomic_store(&p.go, 1);
+    CHECK_OK(mqs_join(y, NULL));
+    CHECK_OK(mqs_join(w, NULL));
+    CHECK_OK(mqs_join(h, NULL));
+    CHECK_OK(mqs_join(s, NULL));
+    /* its last worker was busy, the holder's blocked next: sync */
+    CHECK_EQ(p.ran_by_yields, 1);
+    CHECK_EQ(p.woke_on, 0);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
