@@ -14,8 +14,17 @@ set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 
 set(MQS_AARCH64_TRIPLE aarch64-linux-gnu)
-set(CMAKE_C_COMPILER ${MQS_AARCH64_TRIPLE}-gcc)
-set(CMAKE_ASM_COMPILER ${MQS_AARCH64_TRIPLE}-gcc)
+# -DMQS_AARCH64_CC=clang: clang --target=aarch64-linux-gnu, which finds
+# the cross gcc's libraries and binutils by itself.
+if(MQS_AARCH64_CC STREQUAL "clang")
+  set(CMAKE_C_COMPILER clang)
+  set(CMAKE_ASM_COMPILER clang)
+  set(CMAKE_C_COMPILER_TARGET ${MQS_AARCH64_TRIPLE})
+  set(CMAKE_ASM_COMPILER_TARGET ${MQS_AARCH64_TRIPLE})
+else()
+  set(CMAKE_C_COMPILER ${MQS_AARCH64_TRIPLE}-gcc)
+  set(CMAKE_ASM_COMPILER ${MQS_AARCH64_TRIPLE}-gcc)
+endif()
 
 if(NOT MQS_AARCH64_SYSROOT)
   set(MQS_AARCH64_SYSROOT /usr/${MQS_AARCH64_TRIPLE})
