@@ -15,12 +15,17 @@
 #   make peers   install the peer toolchains (scripts/peers.sh: Go,
 #                g++, Boost.Fiber), rebuild build/ with the peers in
 #                build/peers/ and run their test (test_peers)
+#   make check-arm64  aarch64 cross build in build-arm64/ (gcc cross,
+#                cmake/aarch64-linux-gnu.cmake), every test run under
+#                qemu-user; installs the cross tools when root
+#                (scripts/deps-aarch64.sh).  Not part of `make test`.
 #   make clean   remove the build directories
 #
 # Knobs: JOBS (parallel compile, default 2), CTEST_JOBS (test programs at a
 # time, default 1: the tests start their own worker threads), ASAN_CC,
 # TSAN_CC, SAN_STRESS_TASKS (stress size under sanitizers), TSAN_EXCLUDE
-# (ctest -E regex of tests skipped under TSan; empty = run all).
+# (ctest -E regex of tests skipped under TSan; empty = run all),
+# ARM64_EXCLUDE (the same for check-arm64).
 
 JOBS ?= 2
 CTEST_JOBS ?= 1
@@ -40,7 +45,7 @@ TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
            MQS_STRESS_TASKS=$(SAN_STRESS_TASKS) MQS_TEST_TIMEOUT=300
 
 .PHONY: all deps bench report test clang clean peers \
-        build check-default check-asan check-tsan
+        build check-default check-asan check-tsan check-arm64
 
 all: build
 
@@ -101,5 +106,17 @@ peers: deps
 	$(CMAKE) --build build -j$(JOBS)
 	cd build && $(CTEST) $(CTEST_FLAGS) -R '^test_peers$$'
 
+# ---- aarch64 cross build, tests under qemu-user (docs/aarch64.md) -----
+# Each case gets 300 s (MQS_TEST_TIMEOUT) as under the sanitizers: the
+# emulator runs the same code several times slower.
+ARM64_EXCLUDE ?=
+ARM64_ENV = MQS_TEST_TIMEOUT=300
+check-arm64:
+	@scripts/deps-aarch64.sh
+	$(CMAKE) -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake
+	$(CMAKE) --build build-arm64 -j$(JOBS)
+	cd build-arm64 && $(ARM64_ENV) $(CTEST) $(CTEST_FLAGS) \
+	  $(if $(ARM64_EXCLUDE),-E '$(ARM64_EXCLUDE)')
+
 clean:
-	rm -rf build build-asan build-tsan build-clang
+	rm -rf build build-asan build-tsan build-clang build-arm64

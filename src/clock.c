@@ -3,8 +3,14 @@
  *
  * x86-64: the TSC is used only when CPUID says it is invariant (constant
  * rate, runs in deep C-states: leaf 0x80000007, EDX bit 8); its rate is
- * measured over ~2 ms.  aarch64: CNTVCT_EL0 always ticks at CNTFRQ_EL0.
- * Anything else falls back to clock_gettime.
+ * measured over ~2 ms.  aarch64: CNTVCT_EL0 ticks at the rate in
+ * CNTFRQ_EL0, which is exact and noise-free where it is right, but it is
+ * whatever the firmware wrote: Linux takes the rate from the device tree
+ * where firmware left it wrong, while user space still reads the
+ * register.  So the register's rate is checked against one measured over
+ * ~1 ms and the measured one is used when they differ by more than 1/8
+ * (a wrong register is off by a factor, a measurement on a loaded machine
+ * by far less).  Anything else falls back to clock_gettime.
  */
 #include "clock.h"
 
@@ -23,32 +29,47 @@ static bool tsc_invariant(void)
 }
 #endif
 
+#if defined(__x86_64__) || defined(__aarch64__)
+/* Measure the counter against CLOCK_MONOTONIC for window_ns: returns
+ * the multiplier (ns << 32 per count; 0 if the counter did not advance)
+ * and leaves the end of the window in c's base. */
+static uint64_t clock_measure(mqs__clock_t *c, uint64_t window_ns)
+{
+    uint64_t n0 = mqs__mono_ns(), c0 = mqs__cycles();
+    uint64_t n1, c1;
+    do {
+        n1 = mqs__mono_ns();
+        c1 = mqs__cycles();
+    } while (n1 - n0 < window_ns);
+    c->base_cyc = c1;
+    c->base_ns = n1;
+    if (c1 <= c0)
+        return 0;
+    return (uint64_t)((((unsigned __int128)(n1 - n0)) << 32) / (c1 - c0));
+}
+#endif
+
+uint64_t mqs__clock_choose_mult(uint64_t reg_hz, uint64_t measured)
+{
+    if (reg_hz == 0)
+        return measured;
+    uint64_t reg = (uint64_t)(((unsigned __int128)1000000000u << 32) / reg_hz);
+    uint64_t diff = reg > measured ? reg - measured : measured - reg;
+    return measured && diff > measured / 8 ? measured : reg;
+}
+
 void mqs__clock_init(mqs__clock_t *c)
 {
     memset(c, 0, sizeof *c);
 #if defined(__x86_64__)
     if (!tsc_invariant())
         return;
-    uint64_t n0 = mqs__mono_ns(), c0 = mqs__cycles();
-    uint64_t n1, c1;
-    do {
-        n1 = mqs__mono_ns();
-        c1 = mqs__cycles();
-    } while (n1 - n0 < 2000000);
-    if (c1 <= c0)
-        return;
-    c->mult = (uint64_t)((((unsigned __int128)(n1 - n0)) << 32) / (c1 - c0));
-    c->base_cyc = c1;
-    c->base_ns = n1;
+    c->mult = clock_measure(c, 2000000);
     c->counter = c->mult != 0;
 #elif defined(__aarch64__)
     uint64_t frq;
     __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(frq));
-    if (frq == 0)
-        return;
-    c->mult = (uint64_t)(((unsigned __int128)1000000000u << 32) / frq);
-    c->base_ns = mqs__mono_ns();
-    c->base_cyc = mqs__cycles();
-    c->counter = true;
+    c->mult = mqs__clock_choose_mult(frq, clock_measure(c, 1000000));
+    c->counter = c->mult != 0;
 #endif
 }

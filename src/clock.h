@@ -76,7 +76,12 @@ static inline uint64_t mqs__clock_resync(mqs__clock_t *c)
     return ns;
 }
 
-/* Calibrate (in clock.c); spends about 2 ms on x86-64. */
+/* Calibrate (in clock.c); spends about 2 ms on x86-64, 1 on aarch64. */
 void mqs__clock_init(mqs__clock_t *c);
+
+/* The multiplier to use given a counter rate register (aarch64's
+ * CNTFRQ_EL0, Hz; 0: none) and a measured multiplier (0: none): the
+ * register's unless the measurement disagrees by more than 1/8. */
+uint64_t mqs__clock_choose_mult(uint64_t reg_hz, uint64_t measured);
 
 #endif

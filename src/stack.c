@@ -222,9 +222,24 @@ int mqs__overflow_handler_install(void)
     return handler_rc;
 }
 
-int mqs__altstack_setup(struct mqs_worker *w)
+/* 64 KiB, or what the kernel says a signal frame may need if that is
+ * more: aarch64's frame grows with the vector length (SVE registers, and
+ * SME's ZA array alone is 64 KiB at the largest length), and glibc's
+ * _SC_SIGSTKSZ reads it from the kernel's AT_MINSIGSTKSZ. */
+static size_t stack_altstack_size(void)
 {
     size_t size = 64 * 1024;
+#if defined(_SC_SIGSTKSZ)
+    long need = sysconf(_SC_SIGSTKSZ);
+    if (need > 0 && (size_t)need > size)
+        size = round_up((size_t)need, page_size());
+#endif
+    return size;
+}
+
+int mqs__altstack_setup(struct mqs_worker *w)
+{
+    size_t size = stack_altstack_size();
     void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED)

@@ -226,10 +226,12 @@ TEST(mqs_bench_yield_has_peer_rows)
         printf("SKIP: %s not built (MQS_BUILD_BENCH=OFF)\n", cmd);
         return;
     }
+    /* A cross build runs mqs-bench under the emulator (tests/CMakeLists) */
+    const char *emu = getenv("MQS_TEST_EMULATOR");
     snprintf(cmd, sizeof cmd,
-             "'%s../mqs-bench' yield --policy go,fiber,floor --tasks 2 "
+             "%s '%s../mqs-bench' yield --policy go,fiber,floor --tasks 2 "
              "--seconds 0.02 --repeats 2 --budget 1 --csv",
-             dir);
+             emu ? emu : "", dir);
     FILE *p = popen(cmd, "r");
     CHECK(p != NULL);
     char line[512];

@@ -113,6 +113,24 @@ TEST(clock_tracks_monotonic)
     CHECK_LE(est, mono + 50000);
 }
 
+/* aarch64's CNTFRQ_EL0 is trusted only when a measurement agrees. */
+TEST(clock_rate_register_checked_against_measurement)
+{
+    const uint64_t m24 = (1000000000ull << 32) / 24000000; /* 24 MHz */
+    CHECK_EQ(mqs__clock_choose_mult(24000000, m24), m24);
+    /* within 1/8: the register's exact figure wins over the noisy one */
+    CHECK_EQ(mqs__clock_choose_mult(24000000, m24 + m24 / 10), m24);
+    CHECK_EQ(mqs__clock_choose_mult(24000000, m24 - m24 / 10), m24);
+    /* a register off by a factor (firmware left 19.2 MHz's value on a
+     * 24 MHz counter; or 1 GHz) loses to the measurement */
+    CHECK_EQ(mqs__clock_choose_mult(19200000, m24), m24);
+    CHECK_EQ(mqs__clock_choose_mult(1000000000, m24), m24);
+    /* no register: the measurement; no measurement: the register */
+    CHECK_EQ(mqs__clock_choose_mult(0, m24), m24);
+    CHECK_EQ(mqs__clock_choose_mult(1000000000, 0), 1ull << 32);
+    CHECK_EQ(mqs__clock_choose_mult(0, 0), 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* stack.c                                                             */
 /* ------------------------------------------------------------------ */
