@@ -105,6 +105,15 @@ static void fy_compare(const char *spec, uint64_t seed)
             a->slice != b->slice)
             diverged = i;
     }
+    /* the steps up to the first difference, for whoever debugs it */
+    for (int i = diverged - 3 < 0 ? 0 : diverged - 3; diverged >= 0 && i <= diverged;
+         i++)
+        fprintf(stderr, "  step %d: fast task %d key %llu slice %lld, "
+                        "slow task %d key %llu slice %lld\n",
+                i, fast.step[i].task, (unsigned long long)fast.step[i].key,
+                (long long)fast.step[i].slice, slow.step[i].task,
+                (unsigned long long)slow.step[i].key,
+                (long long)slow.step[i].slice);
     fprintf(stderr,
             "  %s seed %llu: %d yields ran on, %d switched; "
             "first difference at step %d\n",

@@ -38,12 +38,18 @@
  * leftmost runs; with one task it keeps running.  (Linux instead marks
  * the yielder as skip buddy for one pick; with virtual time charged at
  * every switch, re-insertion is already fair, and it needs no state.)
- * The yield op does that without touching counts or the published
- * summary, in one step: a yielder still before the leftmost runs on
- * with no tree work; else the leftmost leaves and the yielder goes in,
- * searched for from the rightmost up (mqs__rb_insert_last: a yielder
- * charged for its run belongs in the back of the tree).
- * test_policy_fair_yield checks it step by step against enqueue + pick.
+ * A yielder goes to the back: onto the run beside the tree (src/fair.h)
+ * when its key is within order_slack_ns of the run's greatest, else into
+ * the tree from the rightmost up (mqs__rb_insert_last).  The run makes a
+ * yield O(1) and keeps it off the nodes of tasks that have not run for a
+ * while: at 2048 tasks on one worker a yield cost 120 ns with the tree
+ * alone and 42-45 ns with the run (the tree is still where wake-ups and
+ * new tasks go, and where yielders land after a long run).  The price is
+ * that yielders may leave up to order_slack_ns (0.5 ms) of virtual time
+ * out of order; virtual times themselves stay exact.  The yield op does
+ * the re-queue and the pick without touching counts or the published
+ * summary; test_policy_fair_yield checks it step by step against enqueue
+ * + pick.
  *
  * Realtime and idle-class tasks: src/fair.h, before and after the tree.
  *
@@ -74,6 +80,7 @@ struct cfs_tunables {
     int64_t rr_slice_ns;
     int64_t scaling;
     int64_t steal_check_ns;
+    int64_t order_slack_ns;
 };
 
 static const struct mqs_tunable cfs_tunables[] = {
@@ -99,6 +106,9 @@ static const struct mqs_tunable cfs_tunables[] = {
     {"steal_check_ns", 0, 1000000000, 50000,
      offsetof(struct cfs_tunables, steal_check_ns),
      "runs this long are checked for OS preemption (steal); 0: off"},
+    {"order_slack_ns", 0, 10000000, 500000,
+     offsetof(struct cfs_tunables, order_slack_ns),
+     "virtual time by which yielders may leave out of order (0: exact)"},
     {NULL, 0, 0, 0, 0, NULL},
 };
 
@@ -129,6 +139,7 @@ static void cfs_init_rq(struct mqs_rq *rq)
     c->tun = mqs_policy_state(rt);
     bool scale = c->tun->scaling != 0;
     mqs__fair_init(&c->f);
+    c->f.run_slack = (uint64_t)c->tun->order_slack_ns;
     c->min_vruntime = CFS_VBASE;
     atomic_init(&c->pub_min_v, CFS_VBASE);
     c->latency = mqs__fair_scale(rt, c->tun->latency_ns, scale);
@@ -154,7 +165,7 @@ static void cfs_update_min(struct cfs_rq *c, const struct mqs_sched_entity *curr
  * weight, which a yield does not change: then a slice is a multiply. */
 static int64_t cfs_slice(struct cfs_rq *c, const struct mqs_sched_entity *se)
 {
-    int64_t nr = (int64_t)c->f.tree.n + 1;
+    int64_t nr = (int64_t)mqs__fair_nr(&c->f) + 1;
     uint64_t w = c->f.weight > se->weight ? c->f.weight : se->weight;
     if (nr != c->slice_nr || w != c->slice_w) {
         int64_t period = nr > c->nr_latency ? nr * c->min_gran : c->latency;
@@ -199,6 +210,7 @@ static void cfs_place(struct mqs_rq *rq, struct mqs_sched_entity *se,
 
 static void cfs_insert(struct cfs_rq *c, struct mqs_sched_entity *se)
 {
+    mqs__fair_stamp(&c->f, se);
     mqs__fair_insert(&c->f.tree, se, NULL);
 }
 
@@ -208,7 +220,7 @@ static void cfs_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     struct cfs_rq *c = cfs(rq);
     uint64_t now = mqs_sched_clock();
     if (mqs__fair_requeue(&c->f, se)) { /* a yield */
-        mqs__fair_insert_last(&c->f.tree, se, NULL);
+        mqs__fair_add_last(&c->f, se);
         mqs__fair_publish(rq);
         return;
     }
@@ -229,7 +241,7 @@ static void cfs_unlink(struct mqs_rq *rq, struct mqs_sched_entity *se,
                        uint64_t now)
 {
     struct cfs_rq *c = cfs(rq);
-    mqs__rb_erase(&c->f.tree, &se->rb, NULL);
+    mqs__fair_del(&c->f, se);
     mqs__fair_load_leave(&c->f, se, now);
 }
 
@@ -259,8 +271,8 @@ static struct mqs_sched_entity *cfs_run(struct cfs_rq *c,
 /* Run the leftmost: it leaves the tree. */
 static struct mqs_sched_entity *cfs_take_first(struct cfs_rq *c)
 {
-    struct mqs_sched_entity *se = mqs__fair_se(mqs__rb_first(&c->f.tree));
-    mqs__rb_erase(&c->f.tree, &se->rb, NULL);
+    struct mqs_sched_entity *se = mqs__fair_first(&c->f);
+    mqs__fair_del(&c->f, se);
     cfs_update_min(c, se);
     return cfs_run(c, se);
 }
@@ -274,7 +286,7 @@ static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
     struct mqs_sched_entity *se = mqs__fair_pick_rt(rq);
     if (se)
         return se;
-    if (c->f.tree.n) {
+    if (mqs__fair_nr(&c->f)) {
         se = cfs_take_first(c);
         mqs__fair_publish(rq);
         return se;
@@ -282,13 +294,10 @@ static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
     return mqs__fair_pick_idle(rq);
 }
 
-/* Yield fast path: no realtime task waits anywhere, se goes back into
- * the tree and the leftmost leaves it; the count and the published
- * summary are what they were.  Done as one step: when se is still
- * before the leftmost it runs on without touching the tree, else the
- * leftmost leaves before se goes in (the same order, a smaller tree to
- * insert into).  min_vruntime needs no update: put_prev moved it to
- * min(se, leftmost), which is the one that runs. */
+/* Yield fast path: no realtime task waits anywhere; se goes back at the
+ * back (the run, src/fair.h, or the tree) and the first leaves, as
+ * enqueue + pick would do, without the settle and publish around them:
+ * the count and the published summary are what they were. */
 static struct mqs_sched_entity *cfs_yield(struct mqs_rq *rq,
                                           struct mqs_sched_entity *se)
 {
@@ -296,12 +305,8 @@ static struct mqs_sched_entity *cfs_yield(struct mqs_rq *rq,
     if (se->cls != MQS_CLASS_NORMAL || mqs__fair_rt_waiting(rq) ||
         !mqs__fair_requeue(&c->f, se))
         return NULL;
-    struct mqs_rb_node *first = mqs__rb_first(&c->f.tree);
-    if (!first || mqs__fair_before(se->key, first->key))
-        return cfs_run(c, se);
-    mqs__rb_erase(&c->f.tree, first, NULL);
-    mqs__fair_insert_last(&c->f.tree, se, NULL);
-    return cfs_run(c, mqs__fair_se(first));
+    mqs__fair_add_last(&c->f, se);
+    return cfs_take_first(c);
 }
 
 static void cfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
