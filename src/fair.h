@@ -1,6 +1,6 @@
 /*
  * fair.h - the frame that the tree-based fair policies (cfs, eevdf)
- * share around their trees: the class order, load tracking per queue,
+ * share around their trees (and the run of yielders beside them): the class order, load tracking per queue,
  * realtime pulls and the load balancer.  Each policy keeps its normal
  * tasks in its own order in `tree` and supplies the few callbacks that
  * depend on that order; everything below is written once.
@@ -206,8 +206,9 @@ mqs__fair_insert_last(struct mqs__rb_root *t, struct mqs_sched_entity *se,
  * use.  Ties between the tree's first and the run's head go to the one
  * queued earlier, by the sequence number each insertion stamps in
  * se->p[MQS__FAIR_P_SEQ] (mqs__fair_stamp), as the tree alone does by
- * inserting equals to the right.  eevdf keeps its augmented tree whole
- * and never uses the run (run_n stays 0).
+ * inserting equals to the right.  eevdf also appends only yielders
+ * whose deadline is within the slack of the run's greatest (its own
+ * test, may_run), so that the run's head is the run's pick there too.
  */
 #define MQS__FAIR_P_SEQ 4
 #define MQS__FAIR_P_RUN 5
@@ -257,15 +258,16 @@ static inline bool mqs__fair_run_fits(const struct mqs__fair_rq *f,
            !mqs__fair_before(f->run_max + f->run_slack, key);
 }
 
-/* Queue se at the back: onto the run when it fits, else into the tree
- * from its rightmost up. */
-static inline void mqs__fair_add_last(struct mqs__fair_rq *f,
-                                      struct mqs_sched_entity *se)
+/* Queue se at the back: onto the run when it fits (and the policy's own
+ * test, may_run, agrees), else into the tree from its rightmost up. */
+static inline __attribute__((always_inline)) void
+mqs__fair_add_last(struct mqs__fair_rq *f, struct mqs_sched_entity *se,
+                   mqs__rb_aug_fn aug, bool may_run)
 {
     mqs__fair_stamp(f, se);
-    if (!mqs__fair_run_fits(f, se->key)) {
+    if (!may_run || !mqs__fair_run_fits(f, se->key)) {
         se->p[MQS__FAIR_P_RUN] = 0;
-        mqs__fair_insert_last(&f->tree, se, NULL);
+        mqs__fair_insert_last(&f->tree, se, aug);
         return;
     }
     if (!f->run_n || mqs__fair_before(f->run_max, se->key))
@@ -276,15 +278,16 @@ static inline void mqs__fair_add_last(struct mqs__fair_rq *f,
 }
 
 /* Take se out of the queue, tree or run. */
-static inline void mqs__fair_del(struct mqs__fair_rq *f,
-                                 struct mqs_sched_entity *se)
+static inline __attribute__((always_inline)) void
+mqs__fair_del(struct mqs__fair_rq *f, struct mqs_sched_entity *se,
+              mqs__rb_aug_fn aug)
 {
     if (se->p[MQS__FAIR_P_RUN]) {
         se->p[MQS__FAIR_P_RUN] = 0;
         mqs__list_del(&se->node);
         f->run_n--;
     } else {
-        mqs__rb_erase(&f->tree, &se->rb, NULL);
+        mqs__rb_erase(&f->tree, &se->rb, aug);
     }
 }
 

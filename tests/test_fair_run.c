@@ -6,7 +6,8 @@
  * exact; with the default slack a task leaves at most the slack after
  * the least queued key; a yield loop ends up wholly in the run; a
  * yielder charged for a long run goes to the tree and still leaves in
- * order; the balancer takes tasks from the run.
+ * order; the balancer takes tasks from the run; an eevdf yield loop stays
+ * in the run as well.
  */
 #include "check.h"
 #include "helpers.h"
@@ -151,5 +152,23 @@ TEST(the_balancer_takes_tasks_from_the_run)
     CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 0)), 3);
     CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 1)), 1);
     CHECK(h_pick(&h, 1) != NULL);
+    h_destroy(&h);
+}
+
+/* eevdf too: with equal weights a yield loop's deadlines follow its
+ * virtual runtimes, so both fit the run and the tree empties. */
+TEST(an_eevdf_yield_loop_stays_in_the_run)
+{
+    static const uint64_t runs[] = {80, 100, 120, 150, 300, 2000};
+    struct harness h;
+    struct mqs_sched_entity *se[FR_TASKS];
+    uint64_t seed = 17;
+    struct mqs_sched_entity *cur =
+        fr_start(&h, "eevdf:steal_check_ns=0", se, FR_TASKS, NULL);
+    for (int i = 0; i < 3000; i++)
+        cur = h_yield(&h, 0, cur, runs[rng_next(&seed) % 6]);
+    struct mqs__fair_rq *f = fr_frame(&h, 0);
+    CHECK_EQ(f->tree.n, 0u);
+    CHECK_EQ(f->run_n, (unsigned)FR_TASKS - 1);
     h_destroy(&h);
 }

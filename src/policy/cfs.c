@@ -220,7 +220,7 @@ static void cfs_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     struct cfs_rq *c = cfs(rq);
     uint64_t now = mqs_sched_clock();
     if (mqs__fair_requeue(&c->f, se)) { /* a yield */
-        mqs__fair_add_last(&c->f, se);
+        mqs__fair_add_last(&c->f, se, NULL, true);
         mqs__fair_publish(rq);
         return;
     }
@@ -241,7 +241,7 @@ static void cfs_unlink(struct mqs_rq *rq, struct mqs_sched_entity *se,
                        uint64_t now)
 {
     struct cfs_rq *c = cfs(rq);
-    mqs__fair_del(&c->f, se);
+    mqs__fair_del(&c->f, se, NULL);
     mqs__fair_load_leave(&c->f, se, now);
 }
 
@@ -272,7 +272,7 @@ static struct mqs_sched_entity *cfs_run(struct cfs_rq *c,
 static struct mqs_sched_entity *cfs_take_first(struct cfs_rq *c)
 {
     struct mqs_sched_entity *se = mqs__fair_first(&c->f);
-    mqs__fair_del(&c->f, se);
+    mqs__fair_del(&c->f, se, NULL);
     cfs_update_min(c, se);
     return cfs_run(c, se);
 }
@@ -305,7 +305,7 @@ static struct mqs_sched_entity *cfs_yield(struct mqs_rq *rq,
     if (se->cls != MQS_CLASS_NORMAL || mqs__fair_rt_waiting(rq) ||
         !mqs__fair_requeue(&c->f, se))
         return NULL;
-    mqs__fair_add_last(&c->f, se);
+    mqs__fair_add_last(&c->f, se, NULL, true);
     return cfs_take_first(c);
 }
 

@@ -41,9 +41,16 @@
  * Yield (Linux's yield_task_fair under EEVDF): the deadline moves one
  * virtual slice later, so an eligible peer with an earlier deadline runs;
  * when the slice ran out in this very run (the deadline was just renewed)
- * it does not move twice.  The yield op decides before the yielder goes
- * back in, where the leftmost is the tree's pick (then it is the yielder
- * or the leftmost, no descent; the yielder runs on without tree work).
+ * it does not move twice.  The yielder then goes to the back: onto the
+ * run beside the tree (src/fair.h) when its v and its deadline are both
+ * within order_slack_ns of the run's greatest, else into the tree.  The
+ * run is then in v and deadline order to within the slack, so its head
+ * is its pick, and pick takes the eligible one of the tree's pick and
+ * the run's head with the earlier deadline.  A yield loop of equal
+ * weights stays in the run, off the tree's cold nodes (one worker, 2048
+ * tasks: 139 -> 59 ns per yield).  With no slack the pick is exact: the
+ * run is sorted both ways, so an ineligible head means nothing in the
+ * run is eligible.
  * Wake-up preemption: the woken task runs at once when it is eligible
  * and its deadline is earlier than the running task's (what pick would
  * choose).
@@ -72,6 +79,7 @@ struct eevdf_tunables {
     int64_t rr_slice_ns;
     int64_t scaling;
     int64_t steal_check_ns;
+    int64_t order_slack_ns;
 };
 
 static const struct mqs_tunable eevdf_tunables[] = {
@@ -92,6 +100,9 @@ static const struct mqs_tunable eevdf_tunables[] = {
     {"steal_check_ns", 0, 1000000000, 50000,
      offsetof(struct eevdf_tunables, steal_check_ns),
      "runs this long are checked for OS preemption (steal); 0: off"},
+    {"order_slack_ns", 0, 10000000, 500000,
+     offsetof(struct eevdf_tunables, order_slack_ns),
+     "virtual time by which yielders may leave out of order (0: exact)"},
     {NULL, 0, 0, 0, 0, NULL},
 };
 
@@ -102,6 +113,7 @@ struct eevdf_rq {
     int64_t avg_sum;         /* sum (v_i - v0) w_i, queued and running */
     int64_t avg_load;        /* sum w_i                                */
     int64_t slice;           /* scaled base slice                      */
+    uint64_t run_max_dl;     /* greatest deadline appended to the run  */
     const struct eevdf_tunables *tun;
 };
 
@@ -133,6 +145,7 @@ static void eevdf_init_rq(struct mqs_rq *rq)
     struct eevdf_rq *r = eevdf(rq);
     r->tun = mqs_policy_state(mqs_rq_runtime(rq));
     mqs__fair_init(&r->f);
+    r->f.run_slack = (uint64_t)r->tun->order_slack_ns;
     r->zero_v = EEVDF_VBASE;
     r->slice = mqs__fair_scale(mqs_rq_runtime(rq), r->tun->base_slice_ns,
                                r->tun->scaling != 0);
@@ -226,13 +239,33 @@ static void eevdf_place(struct eevdf_rq *r, struct mqs_sched_entity *se,
 
 static void eevdf_insert(struct eevdf_rq *r, struct mqs_sched_entity *se)
 {
+    mqs__fair_stamp(&r->f, se);
     mqs__fair_insert(&r->f.tree, se, eevdf_aug);
 }
 
-/* A yielder goes back (its place is likely near the end). */
+/* May se's deadline go at the run's back: within the slack of the
+ * greatest deadline there, as its v must be of the greatest v (fair.h)?
+ * Then the run is in deadline order too, to within the slack, and its
+ * head is its pick. */
+static bool eevdf_dl_fits(const struct eevdf_rq *r,
+                          const struct mqs_sched_entity *se)
+{
+    uint64_t dl = se->p[EEVDF_DL], slack = r->f.run_slack;
+    if (!r->f.run_n)
+        return true;
+    return !mqs__fair_before(dl + slack, r->run_max_dl) &&
+           (slack == 0 || !mqs__fair_before(r->run_max_dl + slack, dl));
+}
+
+/* A yielder goes back: onto the run when both its v and its deadline
+ * fit there, else into the tree from its rightmost up. */
 static void eevdf_insert_last(struct eevdf_rq *r, struct mqs_sched_entity *se)
 {
-    mqs__fair_insert_last(&r->f.tree, se, eevdf_aug);
+    bool first = r->f.run_n == 0;
+    mqs__fair_add_last(&r->f, se, eevdf_aug, eevdf_dl_fits(r, se));
+    if (se->p[MQS__FAIR_P_RUN] &&
+        (first || mqs__fair_before(r->run_max_dl, se->p[EEVDF_DL])))
+        r->run_max_dl = se->p[EEVDF_DL];
 }
 
 /* A yielding task starts a new request from where it is, unless its
@@ -278,7 +311,7 @@ static void eevdf_unlink(struct mqs_rq *rq, struct mqs_sched_entity *se,
                          uint64_t now)
 {
     struct eevdf_rq *r = eevdf(rq);
-    mqs__rb_erase(&r->f.tree, &se->rb, eevdf_aug);
+    mqs__fair_del(&r->f, se, eevdf_aug);
     eevdf_save_lag(r, se);
     eevdf_avg_sub(r, se, (int64_t)mqs__fair_slot(se, MQS__FAIR_P_W));
     mqs__fair_load_leave(&r->f, se, now);
@@ -364,13 +397,39 @@ static bool eevdf_first_wins(const struct eevdf_rq *r,
            eevdf_eligible(r, first);
 }
 
-/* The eligible task with the earliest deadline, the first in v order
- * among equal deadlines (the leftmost if rounding left none eligible).
- * The tree is not empty. */
-static struct mqs_sched_entity *eevdf_best(const struct eevdf_rq *r)
+/* The tree's pick: its eligible task with the earliest deadline, the
+ * first in v order among equal deadlines (the leftmost if rounding left
+ * none eligible).  The tree is not empty. */
+static struct mqs_sched_entity *eevdf_tree_best(const struct eevdf_rq *r)
 {
     struct mqs_sched_entity *first = mqs__fair_se(mqs__rb_first(&r->f.tree));
     return eevdf_first_wins(r, first) ? first : eevdf_descend(r, first);
+}
+
+/* Does a leave before b: an earlier deadline, else a smaller v, else
+ * queued first? */
+static bool eevdf_earlier(const struct mqs_sched_entity *a,
+                          const struct mqs_sched_entity *b)
+{
+    if (a->p[EEVDF_DL] != b->p[EEVDF_DL])
+        return mqs__fair_before(a->p[EEVDF_DL], b->p[EEVDF_DL]);
+    if (a->key != b->key)
+        return mqs__fair_before(a->key, b->key);
+    return a->p[MQS__FAIR_P_SEQ] < b->p[MQS__FAIR_P_SEQ];
+}
+
+/* The queue's pick: of the tree's pick and the run's head (the run is
+ * in deadline order to within the slack), the eligible one with the
+ * earlier deadline; when neither is eligible (rounding), the least v.
+ * Some normal task is queued. */
+static struct mqs_sched_entity *eevdf_best(const struct eevdf_rq *r)
+{
+    struct mqs_sched_entity *t = r->f.tree.n ? eevdf_tree_best(r) : NULL;
+    struct mqs_sched_entity *h = mqs__fair_run_head(&r->f);
+    bool te = t && eevdf_eligible(r, t), he = h && eevdf_eligible(r, h);
+    if (he && (!te || eevdf_earlier(h, t)))
+        return h;
+    return te ? t : mqs__fair_first(&r->f);
 }
 
 /* se, out of the tree, runs (it stays in V and the load as curr) for
@@ -388,11 +447,11 @@ static struct mqs_sched_entity *eevdf_start(struct eevdf_rq *r,
     return se;
 }
 
-/* Run se, which leaves the tree. */
+/* Run se, which leaves the queue. */
 static struct mqs_sched_entity *eevdf_run(struct eevdf_rq *r,
                                           struct mqs_sched_entity *se)
 {
-    mqs__rb_erase(&r->f.tree, &se->rb, eevdf_aug);
+    mqs__fair_del(&r->f, se, eevdf_aug);
     eevdf_update_min(r, se);
     return eevdf_start(r, se);
 }
@@ -406,7 +465,7 @@ static struct mqs_sched_entity *eevdf_pick(struct mqs_rq *rq)
     struct mqs_sched_entity *se = mqs__fair_pick_rt(rq);
     if (se)
         return se;
-    if (r->f.tree.n) {
+    if (mqs__fair_nr(&r->f)) {
         se = eevdf_run(r, eevdf_best(r));
         mqs__fair_publish(rq);
         return se;
@@ -414,25 +473,9 @@ static struct mqs_sched_entity *eevdf_pick(struct mqs_rq *rq)
     return mqs__fair_pick_idle(rq);
 }
 
-/* Does se, not in the tree, win against the tree's pick `first` (see
- * eevdf_first_wins)?  Eligible with an earlier deadline, or the same
- * one and a place before it (a smaller v: equal ones go after). */
-static bool eevdf_beats(const struct eevdf_rq *r,
-                        const struct mqs_sched_entity *se,
-                        const struct mqs_sched_entity *first)
-{
-    if (!eevdf_eligible(r, se))
-        return false;
-    return mqs__fair_before(se->p[EEVDF_DL], first->p[EEVDF_DL]) ||
-           (se->p[EEVDF_DL] == first->p[EEVDF_DL] &&
-            mqs__fair_before(se->key, first->key));
-}
-
-/* Yield fast path: as cfs's, with the deadline moved on, and the choice
- * made before se goes in where the tree's first task is its pick (V is
- * the same either way: se counts in it as the stopped task).  No
- * min_vruntime update: put_prev moved it to min(se, leftmost), and
- * those are still all there is, whichever runs. */
+/* Yield fast path: as cfs's, with the deadline moved on: se goes back
+ * (eevdf_insert_last) and the pick leaves, as enqueue + pick would do,
+ * without the settle and publish around them. */
 static struct mqs_sched_entity *eevdf_yield(struct mqs_rq *rq,
                                             struct mqs_sched_entity *se)
 {
@@ -440,20 +483,8 @@ static struct mqs_sched_entity *eevdf_yield(struct mqs_rq *rq,
     if (se->cls != MQS_CLASS_NORMAL || mqs__fair_rt_waiting(rq) ||
         !mqs__fair_requeue(&r->f, se))
         return NULL;
-    eevdf_new_request(r, se);
-    struct mqs_rb_node *n = mqs__rb_first(&r->f.tree);
-    struct mqs_sched_entity *first = n ? mqs__fair_se(n) : NULL;
-    if (!first || (eevdf_first_wins(r, first) && eevdf_beats(r, se, first)))
-        return eevdf_start(r, se);
-    if (eevdf_first_wins(r, first)) {
-        mqs__rb_erase(&r->f.tree, n, eevdf_aug);
-        eevdf_insert_last(r, se);
-        return eevdf_start(r, first);
-    }
-    eevdf_insert_last(r, se);
-    se = eevdf_descend(r, mqs__fair_se(mqs__rb_first(&r->f.tree)));
-    mqs__rb_erase(&r->f.tree, &se->rb, eevdf_aug);
-    return eevdf_start(r, se);
+    eevdf_requeue(r, se);
+    return eevdf_run(r, eevdf_best(r));
 }
 
 static void eevdf_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
