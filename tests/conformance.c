@@ -31,12 +31,14 @@
  * each other or on their order (MQS_TEST_SEED shuffles them); random
  * choices inside cases come from MQS_CONF_SEED (printed).
  */
+#include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* check.h's runner becomes conf_check_main: main() below first handles
@@ -556,11 +558,26 @@ TEST(rt_woken_runs_before_waker_continues)
  * which either worker thread was involuntarily switched out (its
  * nonvoluntary_ctxt_switches moved) are left out of the check and
  * counted; if too few rounds remain the check says it is inconclusive.
+ * That counter misses part of what takes a worker's CPU: under load
+ * (TSan build beside other jobs, 2-vCPU guest) rounds it judged clean
+ * had a worker thread's CPU clock fall 1-12 ms behind the wall clock,
+ * in plain builds too (whether the kernel counted those waits as
+ * voluntary or the hypervisor took the vCPU was not established); the
+ * failure
+ * seen in CI (6 hog points in a "clean" round, bound 3) fits such a
+ * round, though it was not reproduced to prove it.  So a round
+ * also counts as disturbed when, between the post and R's run, either
+ * worker thread's CPU time fell behind the wall time by more than
+ * RT_OFF_CPU_NS: above the 15-45 us that kept rounds lose here (the
+ * cause of that floor was not pinned down), far below the
+ * ~4 ms a host time slice takes.  A policy that leaves R waiting does
+ * so with both workers on their CPUs, so this hides no policy fault.
  */
 #define HOGS 8
 #define RT_ROUNDS 300
 #define RT_STEP_BOUND 3
 #define RT_MIN_CLEAN 30
+#define RT_OFF_CPU_NS 100000LL
 
 struct rtwait {
     atomic_ullong iters[2];
@@ -569,8 +586,47 @@ struct rtwait {
     mqs_sem_t wake;
     unsigned long long at_run[RT_ROUNDS][2], after_post[RT_ROUNDS][2];
     int ran_on[RT_ROUNDS];
+    /* wall time and the workers' thread CPU times at the post and when R
+     * ran (ns): the window in which the workers must keep their CPUs */
+    long long wall_post[RT_ROUNDS], wall_run[RT_ROUNDS];
+    long long cpu_post[RT_ROUNDS][2], cpu_run[RT_ROUNDS][2];
 };
 static struct rtwait rw;
+
+/* CPU time (ns) of thread tid of this process, -1 if unreadable: the
+ * kernel's per-thread CPU clock, clockid (~tid << 3) | 6 (CPUCLOCK_SCHED
+ * | CPUCLOCK_PERTHREAD_MASK, what glibc's pthread_getcpuclockid builds),
+ * exact for a thread running elsewhere (the kernel brings it up to date
+ * on read). */
+static long long thread_cpu_ns(int tid)
+{
+    struct timespec ts;
+    if (clock_gettime((clockid_t)((~(unsigned)tid << 3) | 6), &ts) != 0)
+        return -1;
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Wall time and both workers' CPU times now. */
+static void rt_sample(long long *wall, long long cpu[2])
+{
+    for (int w = 0; w < 2; w++)
+        cpu[w] = thread_cpu_ns(rw.tid[w]);
+    *wall = (long long)mqs_now_ns();
+}
+
+/* How long the worker thread that lost most was off its CPU in round
+ * i's window (post to R's run); LLONG_MAX when unmeasurable. */
+static long long rt_off_cpu_ns(int i)
+{
+    long long worst = 0, wall = rw.wall_run[i] - rw.wall_post[i];
+    for (int w = 0; w < 2; w++) {
+        if (rw.cpu_post[i][w] < 0 || rw.cpu_run[i][w] < 0)
+            return LLONG_MAX;
+        long long off = wall - (rw.cpu_run[i][w] - rw.cpu_post[i][w]);
+        worst = off > worst ? off : worst;
+    }
+    return worst;
+}
 
 static void *hog(void *arg)
 {
@@ -590,6 +646,7 @@ static void *rt_measured(void *arg)
         CHECK_OK(mqs_sem_wait(&rw.wake));
         for (int w = 0; w < 2; w++)
             rw.at_run[i][w] = atomic_load(&rw.iters[w]);
+        rt_sample(&rw.wall_run[i], rw.cpu_run[i]);
         rw.ran_on[i] = mqs_worker_self();
         atomic_store(&rw.rounds_done, i + 1);
     }
@@ -626,12 +683,14 @@ TEST(rt_waits_at_most_one_step_on_two_workers)
     for (int i = 0; i < RT_ROUNDS; i++) {
         long nv0 = nonvoluntary_switches(rw.tid[0]);
         long nv1 = nonvoluntary_switches(rw.tid[1]);
+        rt_sample(&rw.wall_post[i], rw.cpu_post[i]);
         CHECK_OK(mqs_sem_post(&rw.wake)); /* from outside the runtime */
         for (int w = 0; w < 2; w++)
             rw.after_post[i][w] = atomic_load(&rw.iters[w]);
         wait_count(&rw.rounds_done, i + 1);
         disturbed[i] = nv0 < 0 || nv0 != nonvoluntary_switches(rw.tid[0]) ||
-                       nv1 != nonvoluntary_switches(rw.tid[1]);
+                       nv1 != nonvoluntary_switches(rw.tid[1]) ||
+                       rt_off_cpu_ns(i) > RT_OFF_CPU_NS;
     }
     join(r);
     atomic_store(&rw.stop, 1);
@@ -641,9 +700,12 @@ TEST(rt_waits_at_most_one_step_on_two_workers)
 
     unsigned long long max[2] = {0, 0}, sum[2] = {0, 0}, worst_disturbed = 0;
     int max_round[2] = {0, 0}, on[2] = {0, 0}, clean = 0;
+    long long kept_off = 0;
     for (int i = 0; i < RT_ROUNDS; i++) {
         on[rw.ran_on[i]]++;
         clean += !disturbed[i];
+        if (!disturbed[i] && rt_off_cpu_ns(i) > kept_off)
+            kept_off = rt_off_cpu_ns(i);
         for (int w = 0; w < 2; w++) {
             unsigned long long d = rw.at_run[i][w] > rw.after_post[i][w]
                                        ? rw.at_run[i][w] - rw.after_post[i][w]
@@ -664,10 +726,12 @@ TEST(rt_waits_at_most_one_step_on_two_workers)
             "  RT ran on worker 0/1: %d/%d times; %d of %d rounds without OS "
             "preemption of a worker; in those, hog scheduling points while it "
             "was runnable: worker 0 max %llu (round %d, mean %.2f), worker 1 "
-            "max %llu (round %d, mean %.2f); worst in preempted rounds %llu\n",
+            "max %llu (round %d, mean %.2f); worst in preempted rounds %llu; "
+            "most CPU time a worker lost in a kept round %lld us\n",
             on[0], on[1], clean, RT_ROUNDS, max[0], max_round[0],
             clean ? (double)sum[0] / clean : 0.0, max[1], max_round[1],
-            clean ? (double)sum[1] / clean : 0.0, worst_disturbed);
+            clean ? (double)sum[1] / clean : 0.0, worst_disturbed,
+            kept_off / 1000);
     if (clean < RT_MIN_CLEAN) {
         fprintf(stderr, "  inconclusive: the machine preempted the workers "
                         "in almost every round\n");
@@ -960,9 +1024,16 @@ static void check_fair(int ntasks)
     CHECK_GE(2 * min * ntasks, sum);
 }
 
+/* 1.2 M steps: ule's documented bound is one pass (every task's slice
+ * once: 4 tasks x ~1 ms here), so a task may trail the others by up to a
+ * pass, which only a window of several passes makes small.  At the 20-50
+ * ns a yield costs in a plain build, 400 000 steps were about 2 to 4
+ * passes: the lowest min/mean in 300 runs was 0.52 (after ule stopped
+ * charging host preemption; before, 0.23), against 0.64 in 200 runs of
+ * 1.2 M steps.  ~1 s more per policy under TSan. */
 TEST(no_starvation_yield_loop_one_worker)
 {
-    run_share(1, 4, NULL, 400000, 0);
+    run_share(1, 4, NULL, 1200000, 0);
     check_fair(4);
 }
 

@@ -281,7 +281,6 @@ static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
 {
     struct cfs_rq *c = cfs(rq);
     uint64_t now = mqs__rq_clock(rq);
-    mqs__fair_steal_start(&c->f.steal, now, c->tun->steal_check_ns);
     mqs__fair_settle(&c->f, now);
     struct mqs_sched_entity *se = mqs__fair_pick_rt(rq);
     if (se)
@@ -318,7 +317,7 @@ static void cfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     }
     struct cfs_rq *c = cfs(rq);
     uint64_t now = mqs__rq_clock(rq);
-    uint64_t cpu = mqs__fair_charge(&c->f.steal, now, ran, c->tun->steal_check_ns);
+    uint64_t cpu = mqs__fair_charge_run(se, ran, c->tun->steal_check_ns);
     se->key += mqs__fair_vtime(cpu, se->weight);
     se->slice_ns -= (int64_t)cpu;
     cfs_update_min(c, se);
