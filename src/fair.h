@@ -57,7 +57,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "list.h"
@@ -69,11 +68,6 @@
 #define MQS__FAIR_P_LAST 0 /* slot: when it last stopped running       */
 #define MQS__FAIR_P_W 1    /* slot: the weight it joined the load with */
 #define MQS__FAIR_STEAL_MAX 8
-
-/* Owner-only marks of the last steal-time check (mqs__fair_charge). */
-struct mqs__steal {
-    uint64_t wall, cpu; /* worker clock and thread CPU clock (ns) */
-};
 
 /* The start of a fair policy's per-rq state.  Everything under rq lock,
  * except pub_load (atomic, read by other workers) and next_balance
@@ -92,7 +86,6 @@ struct mqs__fair_rq {
     struct mqs_load_avg load;        /* the queue's load signal          */
     _Atomic uint64_t pub_load;       /* load.avg, for remote balancers   */
     uint64_t next_balance;
-    struct mqs__steal steal;         /* owning worker only               */
 };
 
 _Static_assert(sizeof(struct mqs_list) >= 2 * sizeof(uint64_t),
@@ -427,63 +420,7 @@ static inline void mqs__fair_stop(struct mqs__fair_rq *f,
     f->stopped = se;
 }
 
-/* What to charge for a run of ran ns: ran, unless the run was a short
- * one stretched by steal time.  A run of check_ns or more is compared
- * with the worker thread's CPU clock since the last such check; if the
- * OS gave the worker's CPU to someone else meanwhile (a guest kernel's
- * steal time) and the run had the CPU for less than MQS__FAIR_SHORT_NS,
- * only that CPU time is charged.  Without this, one OS preemption in a
- * yield loop charges a task milliseconds of virtual time for a 100 ns
- * run, and with n tasks queued it then waits n times that for the others
- * to catch up (2047 tasks a worker: a 0.7 ms lead meant 1.5 s without a
- * turn).  A run that had the CPU for longer (any slice) is charged in
- * full, so that shares stay exact in run_ns, the wall time the core
- * accounts: correcting slices too made 3 s windows of nice 0 vs 5 under
- * eevdf read 2.2 to 2.9 for 3.06 on a loaded host, and with a 1 ms bound
- * (eevdf's slices are 1.5 ms on two workers) an ASan build read 2.6 in
- * three windows running, against 3.075 with the check off: OS
- * preemptions fall in step with the slice pattern, not evenly.  Runs this long are
- * rare in a yield loop (its runs are ~100 ns) and end a slice otherwise,
- * so the clock read (a system call) costs little.  check_ns <= 0: off. */
 #define MQS__FAIR_SHORT_NS 100000
-static inline uint64_t mqs__fair_thread_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Start the marks on the owning worker before its first run (pick). */
-static inline void mqs__fair_steal_start(struct mqs__steal *st, uint64_t now,
-                                         int64_t check_ns)
-{
-    if (check_ns > 0 && st->wall == 0) {
-        st->wall = now;
-        st->cpu = mqs__fair_thread_cpu();
-    }
-}
-
-static inline uint64_t mqs__fair_charge(struct mqs__steal *st, uint64_t now,
-                                        uint64_t ran, int64_t check_ns)
-{
-    if (check_ns <= 0)
-        return ran;
-    if (st->wall == 0) { /* no pick on this worker before: start marks */
-        st->wall = now - ran;
-        st->cpu = mqs__fair_thread_cpu() - ran;
-        return ran;
-    }
-    if (ran < (uint64_t)check_ns)
-        return ran;
-    uint64_t cpu = mqs__fair_thread_cpu();
-    uint64_t wall = now - st->wall, used = cpu - st->cpu;
-    st->wall = now;
-    st->cpu = cpu;
-    if (used >= wall)
-        return ran;
-    uint64_t stolen = wall - used < ran ? wall - used : ran;
-    return ran - stolen < MQS__FAIR_SHORT_NS ? ran - stolen : ran;
-}
 
 /* What to charge for a run of ran ns, from the core's own measurement of
  * it: se->stall_ns, the part of this very run that the worker's thread
@@ -492,12 +429,19 @@ static inline uint64_t mqs__fair_charge(struct mqs__steal *st, uint64_t now,
  * compared).  A run of check_ns or more whose CPU part is short, under
  * half the slice it started with (se->slice_ns, not yet charged) or
  * MQS__FAIR_SHORT_NS, is a voluntary run that the OS stretched: only
- * the CPU part is charged.  A run with more CPU than that is a slice
- * and is charged in full, for the reason given at mqs__fair_charge.
+ * the CPU part is charged.  Without this one OS preemption in a yield
+ * loop charges a task milliseconds of virtual time for a 100 ns run,
+ * and with n tasks queued it then waits n times that for the others to
+ * catch up.  A run with more CPU than that is a slice and is charged in
+ * full, so that shares stay exact in run_ns, the wall time the core
+ * accounts: correcting slices too made 3 s windows of nice 0 vs 5 under
+ * eevdf read 2.2 to 2.9 for 3.06 on a loaded host (OS preemptions fall
+ * in step with the slice pattern, not evenly).  check_ns <= 0: off.
  *
- * mqs__fair_charge's own estimate was wrong in the runs that starved a
- * task: its marks are reset only by runs of check_ns or more, so the
- * window it compares thread CPU time with wall time over reaches back to
+ * The frame's own estimate before this one (thread CPU time against wall
+ * time since the last long run) was wrong in the runs that starved a
+ * task: its marks were reset only by runs of check_ns or more, so the
+ * window it compared thread CPU time with wall time over reached back to
  * the last such run, tens of milliseconds, through idle spins, parks and
  * other tasks' runs; in the conformance share loop it read the thread as
  * on its CPU (CPU time >= wall time, or > 100 us of it) for 4 ms runs
@@ -505,8 +449,7 @@ static inline uint64_t mqs__fair_charge(struct mqs__steal *st, uint64_t now,
  * lead over the 100 ns runs of its queue-mates, three quarters of the
  * task's turns in a 25 ms window.  A fixed 100 us line on the CPU part
  * also missed: some stalled yield-loop runs showed 100-130 us of CPU
- * (what used it is not known).  cfs uses this one; eevdf and bfs still call
- * mqs__fair_charge. */
+ * (what used it is not known).  cfs, eevdf and bfs use this. */
 static inline uint64_t mqs__fair_charge_run(const struct mqs_sched_entity *se,
                                             uint64_t ran, int64_t check_ns)
 {

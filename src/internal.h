@@ -245,7 +245,7 @@ struct mqs_worker {
     uint64_t bias_quiet_since;
     _Atomic uint64_t bias_revoked;  /* times a non-owner revoked it    */
     /* Wall and thread CPU time at the last stall sample (sched.c);
-     * stall_wall0 == 0: no valid sample (the worker was idle since). */
+     * stall_wall0 == 0: no sample yet (renewed after every park). */
     uint64_t stall_wall0, stall_cpu0;
 
     struct mqs__timer_heap timers;

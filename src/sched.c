@@ -925,8 +925,8 @@ static void stall_sample(struct mqs_worker *w)
  * a stall makes the run it hits long, so the runs since the last sample
  * were short and stall-free (or, within the spacing, not measured) and
  * the sample's off-CPU time belongs to this run.  Samples are also taken
- * every millisecond (housekeeping) and dropped when the worker idles
- * (stall_wall0 = 0: its parked time is no stall).
+ * every millisecond (housekeeping) and renewed after the worker parks
+ * (its parked time is no stall).
  */
 static __attribute__((noinline)) uint64_t run_stall(struct mqs_worker *w,
                                                    uint64_t ran)
@@ -1026,6 +1026,12 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     /* In a register from here on: the stores below could alias w->now. */
     uint64_t now = w->now;
     bool fast_lock = own_lock(w);
+    /* A lock taken the slow way may have been waited for, milliseconds
+     * when its holder lost its CPU: that wait is no task's run (it hid
+     * host preemptions from the next task's stall check), so the next
+     * run starts after it.  One more clock read, off the biased path. */
+    if (!fast_lock)
+        now = w->now = mqs__clock_ns(&w->clock);
     uint64_t ran = account_run(w, prev, end);
     if (p->put_prev)
         p->put_prev(&w->rq, &prev->se, ran);
@@ -1087,6 +1093,7 @@ void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
     const struct mqs_policy *p = w->rt->policy;
     uint64_t now = w->now = mqs__clock_ns(&w->clock);
     uint64_t ran = account_run(w, prev, now);
+    prev->se.stall_ns = 0; /* not measured here (a spawn is short) */
     if (p->put_prev) {
         bool fast_lock = own_lock(w);
         p->put_prev(&w->rq, &prev->se, ran);
@@ -1124,7 +1131,6 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
     unsigned seen = atomic_load(&w->park_futex);
     bias_drop(w);
     rq_hint_settle(w);
-    w->stall_wall0 = 0;
     mqs__publish_idle(w->rt, w->index, true);
     struct mqs_task *t = balance_and_pick(w, MQS_BALANCE_IDLE);
     while (!t && mqs__clock_ns(&w->clock) - t0 < (uint64_t)w->rt->idle_spin_ns) {
@@ -1150,6 +1156,12 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
         futex_wait(&w->park_futex, seen,
                    mqs__watchdog_park_ns(w->rt, next == UINT64_MAX ? UINT64_MAX
                                       : (next > now ? next - now : 0)));
+        /* Parked time is no stall: a fresh sample, so that the first run
+         * after the park is checked against it (with none, it was not
+         * checked at all; an idle spin keeps the old sample, its time
+         * is on the CPU). */
+        w->now = mqs__clock_ns(&w->clock);
+        stall_sample(w);
     }
     atomic_store(&w->parked, 0);
 out:

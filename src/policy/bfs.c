@@ -74,11 +74,6 @@ struct bfs_tunables {
     int64_t steal_check_ns;
 };
 
-/* Per worker: only the steal-time marks (the queue is global). */
-struct bfs_rq {
-    struct mqs__steal steal;
-};
-
 /* The per-runtime state: tunables first (the core writes them there). */
 struct bfs_state {
     struct bfs_tunables tun;
@@ -283,8 +278,6 @@ static struct mqs_sched_entity *bfs_pick(struct mqs_rq *rq)
     struct bfs_state *b = bfs(rq);
     int self = mqs_rq_worker(rq);
     const struct mqs_sched_entity *mine = bfs_mine(rq);
-    mqs__fair_steal_start(&((struct bfs_rq *)mqs__rq_state(rq))->steal,
-                          mqs__rq_clock(rq), b->tun.steal_check_ns);
     struct mqs_sched_entity *se =
         bfs_pick_class(b, self, mine, MQS_PRIO_NORMAL_MIN);
     if (!se)
@@ -327,11 +320,10 @@ static void bfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
                          uint64_t ran)
 {
     struct bfs_state *b = bfs(rq);
-    struct bfs_rq *r = mqs__rq_state(rq);
     uint64_t now = mqs__rq_clock(rq);
     if (se->cls == MQS_CLASS_FIFO)
         return;
-    uint64_t cpu = mqs__fair_charge(&r->steal, now, ran, b->tun.steal_check_ns);
+    uint64_t cpu = mqs__fair_charge_run(se, ran, b->tun.steal_check_ns);
     se->slice_ns -= (int64_t)cpu;
     if (se->cls != MQS_CLASS_NORMAL)
         return;
@@ -356,7 +348,6 @@ const struct mqs_policy mqs_policy_bfs = {
     .description = "BFS: one global queue by virtual deadline, "
                    "cache-locality preference, no balancing",
     .flags = MQS_POLICY_SHARED_RQ,
-    .rq_size = sizeof(struct bfs_rq),
     .rt_size = sizeof(struct bfs_state),
     .tunables = bfs_tunables,
     .init = bfs_init,

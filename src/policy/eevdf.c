@@ -460,7 +460,6 @@ static struct mqs_sched_entity *eevdf_pick(struct mqs_rq *rq)
 {
     struct eevdf_rq *r = eevdf(rq);
     uint64_t now = mqs__rq_clock(rq);
-    mqs__fair_steal_start(&r->f.steal, now, r->tun->steal_check_ns);
     eevdf_settle(r, now);
     struct mqs_sched_entity *se = mqs__fair_pick_rt(rq);
     if (se)
@@ -496,7 +495,7 @@ static void eevdf_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     }
     struct eevdf_rq *r = eevdf(rq);
     uint64_t now = mqs__rq_clock(rq);
-    uint64_t cpu = mqs__fair_charge(&r->f.steal, now, ran, r->tun->steal_check_ns);
+    uint64_t cpu = mqs__fair_charge_run(se, ran, r->tun->steal_check_ns);
     uint64_t dv = mqs__fair_vtime(cpu, se->weight);
     se->key += dv;
     r->avg_sum += (int64_t)dv * (int64_t)mqs__fair_slot(se, MQS__FAIR_P_W);
