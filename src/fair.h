@@ -68,6 +68,10 @@
 #define MQS__FAIR_P_LAST 0 /* slot: when it last stopped running       */
 #define MQS__FAIR_P_W 1    /* slot: the weight it joined the load with */
 #define MQS__FAIR_STEAL_MAX 8
+/* Periodic passes that found an imbalance and moved nothing, after which
+ * cache-hot tasks may move (Linux: nr_balance_failed > cache_nice_tries,
+ * whose default is 1). */
+#define MQS__FAIR_HOT_TRIES 2
 
 /* The start of a fair policy's per-rq state.  Everything under rq lock,
  * except pub_load (atomic, read by other workers) and next_balance
@@ -86,6 +90,7 @@ struct mqs__fair_rq {
     struct mqs_load_avg load;        /* the queue's load signal          */
     _Atomic uint64_t pub_load;       /* load.avg, for remote balancers   */
     uint64_t next_balance;
+    unsigned balance_failed;         /* periodic passes in a row: none moved */
 };
 
 _Static_assert(sizeof(struct mqs_list) >= 2 * sizeof(uint64_t),
@@ -544,16 +549,26 @@ static inline int mqs__fair_balance(struct mqs_rq *rq, int why,
         f->next_balance = now + (uint64_t)interval;
     uint64_t mine = atomic_load_explicit(&f->pub_load, memory_order_relaxed);
     int victim = mqs__fair_busiest(rt, mqs_rq_worker(rq), &busy);
-    if (victim < 0 || (periodic && busy * 100 <= mine * 117))
+    if (victim < 0 || (periodic && busy * 100 <= mine * 117)) {
+        if (periodic)
+            f->balance_failed = 0; /* balanced: nothing failed */
         return 0;
+    }
+    /* Cache-hot tasks stay, unless passes in a row found the imbalance
+     * and moved nothing: in a yield loop every task ran within
+     * migration_cost_ns, and a 3:1 split of 4096 tasks stayed for the
+     * whole run (one worker's tasks got a third of the other's turns). */
+    bool hot_ok = f->balance_failed >= MQS__FAIR_HOT_TRIES;
     struct mqs__fair_take_req req = {
         mqs_rq_worker(rq), periodic, busy > mine ? (busy - mine) / 2 : 0,
-        now, periodic ? (uint64_t)hot_ns : 0, unlink};
+        now, periodic && !hot_ok ? (uint64_t)hot_ns : 0, unlink};
     if (req.want == 0)
         req.want = 1;
     struct mqs_sched_entity *got[MQS__FAIR_STEAL_MAX];
     int n = mqs_rq_steal(rq, mqs_rq_of(rt, victim), why, mqs__fair_take, &req,
                          got, periodic ? MQS__FAIR_STEAL_MAX : 1);
+    if (periodic)
+        f->balance_failed = n > 0 ? 0 : f->balance_failed + 1;
     return mqs_rq_add_stolen_all(rq, got, n);
 }
 

@@ -9,6 +9,7 @@
  */
 #include "check.h"
 #include "policy_harness.h"
+#include "../src/fair.h"
 
 #define MS 1000000ull
 #define CFS_SPEC "cfs:steal_check_ns=0"
@@ -175,5 +176,26 @@ TEST(cfs_balance_leaves_cache_hot_tasks)
     CHECK_EQ(h.pol->balance(h_rq(&h, 1), MQS_BALANCE_IDLE), 1);
     h_set_now(&h, h.now + 10 * MS); /* cold now */
     CHECK_EQ(h.pol->balance(h_rq(&h, 1), MQS_BALANCE_PERIODIC), 1);
+    CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 1)), 2);
+}
+
+/* Hot tasks stay only so long: once MQS__FAIR_HOT_TRIES periodic passes
+ * in a row found the imbalance and moved nothing, the next one moves
+ * tasks that are still hot (a yield loop's tasks always are). */
+TEST(cfs_balance_moves_hot_tasks_after_failed_passes)
+{
+    struct harness h;
+    balance_four(&h, CFS_SPEC ",migration_cost_ns=1000000000");
+    for (int k = 0; k < 4; k++) {
+        struct mqs_sched_entity *se = h_pick(&h, 0);
+        h_stop(&h, 0, se, 1000, true);
+    }
+    int moved = 0, passes = 0;
+    for (; passes < 10 && moved == 0; passes++) {
+        h_set_now(&h, h.now + 5 * MS); /* past balance_ns, still hot */
+        moved = h.pol->balance(h_rq(&h, 1), MQS_BALANCE_PERIODIC);
+    }
+    CHECK_EQ(passes, MQS__FAIR_HOT_TRIES + 1);
+    CHECK_EQ(moved, 2);
     CHECK_EQ(mqs_rq_nr_queued(h_rq(&h, 1)), 2);
 }
