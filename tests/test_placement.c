@@ -91,9 +91,45 @@ TEST(sync_wake_respects_affinity)
 /* A channel partner is woken synchronously (on a real runtime)        */
 /* ------------------------------------------------------------------ */
 
+/* A task that keeps worker 1 busy (no scheduling point) until released,
+ * or 2 s: a task queued behind it fails the case, not hangs it. */
+struct busy {
+    atomic_int spinning, release;
+};
+
+static void *busy_spinner(void *arg)
+{
+    struct busy *b = arg;
+    atomic_store(&b->spinning, 1);
+    uint64_t t0 = mqs_now_ns();
+    while (!atomic_load(&b->release) && mqs_now_ns() - t0 < 2000000000ull)
+        mqs__cpu_relax();
+    return NULL;
+}
+
+static mqs_task_t *busy_start(mqs_runtime_t *rt, struct busy *b)
+{
+    mqs_task_t *t = spawn_on(rt, 1, busy_spinner, b);
+    while (!atomic_load(&b->spinning))
+        sched_yield();
+    return t;
+}
+
+/* The calling task (pinned to worker 1) may run on both workers from its
+ * next enqueue. */
+static void allow_both_workers(void)
+{
+    mqs_mask_t all;
+    mqs_mask_zero(&all);
+    mqs_mask_set(&all, 0);
+    mqs_mask_set(&all, 1);
+    CHECK_OK(mqs_task_set_affinity(mqs_self(), &all));
+}
+
 struct partner {
     mqs_chan_t *ch;
-    atomic_int ready, spinning, release;
+    atomic_int ready;
+    struct busy b;
     int woke_on;
     int ran_by_yields; /* the receiver ran within the sender's yields */
 };
@@ -101,28 +137,12 @@ struct partner {
 static void *receiver(void *arg)
 {
     struct partner *p = arg;
-    mqs_mask_t all;
-    mqs_mask_zero(&all);
-    mqs_mask_set(&all, 0);
-    mqs_mask_set(&all, 1);
-    CHECK_OK(mqs_task_set_affinity(mqs_self(), &all)); /* at its next enqueue */
+    allow_both_workers();
     atomic_store(&p->ready, 1);
     int v;
     CHECK_OK(mqs_chan_recv(p->ch, &v));
     p->woke_on = mqs_worker_self();
-    atomic_store(&p->release, 1);
-    return NULL;
-}
-
-static void *spinner(void *arg)
-{
-    struct partner *p = arg;
-    atomic_store(&p->spinning, 1);
-    /* Keeps worker 1 busy (no scheduling point) until the receiver ran,
-     * or 2 s: a receiver queued behind it fails the case, not hangs it. */
-    uint64_t t0 = mqs_now_ns();
-    while (!atomic_load(&p->release) && mqs_now_ns() - t0 < 2000000000ull)
-        mqs__cpu_relax();
+    atomic_store(&p->b.release, 1);
     return NULL;
 }
 
@@ -134,10 +154,10 @@ static void *sender(void *arg)
     /* A sync wake-up is a bet that the waker yields the worker soon:
      * it does, and the receiver must run at once, here.  Without it the
      * receiver sits behind the spinner until a balancer moves it (ms). */
-    for (int i = 0; i < 100 && !atomic_load(&p->release); i++)
+    for (int i = 0; i < 100 && !atomic_load(&p->b.release); i++)
         mqs_yield();
-    p->ran_by_yields = atomic_load(&p->release);
-    atomic_store(&p->release, 1);
+    p->ran_by_yields = atomic_load(&p->b.release);
+    atomic_store(&p->b.release, 1);
     return NULL;
 }
 
@@ -148,9 +168,7 @@ TEST(channel_partner_is_woken_onto_the_senders_worker)
     CHECK_OK(mqs_chan_create(&p.ch, sizeof(int), 0));
     mqs_task_t *r = spawn_on(rt, 1, receiver, &p);
     wait_blocked(r, &p.ready);
-    mqs_task_t *s1 = spawn_on(rt, 1, spinner, &p);
-    while (!atomic_load(&p.spinning))
-        sched_yield();
+    mqs_task_t *s1 = busy_start(rt, &p.b);
     mqs_task_t *s0 = spawn_on(rt, 0, sender, &p);
     CHECK_OK(mqs_join(s0, NULL));
     CHECK_OK(mqs_join(r, NULL));
@@ -169,7 +187,8 @@ TEST(channel_partner_is_woken_onto_the_senders_worker)
 struct condpair {
     mqs_mutex_t m;
     mqs_cond_t c;
-    atomic_int held, ready, spinning, go, got, release;
+    atomic_int held, ready, go, got;
+    struct busy b;
     int woke_on;
     int ran_by_yields; /* the mutex waiter ran within the yielder's yields */
 };
@@ -195,11 +214,7 @@ static void *cond_holder(void *arg)
 static void *mutex_waiter(void *arg)
 {
     struct condpair *p = arg;
-    mqs_mask_t all;
-    mqs_mask_zero(&all);
-    mqs_mask_set(&all, 0);
-    mqs_mask_set(&all, 1);
-    CHECK_OK(mqs_task_set_affinity(mqs_self(), &all));
+    allow_both_workers();
     atomic_store(&p->ready, 1);
     CHECK_OK(mqs_mutex_lock(&p->m));
     p->woke_on = mqs_worker_self();
@@ -217,17 +232,7 @@ static void *cond_yielder(void *arg)
     for (int i = 0; i < 100 && !atomic_load(&p->got); i++)
         mqs_yield();
     p->ran_by_yields = atomic_load(&p->got);
-    atomic_store(&p->release, 1);
-    return NULL;
-}
-
-static void *cond_spinner(void *arg)
-{
-    struct condpair *p = arg;
-    atomic_store(&p->spinning, 1);
-    uint64_t t0 = mqs_now_ns();
-    while (!atomic_load(&p->release) && mqs_now_ns() - t0 < 2000000000ull)
-        mqs__cpu_relax();
+    atomic_store(&p->b.release, 1);
     return NULL;
 }
 
@@ -242,9 +247,7 @@ TEST(cond_wait_hands_its_mutex_to_a_waiter_on_this_worker)
         sched_yield();
     mqs_task_t *w = spawn_on(rt, 1, mutex_waiter, &p);
     wait_blocked(w, &p.ready);
-    mqs_task_t *s = spawn_on(rt, 1, cond_spinner, &p);
-    while (!atomic_load(&p.spinning))
-        sched_yield();
+    mqs_task_t *s = busy_start(rt, &p.b);
     mqs_task_t *y = spawn_on(rt, 0, cond_yielder, &p);
     while (atomic_load_explicit(&y->state, memory_order_acquire) !=
            MQS__RUNNABLE)

@@ -145,6 +145,14 @@ static void balance_four(struct harness *h, const char *spec)
         h_enqueue(h, 0, h_task(h, k, MQS_CLASS_NORMAL, 0), MQS_ENQ_NEW);
 }
 
+/* The same, each task having run 1 us and yielded (cache-hot now). */
+static void balance_four_ran(struct harness *h, const char *spec)
+{
+    balance_four(h, spec);
+    for (int k = 0; k < 4; k++)
+        h_stop(h, 0, h_pick(h, 0), 1000, true);
+}
+
 /* Worker 0 holds 4 tasks, worker 1 none: the periodic balancer on 1
  * takes half the load, 2 tasks, and then nothing more. */
 TEST(cfs_balance_moves_half_the_load)
@@ -166,11 +174,7 @@ TEST(cfs_balance_moves_half_the_load)
 TEST(cfs_balance_leaves_cache_hot_tasks)
 {
     struct harness h;
-    balance_four(&h, CFS_SPEC ",migration_cost_ns=5000000");
-    for (int k = 0; k < 4; k++) {
-        struct mqs_sched_entity *se = h_pick(&h, 0);
-        h_stop(&h, 0, se, 1000, true);
-    }
+    balance_four_ran(&h, CFS_SPEC ",migration_cost_ns=5000000");
     h_set_now(&h, h.now + 2 * MS);
     CHECK_EQ(h.pol->balance(h_rq(&h, 1), MQS_BALANCE_PERIODIC), 0);
     CHECK_EQ(h.pol->balance(h_rq(&h, 1), MQS_BALANCE_IDLE), 1);
@@ -185,11 +189,7 @@ TEST(cfs_balance_leaves_cache_hot_tasks)
 TEST(cfs_balance_moves_hot_tasks_after_failed_passes)
 {
     struct harness h;
-    balance_four(&h, CFS_SPEC ",migration_cost_ns=1000000000");
-    for (int k = 0; k < 4; k++) {
-        struct mqs_sched_entity *se = h_pick(&h, 0);
-        h_stop(&h, 0, se, 1000, true);
-    }
+    balance_four_ran(&h, CFS_SPEC ",migration_cost_ns=1000000000");
     int moved = 0, passes = 0;
     for (; passes < 10 && moved == 0; passes++) {
         h_set_now(&h, h.now + 5 * MS); /* past balance_ns, still hot */
