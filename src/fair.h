@@ -46,10 +46,10 @@
  * with (a priority change between stopping and re-queueing must not
  * unbalance the sums) belong to this frame, kept in se->node2 (a policy
  * link these policies do not use: mqs__fair_slot); the policies use
- * p[0..5], key and slice_ns.  node2 shares a cache line with key and
- * slice_ns, which every yield touches; p[4..5], where the slots were,
- * sit on a line that a yield touched for them alone (one more miss per
- * yield when thousands of tasks take turns).
+ * p[0..3], key and slice_ns.  node2 and p[0..3] share the entity's
+ * line 1 with node (the run's link); the load signal, which a yield
+ * checks, is on line 2 (mqs/policy.h): a yield touches those two lines
+ * and line 0, and tree nodes only in the tree.
  */
 #ifndef MQS_FAIR_H
 #define MQS_FAIR_H

@@ -41,8 +41,8 @@
 #ifndef MQS_FAIR_H
 #error "include fair.h, not fair_run.h"
 #endif
-#define MQS__FAIR_P_SEQ 4
-#define MQS__FAIR_P_RUN 5
+#define MQS__FAIR_P_SEQ 2 /* on the entity's line 1, beside node */
+#define MQS__FAIR_P_RUN 3
 
 static inline void mqs__fair_stamp(struct mqs__fair_rq *f,
                                    struct mqs_sched_entity *se)

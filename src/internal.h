@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,8 +87,9 @@ enum mqs__task_state {
 };
 
 struct mqs_task {
-    /* Scheduling view shared with the policy (see mqs/policy.h). */
-    struct mqs_sched_entity se;
+    /* Line 0: the task's own fields that a switch reads or writes (the
+     * struct starts on a line, stack.c; the entity's hot lines follow):
+     * with thousands of tasks taking turns each line is a miss. */
 
     /* Saved stack pointer while not running.  Owner: the worker that
      * switches it out/in. */
@@ -102,13 +104,32 @@ struct mqs_task {
     /* Worker whose run queue holds it, -1 when not queued.  Written under
      * that run queue's lock. */
     atomic_int queued_on;
+    /* A requested change of class/priority/affinity (MQS__PEND_* bits),
+     * applied by whoever next queues the task, under that run queue's
+     * lock (task_ctl.c): policies never see a queued task's fields
+     * change.  The request itself is in pend_lock and below. */
+    atomic_int pend_flags;
     /* Set by mqs_rq_steal on the entities it hands to a policy. */
     bool stolen;
+    bool detached;
+    /* Set when it yielded on a worker its new affinity excludes. */
+    atomic_bool resched_move;
+    /* Home worker (its list of live tasks, for reports). */
+    int home;
 
-    /* Counters (see MQS__STAT_ADD), next to the hot fields above. */
+    /* Counters of every switch (see MQS__STAT_ADD). */
     struct {
-        _Atomic uint64_t run_ns, wait_ns, switches, yields, wakeups, migrations;
+        _Atomic uint64_t run_ns, wait_ns, switches, yields;
     } stats;
+
+    /* Lines 1-: the scheduling view shared with the policy (see
+     * mqs/policy.h), its hot fields first. */
+    struct mqs_sched_entity se;
+
+    /* Counters of wake-ups and migrations, off the switch's line. */
+    struct {
+        _Atomic uint64_t wakeups, migrations;
+    } events;
 
     mqs_runtime_t *rt;
     uint64_t id;
@@ -116,7 +137,6 @@ struct mqs_task {
     mqs_task_fn fn;
     void *arg;
     void *result;
-    bool detached;
     atomic_int join_state;  /* 0 none, 1 a joiner is waiting/has joined */
 
     /* Stack mapping (the task struct itself lives at its top). */
@@ -149,15 +169,8 @@ struct mqs_task {
 
     /* Membership in its home worker's list of live tasks (for reports). */
     struct mqs_list all_node;
-    int home;
 
-    /* Set when it yielded on a worker its new affinity excludes. */
-    atomic_bool resched_move;
-
-    /* A requested change of class/priority/affinity, applied by whoever
-     * next queues the task, under that run queue's lock (task_ctl.c):
-     * policies never see a queued task's fields change. */
-    atomic_int pend_flags;          /* MQS__PEND_* bits                   */
+    /* The requested change that pend_flags announces. */
     mqs__spinlock_t pend_lock;      /* guards the three fields below       */
     mqs_class_t pend_cls;
     int pend_prio;
@@ -173,6 +186,14 @@ struct mqs_task {
     bool keys_set;                  /* some key was set: run destructors  */
     void *keys[MQS_KEYS_MAX];
 };
+/* The switch's lines (above): line 0 is the task's, the entity starts
+ * on line 1 and its yield fields end within line 2. */
+_Static_assert(offsetof(struct mqs_task, se) == 64,
+               "the task's switch fields fill its first cache line");
+_Static_assert(offsetof(struct mqs_sched_entity, node) == 64 &&
+                   offsetof(struct mqs_sched_entity, p[4]) == 128 &&
+                   offsetof(struct mqs_sched_entity, slept_at_ns) <= 192 - 16,
+               "the entity's yield fields fill lines 0-2");
 enum { MQS__DONE = 1, MQS__DONE_WAITED = 2 };
 
 /* ------------------------------------------------------------------ */

@@ -733,7 +733,7 @@ void mqs__wake_flags(struct mqs_task *t, int flags)
     mqs_runtime_t *rt = t->rt;
     while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
         mqs__cpu_relax();
-    MQS__STAT_ADD(t->stats.wakeups, 1);
+    MQS__STAT_ADD(t->events.wakeups, 1);
     atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
     struct mqs_worker *self = mqs__worker_self();
     if (self && self->rt == rt && self->curr)
@@ -841,7 +841,7 @@ static MQS__HOT void account_start(struct mqs_worker *w, struct mqs_task *t,
     MQS__STAT_ADD(t->stats.switches, 1);
     if (t->se.last_worker != w->index) {
         if (t->se.last_worker >= 0) {
-            MQS__STAT_ADD(t->stats.migrations, 1);
+            MQS__STAT_ADD(t->events.migrations, 1);
             MQS__STAT_ADD(w->stats.migrations, 1);
         }
         t->se.last_worker = w->index;

@@ -68,8 +68,8 @@ int mqs_task_stats(const mqs_task_t *t, mqs_task_stats_t *out)
     out->wait_ns = MQS__STAT_GET(t->stats.wait_ns);
     out->switches = MQS__STAT_GET(t->stats.switches);
     out->yields = MQS__STAT_GET(t->stats.yields);
-    out->wakeups = MQS__STAT_GET(t->stats.wakeups);
-    out->migrations = MQS__STAT_GET(t->stats.migrations);
+    out->wakeups = MQS__STAT_GET(t->events.wakeups);
+    out->migrations = MQS__STAT_GET(t->events.migrations);
     return 0;
 }
 

@@ -144,7 +144,7 @@ void mqs__timers_run(struct mqs_worker *w, uint64_t now)
          * not start another one. */
         while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
             mqs__cpu_relax();
-        MQS__STAT_ADD(t->stats.wakeups, 1);
+        MQS__STAT_ADD(t->events.wakeups, 1);
         atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
         t->se.woke_at_ns = now;
         mqs__enqueue_task(w->rt, t, MQS_ENQ_WAKEUP);

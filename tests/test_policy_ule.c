@@ -11,7 +11,7 @@
 #include "policy_harness.h"
 
 /* se->p[] words of ule.c */
-enum { WHERE = 0, LEVEL = 1, RUN = 2, SLP = 3 };
+enum { WHERE = 0, LEVEL = 1, RUN = 2, SLP = 4 };
 
 #define SEC 1000000000ull
 

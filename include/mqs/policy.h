@@ -92,23 +92,16 @@ struct mqs_load_avg {
  * to the policy that is in force; they are zero when a task is created.
  */
 struct mqs_sched_entity {
-    /* core: class, priority level (0..140), nice, rt priority, weight */
-    mqs_class_t cls;
-    uint8_t prio;
-    int8_t nice;
-    uint8_t rt_priority;
-    uint32_t weight;
-    /* core: worker it last ran on (-1 = never ran) */
-    int last_worker;
-    bool any_worker; /* core: affinity is every worker */
-    /* core: total run time, run time at the start of this run (ns) */
-    uint64_t sum_exec_ns;
+    /* The fields are in cache-line order (the task struct puts the
+     * entity on a line boundary, src/internal.h): with thousands of tasks
+     * taking turns every line a switch touches is a miss, so what a yield
+     * reads or writes is packed into the first lines.  Line 0: the core's
+     * accounting and the scalars every policy reads. */
+    /* core: run time at the start of this run, when it last became
+     * runnable (for wait accounting), total run time (ns) */
     uint64_t exec_start_ns;
-    /* core: when it last became runnable (ns), for wait accounting */
     uint64_t queued_at_ns;
-    /* core: time it last blocked and last woke (ns), for sleep history */
-    uint64_t slept_at_ns;
-    uint64_t woke_at_ns;
+    uint64_t sum_exec_ns;
     /* core: of the run that just ended (put_prev's ran_ns), the part the
      * worker's OS thread spent off its CPU (preempted by the OS or the
      * host); set before put_prev.  Measured (a system call) for runs of
@@ -118,22 +111,36 @@ struct mqs_sched_entity {
      * exact wall time); a policy that charges for CPU actually received
      * subtracts it. */
     uint64_t stall_ns;
-
-    /* policy: list node, a second link, and scalars */
-    struct mqs_list node;
-    struct mqs_list node2;
+    /* core: class, priority level (0..140), nice, rt priority */
+    mqs_class_t cls;
+    uint8_t prio;
+    int8_t nice;
+    uint8_t rt_priority;
+    bool any_worker; /* core: affinity is every worker */
+    uint32_t weight; /* core: nice weight */
+    /* core: worker it last ran on (-1 = never ran) */
+    int last_worker;
+    /* policy */
     uint64_t key;      /* e.g. vruntime or virtual deadline */
     int64_t slice_ns;  /* remaining time slice */
-    uint64_t p[6];     /* policy private */
 
-    /* core: workers it may run on (read when any_worker is false) */
-    mqs_mask_t affinity;
+    /* Line 1: the policy's list node, a second link, p[0..3]. */
+    struct mqs_list node;
+    struct mqs_list node2;
+    uint64_t p[6];     /* policy private; p[4..5] are on line 2 */
 
-    /* policy: appended after the core fields (the yield path's fields
-     * above keep their offsets): a tree node (cfs, eevdf, bfs) and the
-     * entity's load signal (cfs, eevdf balancing). */
-    struct mqs_rb_node rb;
+    /* Line 2 (after p[4..5]): the entity's load signal (cfs, eevdf
+     * balancing; a yield there checks it), then the core's sleep
+     * history. */
     struct mqs_load_avg load;
+    /* core: time it last blocked and last woke (ns), for sleep history */
+    uint64_t slept_at_ns;
+    uint64_t woke_at_ns;
+
+    /* Line 3 on: workers it may run on (core, read when any_worker is
+     * false), a tree node (cfs, eevdf, bfs: touched only in the tree). */
+    mqs_mask_t affinity;
+    struct mqs_rb_node rb;
 };
 
 /* Runs at least this long are checked for time off the CPU (stall_ns),

@@ -50,8 +50,9 @@
 #define ULE_WHERE 0 /* part it is queued in                          */
 #define ULE_LEVEL 1 /* level it is queued at                         */
 #define ULE_RUN 2   /* recent run time, ns (ts_runtime)              */
-#define ULE_SLP 3   /* recent sleep time, ns (ts_slptime)            */
-#define ULE_NR 4    /* queue length its slice was sized for          */
+#define ULE_NR 3    /* queue length its slice was sized for          */
+#define ULE_SLP 4   /* recent sleep time, ns (ts_slptime); p[0..3],  */
+                    /* which a yield touches, share a cache line     */
 
 struct ule_tunables {
     int64_t slice_ns;
