@@ -341,6 +341,16 @@ static inline void mqs__fair_load_rq(struct mqs__fair_rq *f, uint64_t now)
         atomic_store_explicit(&f->pub_load, f->load.avg, memory_order_relaxed);
 }
 
+/* se->due_ns: when se's signal next crosses a period boundary; an update
+ * before then changes no average (mqs__fair_load_due), and a yield reads
+ * this word on the entity's first line instead of the signal's line. */
+static inline void mqs__fair_load_se_due(struct mqs_sched_entity *se)
+{
+    se->due_ns = se->load.last_ns +
+                 ((uint64_t)(MQS__LOAD_PERIOD - se->load.contrib)
+                  << MQS__LOAD_UNIT_SHIFT);
+}
+
 /* A normal entity joins the queue's load; was_runnable says whether the
  * time since its last update was spent queued (migrated) or asleep. */
 static inline void mqs__fair_load_join(struct mqs__fair_rq *f,
@@ -352,6 +362,7 @@ static inline void mqs__fair_load_join(struct mqs__fair_rq *f,
         mqs__load_init_full(&se->load, now, se->weight);
     else
         mqs__load_update(&se->load, now, was_runnable, se->weight);
+    mqs__fair_load_se_due(se);
     mqs__load_attach(&f->load, &se->load, se->weight);
     mqs__fair_set_slot(se, MQS__FAIR_P_W, se->weight);
     f->weight += se->weight;
@@ -365,6 +376,7 @@ static inline void mqs__fair_load_leave(struct mqs__fair_rq *f,
     mqs__fair_load_rq(f, now);
     uint64_t w = mqs__fair_slot(se, MQS__FAIR_P_W);
     mqs__load_update(&se->load, now, 1, w);
+    mqs__fair_load_se_due(se);
     mqs__load_detach(&f->load, &se->load, w);
     f->weight -= w;
     atomic_store_explicit(&f->pub_load, f->load.avg, memory_order_relaxed);
@@ -418,8 +430,10 @@ static inline void mqs__fair_stop(struct mqs__fair_rq *f,
     mqs__fair_settle(f, now);
     if (mqs__fair_load_due(&f->load, now))
         mqs__fair_load_rq(f, now);
-    if (mqs__fair_load_due(&se->load, now))
+    if (now >= se->due_ns) {
         mqs__load_update(&se->load, now, 1, se->weight);
+        mqs__fair_load_se_due(se);
+    }
     mqs__fair_set_slot(se, MQS__FAIR_P_LAST, now);
     f->curr = NULL;
     f->stopped = se;

@@ -192,6 +192,7 @@ _Static_assert(offsetof(struct mqs_task, se) == 64,
                "the task's switch fields fill its first cache line");
 _Static_assert(offsetof(struct mqs_sched_entity, node) == 64 &&
                    offsetof(struct mqs_sched_entity, p[4]) == 128 &&
+                   offsetof(struct mqs_sched_entity, due_ns) < 64 &&
                    offsetof(struct mqs_sched_entity, slept_at_ns) <= 192 - 16,
                "the entity's yield fields fill lines 0-2");
 enum { MQS__DONE = 1, MQS__DONE_WAITED = 2 };

@@ -825,7 +825,6 @@ static MQS__HOT uint64_t account_run(struct mqs_worker *w, struct mqs_task *t,
     uint64_t ran = now - t->se.exec_start_ns;
     if ((int64_t)ran < 0)
         ran = 0;
-    t->se.sum_exec_ns += ran;
     MQS__STAT_ADD(t->stats.run_ns, ran);
     MQS__STAT_ADD(w->stats.run_ns, ran);
     return ran;

@@ -10,7 +10,7 @@
  *
  * The harness does what the core would around each op (the run queue
  * lock, the queued_on field that mqs_rq_steal checks, the start-of-run
- * stamp, sum_exec_ns), nothing more: it tests the policy, not the core.
+ * stamp), nothing more: it tests the policy, not the core.
  * Policies whose put_prev reads the thread's CPU clock (steal_check_ns)
  * must be given steal_check_ns=0.
  *
@@ -186,7 +186,6 @@ static inline void h_ran(struct harness *h, struct mqs_rq *rq,
                          struct mqs_sched_entity *se, uint64_t ns)
 {
     h_set_now(h, h->now + ns);
-    se->sum_exec_ns += ns;
     if (h->pol->put_prev)
         h->pol->put_prev(rq, se, ns);
 }

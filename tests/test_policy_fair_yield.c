@@ -13,6 +13,7 @@
 #include "check.h"
 #include "helpers.h"
 #include "policy_harness.h"
+#include "../src/load_avg.h"
 
 #define FY_TASKS 10
 #define FY_STEPS 6000
@@ -133,4 +134,42 @@ TEST(eevdf_yield_fast_path_matches_enqueue_and_pick)
 {
     for (uint64_t seed = 1; seed <= 4; seed++)
         fy_compare("eevdf:steal_check_ns=0", seed);
+}
+
+/* A yield brings the yielder's load signal up to date only when a period
+ * boundary has passed (se->due_ns, src/fair.h), and then it must: two
+ * tasks yielding to each other every 10 us for 100 ms keep their signals
+ * within a period of the clock, and full (both always runnable). */
+static void fy_signals_follow(const char *spec)
+{
+    struct harness h;
+    struct mqs_sched_entity *a, *b;
+    h_pair(&h, spec, 1, &a, &b);
+    struct mqs_sched_entity *run = h_pick(&h, 0);
+    uint64_t end = h.now + 100000000ull;
+    int yields = 0;
+    while (h.now < end) {
+        run = h_yield(&h, 0, run, 10000);
+        yields++;
+    }
+    CHECK(yields >= 9000);
+    uint64_t period = (uint64_t)MQS__LOAD_PERIOD << MQS__LOAD_UNIT_SHIFT;
+    for (int i = 0; i < 2; i++) {
+        struct mqs_sched_entity *se = i ? b : a;
+        CHECK(h.now - se->load.last_ns <= 2 * period);
+        CHECK(se->due_ns > se->load.last_ns);
+        CHECK(se->due_ns - se->load.last_ns <= period);
+        CHECK(se->load.avg >= 1000);
+    }
+    h_destroy(&h);
+}
+
+TEST(cfs_yields_keep_load_signals_current)
+{
+    fy_signals_follow("cfs:steal_check_ns=0");
+}
+
+TEST(eevdf_yields_keep_load_signals_current)
+{
+    fy_signals_follow("eevdf:steal_check_ns=0");
 }

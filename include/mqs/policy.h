@@ -98,17 +98,21 @@ struct mqs_sched_entity {
      * reads or writes is packed into the first lines.  Line 0: the core's
      * accounting and the scalars every policy reads. */
     /* core: run time at the start of this run, when it last became
-     * runnable (for wait accounting), total run time (ns) */
+     * runnable (for wait accounting) (ns).  (The task's total run time
+     * is its counters' run_ns, mqs_task_stats.) */
     uint64_t exec_start_ns;
     uint64_t queued_at_ns;
-    uint64_t sum_exec_ns;
+    /* policy: when its next update is due, in scheduler-clock ns (cfs,
+     * eevdf: the load signal's next period boundary, so that a yield
+     * need not read the signal's line) */
+    uint64_t due_ns;
     /* core: of the run that just ended (put_prev's ran_ns), the part the
      * worker's OS thread spent off its CPU (preempted by the OS or the
      * host); set before put_prev.  Measured (a system call) for runs of
      * at least MQS_STALL_CHECK_NS, at most once per MQS_STALL_SPACING_NS
      * of the worker's time, so always for runs that long; 0 when not
-     * measured.  ran_ns and sum_exec_ns include it (they are the run's
-     * exact wall time); a policy that charges for CPU actually received
+     * measured.  ran_ns includes it (it is the run's exact wall
+     * time); a policy that charges for CPU actually received
      * subtracts it. */
     uint64_t stall_ns;
     /* core: class, priority level (0..140), nice, rt priority */
@@ -130,7 +134,7 @@ struct mqs_sched_entity {
     uint64_t p[6];     /* policy private; p[4..5] are on line 2 */
 
     /* Line 2 (after p[4..5]): the entity's load signal (cfs, eevdf
-     * balancing; a yield there checks it), then the core's sleep
+     * balancing; a yield checks due_ns instead), then the core's sleep
      * history. */
     struct mqs_load_avg load;
     /* core: time it last blocked and last woke (ns), for sleep history */
