@@ -21,8 +21,15 @@
  *
  * How one measurement runs (mq and kernel): N tasks are started; each
  * spins on yield until a start flag is set, then yields in a loop,
- * counting its yields in its own cache-line-padded counter, until a stop
- * flag.  The main thread (not a worker) sets start, lets every task reach
+ * counting its yields until a stop flag.  The count is a variable in the
+ * task's own stack frame, which its slot points to: the frame's line is
+ * one a switch touches anyway (the saved registers and return addresses
+ * are right below it), so the count adds no line to a task's turn.  A
+ * counter on a line of its own (as before 2026-12-01, and as the Go peer
+ * still has) was the eighth line of each task's turn under mq: with 2048
+ * tasks per worker that is 1 MiB, this machine's L2, and runs at 4096
+ * tasks on two workers came out at 28 or at 60-80 ns depending on how
+ * the lines fell into the sets (docs/benchmarks.md).  The main thread (not a worker) sets start, lets every task reach
  * the counting loop, snapshots all counters, sleeps --seconds, snapshots
  * again and sets stop.  The yields counted are the differences between
  * the snapshots and the wall time is between them (each stamp taken as
@@ -126,10 +133,12 @@ struct flags {
     _Atomic int start, stop;
 } __attribute__((aligned(CACHELINE)));
 
-/* One task's counter, written only by that task; on its own line so the
- * count itself causes no sharing. */
+/* One task's slot: where its counter is (a variable in the task's stack
+ * frame, written only by that task; NULL until it starts), set by the
+ * task and read by the main thread.  On its own line so that no two
+ * tasks' slots share one. */
 struct slot {
-    _Atomic uint64_t count;
+    _Atomic(_Atomic uint64_t *) count;
     const struct flags *flags;
 } __attribute__((aligned(CACHELINE)));
 
@@ -183,11 +192,17 @@ struct point {
 /* The measurement window (policy and kernel rows)                     */
 /* ------------------------------------------------------------------ */
 
-static inline void count_one(struct slot *s)
+static inline void count_one(_Atomic uint64_t *c)
 {
-    atomic_store_explicit(
-        &s->count, atomic_load_explicit(&s->count, memory_order_relaxed) + 1,
-        memory_order_relaxed);
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+/* Yields a task has counted: 0 before it published its counter. */
+static uint64_t slot_count(const struct slot *s)
+{
+    _Atomic uint64_t *c = atomic_load_explicit(&s->count, memory_order_acquire);
+    return c ? atomic_load_explicit(c, memory_order_relaxed) : 0;
 }
 
 static inline bool flag(const _Atomic int *f)
@@ -201,8 +216,7 @@ static uint64_t snapshot(struct point *pt, bool window_end)
 {
     uint64_t a = bench_now_ns();
     for (int i = 0; i < pt->ntasks; i++) {
-        uint64_t c =
-            atomic_load_explicit(&pt->slots[i].count, memory_order_relaxed);
+        uint64_t c = slot_count(&pt->slots[i]);
         if (window_end)
             pt->work[i] = (double)(c - pt->snap[i]);
         else
@@ -235,7 +249,7 @@ static void reset_counters(struct point *pt)
     atomic_store(&pt->flags->start, 0);
     atomic_store(&pt->flags->stop, 0);
     for (int i = 0; i < pt->ntasks; i++) {
-        atomic_store_explicit(&pt->slots[i].count, 0, memory_order_relaxed);
+        atomic_store_explicit(&pt->slots[i].count, NULL, memory_order_relaxed);
         pt->slots[i].flags = pt->flags;
     }
 }
@@ -245,7 +259,7 @@ static void reset_counters(struct point *pt)
 static bool all_counted(const struct point *pt)
 {
     for (int i = 0; i < pt->ntasks; i++)
-        if (atomic_load_explicit(&pt->slots[i].count, memory_order_relaxed) == 0)
+        if (slot_count(&pt->slots[i]) == 0)
             return false;
     return true;
 }
@@ -283,11 +297,13 @@ static void *mq_task(void *arg)
 {
     struct slot *s = arg;
     const struct flags *f = s->flags;
+    _Atomic uint64_t count = 0;
+    atomic_store_explicit(&s->count, &count, memory_order_release);
     while (!flag(&f->start))
         mqs_yield();
     while (!flag(&f->stop)) {
         mqs_yield();
-        count_one(s);
+        count_one(&count);
     }
     return NULL;
 }
@@ -353,11 +369,13 @@ static void *kernel_thread(void *arg)
 {
     struct slot *s = arg;
     const struct flags *f = s->flags;
+    _Atomic uint64_t count = 0;
+    atomic_store_explicit(&s->count, &count, memory_order_release);
     while (!flag(&f->start))
         sched_yield();
     while (!flag(&f->stop)) {
         sched_yield();
-        count_one(s);
+        count_one(&count);
     }
     return NULL;
 }

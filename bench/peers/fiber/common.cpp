@@ -136,7 +136,7 @@ static std::int64_t snapshot(std::vector<slot> &slots,
     std::int64_t a = now_ns();
     c.resize(slots.size());
     for (std::size_t i = 0; i < slots.size(); i++)
-        c[i] = slots[i].n.load(std::memory_order_relaxed);
+        c[i] = slots[i].get();
     return a + (now_ns() - a) / 2;
 }
 

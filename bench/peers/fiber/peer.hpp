@@ -98,10 +98,20 @@ template <typename F, typename... A> boost::fibers::fiber spawn(F &&f, A &&...a)
 
 // ---- the measurement window ------------------------------------------------
 
-// One task's counter on its own cache line, written only by that task.
+// One task's counter on its own cache line, written only by that task;
+// or (bind) a pointer to a counter in the task's own stack frame, which
+// a switch touches anyway, so that counting adds no line to a turn (the
+// yield experiment, as mqs-bench's own rows: bench/yield.c).
 struct alignas(64) slot {
     std::atomic<std::uint64_t> n{0};
+    std::atomic<std::atomic<std::uint64_t> *> at{nullptr};
     void set(std::uint64_t v) { n.store(v, std::memory_order_relaxed); }
+    void bind(std::atomic<std::uint64_t> &c) { at.store(&c, std::memory_order_release); }
+    std::uint64_t get() const
+    {
+        std::atomic<std::uint64_t> *c = at.load(std::memory_order_acquire);
+        return (c ? *c : n).load(std::memory_order_relaxed);
+    }
 };
 
 // Written by the window, read by every task.  open: between the

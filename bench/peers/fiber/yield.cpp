@@ -1,5 +1,5 @@
 // yield.cpp - N fibers loop on boost::this_fiber::yield, each counting
-// its yields in its own slot; ns per yield = wall x min(N, W) / total
+// its yields in a counter in its own frame, which its slot points to; ns per yield = wall x min(N, W) / total
 // yields, fairness from the per-fiber counts.  The loop of mqs-bench's
 // policy rows with this_fiber::yield for mqs_yield.
 #include "peer.hpp"
@@ -8,12 +8,13 @@ namespace peer {
 
 static void yielder(const flags &f, slot &s)
 {
+    std::atomic<std::uint64_t> c{0};
+    s.bind(c);
     while (!f.started())
         boost::this_fiber::yield();
-    std::uint64_t c = 0;
     while (!f.stopped()) {
         boost::this_fiber::yield();
-        s.set(++c);
+        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
 }
 

@@ -3,7 +3,12 @@ package main
 // yield.go - N goroutines loop on runtime.Gosched, each counting its
 // yields in its own slot; ns per yield = wall x min(N, GOMAXPROCS) /
 // total yields, fairness from the per-goroutine counts.  The same loop
-// as mqs-bench's policy rows, with Gosched for mqs_yield.
+// as mqs-bench's policy rows, with Gosched for mqs_yield, except where
+// the count lives: those rows (and the fiber peer) count in the task's
+// own stack frame, which a switch touches anyway; a Go variable whose
+// address the window reads escapes to the heap (and would share lines
+// between goroutines), so the count stays in the slot, one more cache
+// line per turn (it shows only with thousands of goroutines).
 
 import (
 	"runtime"
