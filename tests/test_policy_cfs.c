@@ -112,9 +112,14 @@ TEST(cfs_wakeup_preemption_granularity)
     h_enqueue(&h, 0, b, MQS_ENQ_NEW);
     CHECK(h_pick(&h, 0) == a);
     h_stop(&h, 0, a, 2 * MS, true);
+    /* the yielder waits on the run beside the tree (src/fair_run.h), so
+     * the running task below comes from the run: the decision reads only
+     * its exact virtual runtime, not the run's looser order */
+    CHECK_EQ(mqs__fair(h_rq(&h, 0))->run_n, 1u);
     CHECK(h_pick(&h, 0) == b);
     h_stop(&h, 0, b, 2 * MS, false); /* b blocks level with a */
     CHECK(h_pick(&h, 0) == a);
+    CHECK_EQ(mqs__fair(h_rq(&h, 0))->run_n, 0u);
     h_enqueue(&h, 0, b, MQS_ENQ_WAKEUP);
     struct mqs_rq *rq = h_rq(&h, 0);
     h_set_now(&h, h.now + MS / 2);
