@@ -186,15 +186,17 @@ struct mqs_task {
     bool keys_set;                  /* some key was set: run destructors  */
     void *keys[MQS_KEYS_MAX];
 };
-/* The switch's lines (above): line 0 is the task's, the entity starts
- * on line 1 and its yield fields end within line 2. */
+/* The switch's lines (above): the task's line 0 is its own fields; the
+ * entity starts on line 1, its yield fields fill its own lines 0-1
+ * (the task's 1-2) and its load signal sits on its line 2. */
 _Static_assert(offsetof(struct mqs_task, se) == 64,
                "the task's switch fields fill its first cache line");
 _Static_assert(offsetof(struct mqs_sched_entity, node) == 64 &&
                    offsetof(struct mqs_sched_entity, p[4]) == 128 &&
                    offsetof(struct mqs_sched_entity, due_ns) < 64 &&
                    offsetof(struct mqs_sched_entity, slept_at_ns) <= 192 - 16,
-               "the entity's yield fields fill lines 0-2");
+               "the entity's yield fields fill its lines 0-1, the load "
+               "signal is on line 2");
 enum { MQS__DONE = 1, MQS__DONE_WAITED = 2 };
 
 /* ------------------------------------------------------------------ */
