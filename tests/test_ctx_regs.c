@@ -365,6 +365,7 @@ struct yielder {
     bool ftz;
     atomic_int *turns; /* yields of both tasks, to see them interleave */
     int interleaved;   /* yields after which the other one had run    */
+    atomic_int *started; /* tasks that reached the loop                */
 };
 
 static uintptr_t yield_fn(void *a0, void *a1, void *a2)
@@ -385,6 +386,12 @@ static void *yielder_main(void *arg)
     double q = third();
     uint64_t in[NREGS], out[NREGS];
     fill(in, y->id);
+    /* Both first: the second spawn can come after the first task's whole
+     * loop when the spawning thread is delayed (seen in 1 to 17 of 40
+     * runs on a loaded host), and then no yield switched. */
+    atomic_fetch_add(y->started, 1);
+    while (atomic_load(y->started) < 2)
+        mqs_yield();
     for (int i = 0; i < YIELDS; i++) {
         int before = atomic_fetch_add(y->turns, 1);
         CHECK_EQ(ctxregs_call(in, out, (void *)yield_fn, NULL, NULL, NULL), 0);
@@ -402,9 +409,9 @@ TEST(yield_keeps_each_tasks_registers_and_fp_control)
     CHECK_EQ(fesetround(FE_UPWARD), 0);
     mqs_runtime_t *rt = rt_new(1);
     CHECK_EQ(fesetround(FE_TONEAREST), 0);
-    atomic_int turns = 0;
-    struct yielder a = {1, FE_DOWNWARD, true, &turns, 0};
-    struct yielder b = {2, FE_TOWARDZERO, false, &turns, 0};
+    atomic_int turns = 0, started = 0;
+    struct yielder a = {1, FE_DOWNWARD, true, &turns, 0, &started};
+    struct yielder b = {2, FE_TOWARDZERO, false, &turns, 0, &started};
     mqs_task_t *ta = spawn_on(rt, 0, yielder_main, &a);
     mqs_task_t *tb = spawn_on(rt, 0, yielder_main, &b);
     CHECK(join(ta) == NULL);
