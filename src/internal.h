@@ -356,6 +356,11 @@ struct mqs_runtime {
     mqs__spinlock_t ext_lock;
     struct mqs_list ext_tasks;
     _Atomic uint64_t ext_spawns;
+
+    /* Stacks for spawns from threads outside the runtime (stack.c): the
+     * ones a worker's full cache or an outside joiner gives back. */
+    mqs__spinlock_t ext_stacks_lock;
+    struct mqs__stack_cache ext_stacks;
 };
 
 /* ------------------------------------------------------------------ */
@@ -479,10 +484,12 @@ void mqs__timers_run(struct mqs_worker *w, uint64_t now);
 void mqs__timer_heap_free(struct mqs__timer_heap *h);
 
 /* stack.c */
-struct mqs_task *mqs__stack_alloc(struct mqs_worker *w, size_t size,
+struct mqs_task *mqs__stack_alloc(mqs_runtime_t *rt, struct mqs_worker *w,
+                                  size_t size,
                                   unsigned serial);
-void mqs__stack_free(struct mqs_worker *w, struct mqs_task *t);
-void mqs__stack_cache_drain(struct mqs_worker *w);
+void mqs__stack_free(mqs_runtime_t *rt, struct mqs_worker *w,
+                     struct mqs_task *t);
+void mqs__stack_cache_drain(struct mqs__stack_cache *c);
 int mqs__overflow_handler_install(void);
 int mqs__altstack_setup(struct mqs_worker *w);
 void mqs__altstack_teardown(struct mqs_worker *w);

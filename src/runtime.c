@@ -140,7 +140,7 @@ static void worker_free(struct mqs_worker *w)
 {
     if (!w)
         return;
-    mqs__stack_cache_drain(w);
+    mqs__stack_cache_drain(&w->stacks);
     mqs__timer_heap_free(&w->timers);
     free(w->rq.pstate);
     free(w);
@@ -156,6 +156,7 @@ static void runtime_free(mqs_runtime_t *rt)
         return;
     for (int i = 0; rt->workers && i < rt->nworkers; i++)
         worker_free(rt->workers[i]);
+    mqs__stack_cache_drain(&rt->ext_stacks);
     free(rt->workers);
     free(rt->pstate);
     free(rt);
@@ -194,6 +195,7 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     atomic_init(&rt->next_id, 1);
     mqs__spin_init(&rt->keys_lock);
     mqs__spin_init(&rt->ext_lock);
+    mqs__spin_init(&rt->ext_stacks_lock);
     mqs__list_init(&rt->ext_tasks);
     mqs__clock_init(&rt->clock);
     rt->stall_ns = c->stall_ns;

@@ -195,7 +195,7 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
         self = NULL;
     size_t size = attr->stack_size ? attr->stack_size : rt->stack_size;
     uint64_t id = mqs__task_id_next(rt, self);
-    struct mqs_task *t = mqs__stack_alloc(self, size, (unsigned)id);
+    struct mqs_task *t = mqs__stack_alloc(rt, self, size, (unsigned)id);
     if (!t)
         return MQS_ENOMEM;
     task_init(t, rt, attr, fn, arg, id);
@@ -278,10 +278,11 @@ static void task_main(void *arg, void *worker)
 void mqs__task_release(struct mqs_task *t)
 {
     mqs__fiber_destroy(t->tsan_fiber);
+    mqs_runtime_t *rt = t->rt;
     struct mqs_worker *w = mqs__worker_self();
-    if (w && w->rt != t->rt)
+    if (w && w->rt != rt)
         w = NULL;
-    mqs__stack_free(w, t);
+    mqs__stack_free(rt, w, t);
 }
 
 int mqs_join(mqs_task_t *t, void **result)

@@ -153,8 +153,8 @@ static bool faults_in_child(char *p)
 TEST(stack_layout_guard_and_stagger)
 {
     long ps = sysconf(_SC_PAGESIZE);
-    struct mqs_task *a = mqs__stack_alloc(NULL, 64 * 1024, 1);
-    struct mqs_task *b = mqs__stack_alloc(NULL, 64 * 1024, 2);
+    struct mqs_task *a = mqs__stack_alloc(NULL, NULL, 64 * 1024, 1);
+    struct mqs_task *b = mqs__stack_alloc(NULL, NULL, 64 * 1024, 2);
     CHECK(a != NULL && b != NULL);
     /* usable stack starts one page above the mapping (the guard) */
     CHECK((char *)a->stack_lo == (char *)a->map_base + ps);
@@ -170,6 +170,36 @@ TEST(stack_layout_guard_and_stagger)
     CHECK_EQ((uintptr_t)a->stack_hi % 64, 0);
     munmap(a->map_base, a->map_size);
     munmap(b->map_base, b->map_size);
+}
+
+/* A stack given back outside the runtime (by a joiner) serves the next
+ * spawn from outside, which had mapped a new one every time; one of
+ * another size is unmapped, not pooled. */
+static void *return_arg(void *arg)
+{
+    return arg;
+}
+
+TEST(stack_outside_spawns_reuse_returned_stacks)
+{
+    mqs_runtime_t *rt = rt_new(1);
+    mqs_task_t *t = spawn(rt, return_arg, NULL);
+    void *first = t->map_base;
+    CHECK(join(t) == NULL);
+    for (int i = 0; i < 8; i++) {
+        t = spawn(rt, return_arg, NULL);
+        CHECK(t->map_base == first);
+        CHECK(join(t) == NULL);
+    }
+    CHECK_EQ(rt->ext_stacks.n, 1u);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.stack_size = 2 * rt->stack_size;
+    t = spawn_attr(rt, &a, return_arg, NULL);
+    CHECK(t->map_base != first);
+    CHECK(join(t) == NULL);
+    CHECK_EQ(rt->ext_stacks.n, 1u);
+    CHECK_OK(mqs_runtime_destroy(rt));
 }
 
 /* ------------------------------------------------------------------ */
