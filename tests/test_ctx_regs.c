@@ -417,9 +417,11 @@ TEST(yield_keeps_each_tasks_registers_and_fp_control)
     CHECK(join(ta) == NULL);
     CHECK(join(tb) == NULL);
     CHECK_OK(mqs_runtime_destroy(rt));
-    /* On one worker the two alternate (at least half of the yields
-     * switched to the other one), so the checks compared after real
-     * switches, not after yields that came straight back. */
-    CHECK_GE(a.interleaved + b.interleaved, YIELDS);
+    /* On one worker the two alternate, so the checks compared after real
+     * switches, not after yields that came straight back.  Not every
+     * yield switches: one whose slice ran out waits in mq's expired array
+     * while the other runs on, which a slow (TSan) build sees often
+     * (1943 switches of 4000 yields once); a quarter is plenty. */
+    CHECK_GE(a.interleaved + b.interleaved, YIELDS / 2);
     CHECK_EQ(fegetround(), FE_TONEAREST);
 }
