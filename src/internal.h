@@ -357,8 +357,9 @@ struct mqs_runtime {
     struct mqs_list ext_tasks;
     _Atomic uint64_t ext_spawns;
 
-    /* Stacks for spawns from threads outside the runtime (stack.c): the
-     * ones a worker's full cache or an outside joiner gives back. */
+    /* Stacks a worker's full cache or an outside joiner gave back, for
+     * spawns from outside threads and from workers whose own cache is
+     * empty (stack.c). */
     mqs__spinlock_t ext_stacks_lock;
     struct mqs__stack_cache ext_stacks;
 };

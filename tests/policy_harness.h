@@ -263,6 +263,15 @@ static inline void h_share(struct harness *h, int w, uint64_t total,
     }
 }
 
+/* Tasks first .. end-1 of the harness as nice-0 normal tasks, queued new
+ * on worker w. */
+static inline void h_enqueue_new(struct harness *h, int w, int first,
+                                 int end)
+{
+    for (int k = first; k < end; k++)
+        h_enqueue(h, w, h_task(h, k, MQS_CLASS_NORMAL, 0), MQS_ENQ_NEW);
+}
+
 /* Two nice-0 tasks a and b (tasks 0 and 1), queued new on worker 0 of a
  * runtime of spec with n workers. */
 static inline void h_pair(struct harness *h, const char *spec, int n,

@@ -156,8 +156,7 @@ TEST(the_balancer_takes_tasks_from_the_run)
 {
     struct harness h;
     h_init(&h, "cfs:steal_check_ns=0", 2);
-    for (int k = 0; k < 4; k++)
-        h_enqueue(&h, 0, h_task(&h, k, MQS_CLASS_NORMAL, 0), MQS_ENQ_NEW);
+    h_enqueue_new(&h, 0, 0, 4);
     for (int k = 0; k < 4; k++)
         h_stop(&h, 0, h_pick(&h, 0), 1000, true);
     struct mqs__fair_rq *f = fr_frame(&h, 0);

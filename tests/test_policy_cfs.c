@@ -41,13 +41,11 @@ TEST(cfs_slices_follow_latency_and_min_granularity)
 {
     struct harness h;
     h_init(&h, CFS_SPEC, 1);
-    for (int k = 0; k < 4; k++)
-        h_enqueue(&h, 0, h_task(&h, k, MQS_CLASS_NORMAL, 0), MQS_ENQ_NEW);
+    h_enqueue_new(&h, 0, 0, 4);
     struct mqs_sched_entity *se = h_pick(&h, 0);
     CHECK_EQ(se->slice_ns, 5 * MS);
     h_stop(&h, 0, se, 5 * MS, true);
-    for (int k = 4; k < 16; k++)
-        h_enqueue(&h, 0, h_task(&h, k, MQS_CLASS_NORMAL, 0), MQS_ENQ_NEW);
+    h_enqueue_new(&h, 0, 4, 16);
     se = h_pick(&h, 0);
     CHECK_EQ(se->slice_ns, 2500000); /* 16 x 2.5 ms / 16 */
 }

@@ -45,8 +45,7 @@ TEST(an_empty_workers_pull_counts_as_idle_or_newly_idle)
 {
     struct harness h;
     h_init(&h, "mq", 2);
-    for (int k = 0; k < 3; k++)
-        h_enqueue(&h, 1, h_task(&h, k, MQS_CLASS_NORMAL, 0), MQS_ENQ_NEW);
+    h_enqueue_new(&h, 1, 0, 3);
     h.w[0]->curr = NULL; /* the idle loop */
     CHECK(h_pick(&h, 0) != NULL);
     CHECK_EQ(atomic_load(&h.w[0]->stats.pulls_idle), 1);
