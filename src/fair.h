@@ -1,7 +1,8 @@
 /*
  * fair.h - the frame that the tree-based fair policies (cfs, eevdf)
- * share around their trees (and the run of yielders beside them): the class order, load tracking per queue,
- * realtime pulls and the load balancer.  Each policy keeps its normal
+ * share around their trees (and the run of yielders beside them): the
+ * class order, load tracking per queue, realtime pulls and the load
+ * balancer.  Each policy keeps its normal
  * tasks in its own order in `tree` and supplies the few callbacks that
  * depend on that order; everything below is written once.
  *
@@ -341,14 +342,21 @@ static inline void mqs__fair_load_rq(struct mqs__fair_rq *f, uint64_t now)
         atomic_store_explicit(&f->pub_load, f->load.avg, memory_order_relaxed);
 }
 
-/* se->due_ns: when se's signal next crosses a period boundary; an update
- * before then changes no average (mqs__fair_load_due), and a yield reads
- * this word on the entity's first line instead of the signal's line. */
+/* When an update of la would next cross a period boundary (and so
+ * change its average).  Inside a period an update only adds the runnable
+ * time to the sum, and adding it later, in one piece, gives the same sum
+ * as long as the weight it is counted with stays the same. */
+static inline uint64_t mqs__fair_load_due(const struct mqs_load_avg *la)
+{
+    return la->last_ns +
+           ((uint64_t)(MQS__LOAD_PERIOD - la->contrib) << MQS__LOAD_UNIT_SHIFT);
+}
+
+/* se->due_ns, kept with the signal: a yield reads this word on the
+ * entity's first line instead of the signal's own line. */
 static inline void mqs__fair_load_se_due(struct mqs_sched_entity *se)
 {
-    se->due_ns = se->load.last_ns +
-                 ((uint64_t)(MQS__LOAD_PERIOD - se->load.contrib)
-                  << MQS__LOAD_UNIT_SHIFT);
+    se->due_ns = mqs__fair_load_due(&se->load);
 }
 
 /* A normal entity joins the queue's load; was_runnable says whether the
@@ -407,17 +415,6 @@ static inline bool mqs__fair_requeue(struct mqs__fair_rq *f,
     return true;
 }
 
-/* Would an update of la at now cross a period boundary (and so change
- * its average)?  Inside a period an update only adds the runnable time
- * to the sum, and adding it later, in one piece, gives the same sum as
- * long as the weight it is counted with stays the same. */
-static inline bool mqs__fair_load_due(const struct mqs_load_avg *la,
-                                      uint64_t now)
-{
-    return now - la->last_ns >=
-           ((uint64_t)(MQS__LOAD_PERIOD - la->contrib) << MQS__LOAD_UNIT_SHIFT);
-}
-
 /* put_prev of a normal entity: charge its signal, mark it stopped.  The
  * queue's and the entity's signals are brought up to date only when a
  * period boundary passed (about once a millisecond): until then neither
@@ -428,7 +425,7 @@ static inline void mqs__fair_stop(struct mqs__fair_rq *f,
                                   struct mqs_sched_entity *se, uint64_t now)
 {
     mqs__fair_settle(f, now);
-    if (mqs__fair_load_due(&f->load, now))
+    if (now >= mqs__fair_load_due(&f->load))
         mqs__fair_load_rq(f, now);
     if (now >= se->due_ns) {
         mqs__load_update(&se->load, now, 1, se->weight);

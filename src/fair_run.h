@@ -1,10 +1,10 @@
 /*
  * fair_run.h - the run: normal tasks in key order to within run_slack,
  * kept beside the tree (cfs, eevdf).  A yielder is charged for its run
- * and so usually belongs near the back.  It is appended to the run when its key is at
- * most run_slack before the greatest key appended so far (run_max) and
- * at most run_slack after it; else it goes into the tree, where the
- * order is exact.  The queue's first task is the earlier of the tree's
+ * and so usually belongs near the back.  It is appended to the run when
+ * its key is at most run_slack before the greatest key appended so far
+ * (run_max) and at most run_slack after it; else it goes into the tree,
+ * where the order is exact.  The queue's first task is the earlier of the tree's
  * leftmost and the run's head.  Any two tasks of the run leave at most
  * run_slack of virtual time out of order, and no task's virtual time
  * changes, so shares stay exact: only the order within a small fraction
@@ -63,7 +63,8 @@ mqs__fair_run_head(const struct mqs__fair_rq *f)
 }
 
 /* The queue's first normal task (least key; on a tie, queued first). */
-static inline struct mqs_sched_entity *mqs__fair_first(const struct mqs__fair_rq *f)
+static inline struct mqs_sched_entity *
+mqs__fair_first(const struct mqs__fair_rq *f)
 {
     struct mqs_rb_node *t = mqs__rb_first(&f->tree);
     struct mqs_sched_entity *r = mqs__fair_run_head(f);
@@ -77,16 +78,24 @@ static inline struct mqs_sched_entity *mqs__fair_first(const struct mqs__fair_rq
     return r->p[MQS__FAIR_P_SEQ] < se->p[MQS__FAIR_P_SEQ] ? r : se;
 }
 
+/* May v go after max, the greatest of its kind in the run: at most the
+ * run's slack before it and (with a slack) at most that after it?  Keys
+ * here, and eevdf's deadlines. */
+static inline bool mqs__fair_run_fits_after(const struct mqs__fair_rq *f,
+                                            uint64_t max, uint64_t v)
+{
+    if (!f->run_n)
+        return true;
+    if (mqs__fair_before(v + f->run_slack, max))
+        return false;
+    return f->run_slack == 0 || !mqs__fair_before(max + f->run_slack, v);
+}
+
 /* May a key go at the run's back? */
 static inline bool mqs__fair_run_fits(const struct mqs__fair_rq *f,
                                       uint64_t key)
 {
-    if (!f->run_n)
-        return true;
-    if (mqs__fair_before(key + f->run_slack, f->run_max))
-        return false;
-    return f->run_slack == 0 ||
-           !mqs__fair_before(f->run_max + f->run_slack, key);
+    return mqs__fair_run_fits_after(f, f->run_max, key);
 }
 
 /* Queue se at the back: onto the run when it fits (and the policy's own
@@ -124,8 +133,8 @@ mqs__fair_del(struct mqs__fair_rq *f, struct mqs_sched_entity *se,
 
 /* The queued normal task after se in the order the balancer walks:
  * the tree's, then the run's. */
-static inline struct mqs_sched_entity *mqs__fair_walk(const struct mqs__fair_rq *f,
-                                                      struct mqs_sched_entity *se)
+static inline struct mqs_sched_entity *
+mqs__fair_walk(const struct mqs__fair_rq *f, struct mqs_sched_entity *se)
 {
     if (!se) {
         struct mqs_rb_node *t = mqs__rb_first(&f->tree);

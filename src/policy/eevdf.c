@@ -250,11 +250,7 @@ static void eevdf_insert(struct eevdf_rq *r, struct mqs_sched_entity *se)
 static bool eevdf_dl_fits(const struct eevdf_rq *r,
                           const struct mqs_sched_entity *se)
 {
-    uint64_t dl = se->p[EEVDF_DL], slack = r->f.run_slack;
-    if (!r->f.run_n)
-        return true;
-    return !mqs__fair_before(dl + slack, r->run_max_dl) &&
-           (slack == 0 || !mqs__fair_before(r->run_max_dl + slack, dl));
+    return mqs__fair_run_fits_after(&r->f, r->run_max_dl, se->p[EEVDF_DL]);
 }
 
 /* A yielder goes back: onto the run when both its v and its deadline

@@ -1,7 +1,8 @@
 // yield.cpp - N fibers loop on boost::this_fiber::yield, each counting
-// its yields in a counter in its own frame, which its slot points to; ns per yield = wall x min(N, W) / total
-// yields, fairness from the per-fiber counts.  The loop of mqs-bench's
-// policy rows with this_fiber::yield for mqs_yield.
+// its yields in a counter in its own frame, which its slot points to;
+// ns per yield = wall x min(N, W) / total yields, fairness from the
+// per-fiber counts.  The loop of mqs-bench's policy rows with
+// this_fiber::yield for mqs_yield.
 #include "peer.hpp"
 
 namespace peer {
@@ -14,7 +15,8 @@ static void yielder(const flags &f, slot &s)
         boost::this_fiber::yield();
     while (!f.stopped()) {
         boost::this_fiber::yield();
-        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        c.store(c.load(std::memory_order_relaxed) + 1,
+                std::memory_order_relaxed);
     }
 }
 
