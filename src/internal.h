@@ -356,6 +356,9 @@ struct mqs_runtime {
     mqs__spinlock_t ext_lock;
     struct mqs_list ext_tasks;
     _Atomic uint64_t ext_spawns;
+    /* Placements with no waker so far: their first candidate rotates
+     * (sched.c, two_choices). */
+    atomic_uint place_rr;
 
     /* Stacks a worker's full cache or an outside joiner gave back, for
      * spawns from outside threads and from workers whose own cache is

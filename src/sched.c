@@ -556,20 +556,37 @@ static int allowed_from(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
     return 0;
 }
 
-/* Two hashed candidates, the less loaded wins (power of two choices:
- * near-even spread without reading every queue). */
+/* Two candidates, the less loaded wins, the first on a tie (power of two
+ * choices: near-even spread without reading every queue).  The first is
+ * the waker's worker, or for a placement from outside the runtime the
+ * next in turn; the second is hashed from the task.
+ *
+ * The first candidate from outside used to be hashed too.  Then the ties
+ * (every other spawn of a batch onto two workers) split consecutive
+ * spawns between the workers at random, and a worker's tasks no longer
+ * covered the stack tops' staggered cache offsets evenly (stack.c).  At
+ * 2048 tasks a worker, with their turns' lines about filling its L2,
+ * some sets overflowed: in phases of the host, one worker then cost
+ * 80-150 ns a yield instead of 25 under cfs, eevdf, o1 and ws
+ * (benchmarks.md).  In turn, consecutive spawns alternate. */
 static int two_choices(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
                        int waker)
 {
     int n = rt->nworkers;
     uint64_t h = (uint64_t)(uintptr_t)se * 0x9e3779b97f4a7c15ull;
-    int a = waker >= 0 ? waker : (int)((h >> 32) % (uint64_t)n);
+    int a = waker >= 0 ? waker
+                       : (int)(atomic_fetch_add_explicit(&rt->place_rr, 1,
+                                                         memory_order_relaxed) %
+                               (unsigned)n);
     int b = (int)((h >> 16) % (uint64_t)n);
     if (b == a)
         b = (a + 1) % n;
     a = allowed_from(rt, se, a);
     b = allowed_from(rt, se, b);
-    return mqs_rq_nr_queued(&rt->workers[b]->rq) <
+    /* From outside, one task of difference is noise (a queue's count
+     * dips by one while its worker switches): it would break the turns. */
+    unsigned slack = waker >= 0 ? 0 : 1;
+    return mqs_rq_nr_queued(&rt->workers[b]->rq) + slack <
                    mqs_rq_nr_queued(&rt->workers[a]->rq)
                ? b
                : a;

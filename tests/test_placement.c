@@ -87,6 +87,44 @@ TEST(sync_wake_respects_affinity)
     CHECK_EQ(place(&h, se, 0, MQS_ENQ_SYNC), 2);
 }
 
+/* From outside the runtime (no waker), consecutive new tasks take turns
+ * while the queues are within one task of each other, so that a batch
+ * of spawns splits by spawn order: a worker's tasks then cover the stack
+ * tops' staggered cache offsets evenly (sched.c, two_choices).  A queue
+ * shorter by two or more still wins. */
+TEST(outside_placements_take_turns)
+{
+    struct harness h;
+    h_init(&h, "mq", 2);
+    int last = -1, on[2] = {0, 0};
+    for (int k = 0; k < 32; k++) {
+        struct mqs_sched_entity *se = h_task(&h, k, MQS_CLASS_NORMAL, 0);
+        int w = mqs_select_default(h.rt, se, -1, MQS_ENQ_NEW);
+        CHECK(w == 0 || w == 1);
+        if (k > 0)
+            CHECK(w != last);
+        last = w;
+        on[w]++;
+        h_enqueue(&h, w, se, MQS_ENQ_NEW);
+    }
+    CHECK_EQ(on[0], 16);
+    CHECK_EQ(on[1], 16);
+    /* One more on worker 0 (17 against 16): still turns. */
+    struct mqs_sched_entity *extra = h_task(&h, 32, MQS_CLASS_NORMAL, 0);
+    h_pin(extra, 0);
+    h_enqueue(&h, 0, extra, MQS_ENQ_NEW);
+    struct mqs_sched_entity *se = h_task(&h, 33, MQS_CLASS_NORMAL, 0);
+    int first = mqs_select_default(h.rt, se, -1, MQS_ENQ_NEW);
+    CHECK(mqs_select_default(h.rt, se, -1, MQS_ENQ_NEW) != first);
+    /* Two more (18 against 16): the shorter queue, whoever's turn. */
+    extra = h_task(&h, 34, MQS_CLASS_NORMAL, 0);
+    h_pin(extra, 0);
+    h_enqueue(&h, 0, extra, MQS_ENQ_NEW);
+    CHECK_EQ(mqs_select_default(h.rt, se, -1, MQS_ENQ_NEW), 1);
+    CHECK_EQ(mqs_select_default(h.rt, se, -1, MQS_ENQ_NEW), 1);
+    h_destroy(&h);
+}
+
 /* ------------------------------------------------------------------ */
 /* A channel partner is woken synchronously (on a real runtime)        */
 /* ------------------------------------------------------------------ */
