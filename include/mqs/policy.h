@@ -316,7 +316,9 @@ unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt);
 /* The default placement: an idle worker the task may use (its last one
  * first; the idle mark is claimed), else the waker's worker for a SYNC
  * wake-up, else the last worker (cache affinity), else the less loaded of
- * two hashed candidates.  Policies may call it and adjust. */
+ * two candidates: the waker's worker (with no waker, the next in turn,
+ * which the other must undercut by two tasks) and a hashed one.
+ * Policies may call it and adjust. */
 int mqs_select_default(mqs_runtime_t *rt, struct mqs_sched_entity *se,
                        int waker, int flags);
 
