@@ -105,6 +105,21 @@ static struct mqs_task *map_new(size_t stack_size, unsigned serial)
     return layout(base, map_size, stack_size, top);
 }
 
+/* The stagger serial of a new mapping.  Spawns from outside the runtime
+ * are placed in turns (sched.c, two_choices): with n workers the k-th
+ * gets the serials congruent to k mod n.  Counted as serial / n + serial
+ * % n, each worker's share steps through every offset, also when n is a
+ * multiple of STAGGER_STEPS, where serial x 7 put all of a worker's tasks
+ * on one offset.  A worker's own spawns take consecutive serials. */
+static unsigned stagger_serial(const mqs_runtime_t *rt,
+                               const struct mqs_worker *w, unsigned serial)
+{
+    if (w || !rt || rt->nworkers < 2)
+        return serial;
+    unsigned n = (unsigned)rt->nworkers;
+    return serial / n + serial % n;
+}
+
 /* Take a cached stack of `size` from c, or NULL. */
 static struct mqs_task *cache_pop(struct mqs__stack_cache *c, size_t size)
 {
@@ -155,7 +170,7 @@ struct mqs_task *mqs__stack_alloc(mqs_runtime_t *rt, struct mqs_worker *w,
         t = cache_pop(&rt->ext_stacks, size);
         mqs__spin_unlock(&rt->ext_stacks_lock);
     }
-    return t ? t : map_new(size, serial);
+    return t ? t : map_new(size, stagger_serial(rt, w, serial));
 }
 
 /* Stacks of the default size go to the worker's cache, or when it is full

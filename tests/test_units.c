@@ -172,6 +172,43 @@ TEST(stack_layout_guard_and_stagger)
     munmap(b->map_base, b->map_size);
 }
 
+/* Spawns from outside are placed in turns (sched.c): the k-th of n
+ * workers gets the serials k mod n, and for every k their stack tops must
+ * cover the staggered offsets evenly, also when n is a multiple of the 61
+ * steps (serial x 7 gave all of a worker's tasks one offset there). */
+TEST(stack_outside_turns_cover_the_offsets)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    static const int counts[] = {2, 3, 61, 122};
+    enum { STEPS = 61, ROUNDS = 2 };
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        mqs_runtime_t *fake = calloc(1, sizeof *fake);
+        CHECK(fake != NULL);
+        fake->nworkers = counts[c];
+        mqs__spin_init(&fake->ext_stacks_lock);
+        for (int k = 0; k < 2; k++) {
+            int *at = calloc((size_t)ps / 64, sizeof *at);
+            CHECK(at != NULL);
+            for (int m = 0; m < STEPS * ROUNDS; m++) {
+                unsigned serial = (unsigned)(k + counts[c] * m);
+                struct mqs_task *t =
+                    mqs__stack_alloc(fake, NULL, 16 * 1024, serial);
+                CHECK(t != NULL);
+                at[((uintptr_t)t->stack_hi % (uintptr_t)ps) / 64]++;
+                munmap(t->map_base, t->map_size);
+            }
+            int used = 0;
+            for (long i = 0; i < ps / 64; i++) {
+                CHECK(at[i] == 0 || at[i] == ROUNDS);
+                used += at[i] != 0;
+            }
+            CHECK_EQ(used, STEPS);
+            free(at);
+        }
+        free(fake);
+    }
+}
+
 /* A stack given back outside the runtime (by a joiner) serves the next
  * spawn from outside, which had mapped a new one every time; one of
  * another size is unmapped, not pooled. */
