@@ -398,10 +398,15 @@ static inline unsigned mqs__best_prio_anywhere(const mqs_runtime_t *rt)
 /* Internal calls                                                      */
 /* ------------------------------------------------------------------ */
 
-/* The time of the current scheduling point on rq's worker.  Only the
- * owning worker may call it (the field is its private, unsynchronised
- * state); other threads use mqs_sched_clock(). */
-uint64_t mqs__rq_clock(const struct mqs_rq *rq);
+/* The time of the current scheduling point on rq's worker (every rq is
+ * its worker's own, embedded).  Only the owning worker may call it (the
+ * field is its private, unsynchronised state); other threads use
+ * mqs_sched_clock().  Inline: a policy's put_prev reads it every yield,
+ * and through rq->rt->workers[] it was a call and three loads. */
+static inline uint64_t mqs__rq_clock(const struct mqs_rq *rq)
+{
+    return mqs_se_entry(rq, struct mqs_worker, rq)->now;
+}
 
 /* The calling thread's worker, or NULL.  Never inlined: a task may resume
  * on another OS thread, so a cached TLS address would be wrong. */

@@ -461,11 +461,6 @@ uint64_t mqs_sched_clock(void)
     return w ? w->now : mqs_now_ns();
 }
 
-uint64_t mqs__rq_clock(const struct mqs_rq *rq)
-{
-    return rq->rt->workers[rq->worker]->now;
-}
-
 static void count_pulls(struct mqs_worker *w, int why, int n)
 {
     switch (why) {

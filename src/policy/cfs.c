@@ -159,6 +159,17 @@ static void cfs_update_min(struct cfs_rq *c, const struct mqs_sched_entity *curr
     }
 }
 
+/* A stopped task that did not come back leaves (mqs__fair_settle), and
+ * min_vruntime follows it first: put_prev leaves that to here and to the
+ * pick, which a yield runs at once (the minimum after the pick is the
+ * same either way; an emptied queue's is where the task stopped). */
+static void cfs_settle(struct cfs_rq *c, uint64_t now)
+{
+    if (c->f.stopped)
+        cfs_update_min(c, c->f.stopped);
+    mqs__fair_settle(&c->f, now);
+}
+
 /* The slice of se, running with the tree's tasks: its weight's share of
  * the period (latency, or nr x min_gran past nr_latency tasks).  The
  * period / total weight factor is cached for the queue's length and
@@ -224,10 +235,14 @@ static void cfs_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
         mqs__fair_publish(rq);
         return;
     }
-    mqs__fair_settle(&c->f, now);
+    cfs_settle(c, now);
     if (se->cls != MQS_CLASS_NORMAL) {
         mqs__fair_class_add(&c->f.cls, se, flags, c->tun->rr_slice_ns);
     } else {
+        /* Placement reads min_vruntime: bring it up to the queue's first
+         * (put_prev no longer does, and a yielder re-queued before the
+         * pick is only in the queue). */
+        cfs_update_min(c, c->f.curr);
         cfs_place(rq, se, flags);
         mqs__fair_load_join(&c->f, se, now,
                             !(flags & (MQS_ENQ_WAKEUP | MQS_ENQ_NEW)));
@@ -251,7 +266,7 @@ static void cfs_dequeue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     (void)flags;
     struct cfs_rq *c = cfs(rq);
     uint64_t now = mqs_sched_clock();
-    mqs__fair_settle(&c->f, now);
+    cfs_settle(c, now);
     if (se->cls != MQS_CLASS_NORMAL)
         mqs__parr_del(&c->f.cls, se, se->prio);
     else
@@ -281,7 +296,7 @@ static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
 {
     struct cfs_rq *c = cfs(rq);
     uint64_t now = mqs__rq_clock(rq);
-    mqs__fair_settle(&c->f, now);
+    cfs_settle(c, now);
     struct mqs_sched_entity *se = mqs__fair_pick_rt(rq);
     if (se)
         return se;
@@ -320,7 +335,7 @@ static void cfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     uint64_t cpu = mqs__fair_charge_run(se, ran, c->tun->steal_check_ns);
     se->key += mqs__fair_vtime(cpu, se->weight);
     se->slice_ns -= (int64_t)cpu;
-    cfs_update_min(c, se);
+    cfs_settle(c, now);
     mqs__fair_stop(&c->f, se, now);
 }
 

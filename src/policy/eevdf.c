@@ -219,6 +219,7 @@ static void eevdf_settle(struct eevdf_rq *r, uint64_t now)
     struct mqs_sched_entity *se = r->f.stopped;
     if (!se)
         return;
+    eevdf_update_min(r, se);
     eevdf_save_lag(r, se);
     eevdf_avg_sub(r, se, (int64_t)mqs__fair_slot(se, MQS__FAIR_P_W));
     mqs__fair_settle(&r->f, now);
@@ -498,7 +499,10 @@ static void eevdf_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     se->slice_ns -= (int64_t)cpu;
     if (!mqs__fair_before(se->key, se->p[EEVDF_DL]))
         se->p[EEVDF_DL] = se->key + eevdf_vslice(r, se);
-    eevdf_update_min(r, se);
+    /* No eevdf_update_min here, which a yield would repeat in
+     * eevdf_run: moving the base v0 leaves V as it is (the sums follow).
+     * A task that does not come back moves it in eevdf_settle, so that
+     * an emptied queue's V (= v0) is where the task stopped. */
     mqs__fair_stop(&r->f, se, now);
 }
 
