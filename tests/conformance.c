@@ -895,6 +895,8 @@ struct share {
     long limit;
     uint64_t work_ns; /* CPU burnt per step before yielding */
     long count[SHARE_MAX_TASKS];
+    long long worst_wait; /* the last run's: ns a worker waited for a CPU */
+    uint64_t elapsed;     /* ... and its length */
 };
 static struct share sh;
 
@@ -982,6 +984,8 @@ static bool run_share(int workers, int ntasks, const int *nice, long limit,
     }
     if (least < 0)
         least = 0;
+    sh.worst_wait = worst;
+    sh.elapsed = elapsed;
     CHECK_OK(mqs_runtime_destroy(rt));
     fprintf(stderr, "  %d workers, %d tasks, %ld steps of %llu ns:", workers,
             ntasks, limit, (unsigned long long)work_ns);
@@ -1256,11 +1260,29 @@ static void check_nice(int ntasks)
     CHECK_GT(sh.count[ntasks - 1], 0); /* the highest nice is not starved */
 }
 
+/* The nice cases on one worker.  Host preemption inside a slice is
+ * charged to that slice's task, and o1's slices (75-125 ms here) make
+ * about two rounds of a run: a run whose worker waited for a CPU over a
+ * tenth of its length is repeated, up to three times in all (it inverted
+ * nice 0 and 5 with 36% of the run lost, notes).  The last run is
+ * checked whatever it saw. */
+static void run_share_nice(int ntasks, const int *nice, long limit,
+                           uint64_t work_ns)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        run_share(1, ntasks, nice, limit, work_ns);
+        if ((uint64_t)sh.worst_wait * 10 <= sh.elapsed)
+            return;
+        fprintf(stderr, "  the worker waited over a tenth of the run%s\n",
+                attempt < 2 ? ": again" : ": checked as it is");
+    }
+}
+
 TEST(nice_weights_order)
 {
     static const int nice[] = {0, 10};
     /* about 0.5 s of CPU on one worker: many slices long */
-    run_share(1, 2, nice, 25000, 20000);
+    run_share_nice(2, nice, 25000, 20000);
     fprintf(stderr, "  nice 0 / nice 10 = %.2f\n",
             (double)sh.count[0] / (sh.count[1] ? sh.count[1] : 1));
     check_nice(2);
@@ -1269,7 +1291,7 @@ TEST(nice_weights_order)
 TEST(nice_weights_three_levels)
 {
     static const int nice[] = {-5, 0, 5};
-    run_share(1, 3, nice, 30000, 20000);
+    run_share_nice(3, nice, 30000, 20000);
     check_nice(3);
 }
 
