@@ -493,6 +493,10 @@ void mqs__timers_run(struct mqs_worker *w, uint64_t now);
 void mqs__timer_heap_free(struct mqs__timer_heap *h);
 
 /* stack.c */
+/* The stagger serial for a new task's stack, spawned by worker self (or
+ * NULL: from outside) with task id `id`. */
+unsigned mqs__stack_serial(const mqs_runtime_t *rt,
+                           const struct mqs_worker *self, uint64_t id);
 struct mqs_task *mqs__stack_alloc(mqs_runtime_t *rt, struct mqs_worker *w,
                                   size_t size,
                                   unsigned serial);

@@ -105,19 +105,21 @@ static struct mqs_task *map_new(size_t stack_size, unsigned serial)
     return layout(base, map_size, stack_size, top);
 }
 
-/* The stagger serial of a new mapping.  Spawns from outside the runtime
- * are placed in turns (sched.c, two_choices): with n workers the k-th
- * gets the serials congruent to k mod n.  Counted as serial / n + serial
- * % n, each worker's share steps through every offset, also when n is a
- * multiple of STAGGER_STEPS, where serial x 7 put all of a worker's tasks
- * on one offset.  A worker's own spawns take consecutive serials. */
-static unsigned stagger_serial(const mqs_runtime_t *rt,
-                               const struct mqs_worker *w, unsigned serial)
+/* Each worker's tasks should step through the stagger offsets evenly.
+ * Spawns from outside the runtime are placed in turns (sched.c,
+ * two_choices), the k-th of n workers getting the ids k mod n: counted as
+ * id / n + id % n, each worker's share steps through every offset, also
+ * when n is a multiple of STAGGER_STEPS, where id x 7 put all of them on
+ * one offset.  A worker's own spawns mostly stay there and take
+ * consecutive ids.  (Counting pinned tasks on their worker instead was
+ * tried and did not help random pins measurably: notes.) */
+unsigned mqs__stack_serial(const mqs_runtime_t *rt,
+                           const struct mqs_worker *self, uint64_t id)
 {
-    if (w || !rt || rt->nworkers < 2)
-        return serial;
-    unsigned n = (unsigned)rt->nworkers;
-    return serial / n + serial % n;
+    if (self || rt->nworkers < 2)
+        return (unsigned)id;
+    uint64_t n = (uint64_t)rt->nworkers;
+    return (unsigned)(id / n + id % n);
 }
 
 /* Take a cached stack of `size` from c, or NULL. */
@@ -170,7 +172,7 @@ struct mqs_task *mqs__stack_alloc(mqs_runtime_t *rt, struct mqs_worker *w,
         t = cache_pop(&rt->ext_stacks, size);
         mqs__spin_unlock(&rt->ext_stacks_lock);
     }
-    return t ? t : map_new(size, stagger_serial(rt, w, serial));
+    return t ? t : map_new(size, serial);
 }
 
 /* Stacks of the default size go to the worker's cache, or when it is full

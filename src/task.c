@@ -195,7 +195,8 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
         self = NULL;
     size_t size = attr->stack_size ? attr->stack_size : rt->stack_size;
     uint64_t id = mqs__task_id_next(rt, self);
-    struct mqs_task *t = mqs__stack_alloc(rt, self, size, (unsigned)id);
+    struct mqs_task *t =
+        mqs__stack_alloc(rt, self, size, mqs__stack_serial(rt, self, id));
     if (!t)
         return MQS_ENOMEM;
     task_init(t, rt, attr, fn, arg, id);

@@ -172,38 +172,47 @@ TEST(stack_layout_guard_and_stagger)
     munmap(b->map_base, b->map_size);
 }
 
-/* Spawns from outside are placed in turns (sched.c): the k-th of n
- * workers gets the serials k mod n, and for every k their stack tops must
- * cover the staggered offsets evenly, also when n is a multiple of the 61
- * steps (serial x 7 gave all of a worker's tasks one offset there). */
-TEST(stack_outside_turns_cover_the_offsets)
+/* Map a stack for each of the serials and check that their tops cover
+ * the 61 staggered offsets evenly: each one `rounds` times. */
+static void check_covers(const unsigned *serial, int n, int rounds)
 {
     long ps = sysconf(_SC_PAGESIZE);
+    int *at = calloc((size_t)ps / 64, sizeof *at);
+    CHECK(at != NULL);
+    for (int i = 0; i < n; i++) {
+        struct mqs_task *t = mqs__stack_alloc(NULL, NULL, 16 * 1024, serial[i]);
+        CHECK(t != NULL);
+        at[((uintptr_t)t->stack_hi % (uintptr_t)ps) / 64]++;
+        munmap(t->map_base, t->map_size);
+    }
+    int used = 0;
+    for (long i = 0; i < ps / 64; i++) {
+        CHECK(at[i] == 0 || at[i] == rounds);
+        used += at[i] != 0;
+    }
+    CHECK_EQ(used, 61);
+    free(at);
+}
+
+/* A new stack's stagger serial (mqs__stack_serial) lets each worker's
+ * tasks cover the offsets evenly: spawns from outside are placed in turns
+ * (sched.c), the k-th of n workers getting the ids k mod n, also when n
+ * is a multiple of the 61 steps, where id x 7 gave all of them one
+ * offset. */
+TEST(stack_outside_turns_cover_the_offsets)
+{
+    enum { ROUNDS = 2, PER = 61 * ROUNDS };
     static const int counts[] = {2, 3, 61, 122};
-    enum { STEPS = 61, ROUNDS = 2 };
+    unsigned serial[PER];
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         mqs_runtime_t *fake = calloc(1, sizeof *fake);
         CHECK(fake != NULL);
         fake->nworkers = counts[c];
-        mqs__spin_init(&fake->ext_stacks_lock);
         for (int k = 0; k < 2; k++) {
-            int *at = calloc((size_t)ps / 64, sizeof *at);
-            CHECK(at != NULL);
-            for (int m = 0; m < STEPS * ROUNDS; m++) {
-                unsigned serial = (unsigned)(k + counts[c] * m);
-                struct mqs_task *t =
-                    mqs__stack_alloc(fake, NULL, 16 * 1024, serial);
-                CHECK(t != NULL);
-                at[((uintptr_t)t->stack_hi % (uintptr_t)ps) / 64]++;
-                munmap(t->map_base, t->map_size);
-            }
-            int used = 0;
-            for (long i = 0; i < ps / 64; i++) {
-                CHECK(at[i] == 0 || at[i] == ROUNDS);
-                used += at[i] != 0;
-            }
-            CHECK_EQ(used, STEPS);
-            free(at);
+            for (int m = 0; m < PER; m++)
+                serial[m] = mqs__stack_serial(
+                    fake, NULL, (uint64_t)(k + counts[c] * m));
+            check_covers(serial, PER, ROUNDS);
         }
         free(fake);
     }
