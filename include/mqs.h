@@ -89,7 +89,13 @@ static inline bool mqs_mask_isset(const mqs_mask_t *m, int w)
 /* ------------------------------------------------------------------ */
 
 typedef struct mqs_runtime mqs_runtime_t;
-typedef struct mqs_task mqs_task_t;
+/* A task handle: opaque, never the task's address (src/handle.c).  A
+ * handle stays valid until the task is joined, or for a detached task
+ * until it ends; after that every call with it returns MQS_EINVAL (or
+ * NULL / 0 where a call returns no code), never acts on another task.
+ * Handles compare equal exactly when they name the same task.  A handle
+ * of a destroyed runtime must not be used. */
+typedef struct mqs_task_handle mqs_task_t;
 struct mqs_policy; /* mqs/policy.h */
 
 /*
@@ -171,9 +177,14 @@ enum {
 /*
  * Destroy a runtime.  mqs_runtime_destroy() waits until every task has
  * ended.  If the runtime reaches a state where no task can ever run again
- * (every worker idle, no timer pending, tasks still blocked), waiting
- * would never end: the live tasks are reported on stderr and the call
- * returns MQS_EDEADLK after freeing everything.
+ * (nothing queued, no timer pending, every live task blocked, and no
+ * thread holding the runtime: see mqs_runtime_hold), waiting would never
+ * end: the live tasks are reported on stderr, each is taken off the
+ * object it waits on (which stays usable: a later post, send, close or
+ * destroy of it behaves as with no waiter), a task freed while owning a
+ * mutex releases it as an exit does (MQS_EOWNERDEAD to its next locker),
+ * and the call returns MQS_EDEADLK after freeing everything.  The
+ * verdict takes about 30 ms of quiet.
  *
  * mqs_runtime_destroy_ex(rt, MQS_DESTROY_REPORT, out) does not wait: it
  * stops the workers at their next scheduling point and writes a line per
@@ -184,6 +195,23 @@ enum {
  */
 int mqs_runtime_destroy(mqs_runtime_t *rt);
 int mqs_runtime_destroy_ex(mqs_runtime_t *rt, int flags, FILE *out);
+
+/*
+ * Tell destroy that a thread outside the runtime may still wake one of
+ * its tasks (post a semaphore, send on a channel, unlock, signal).  The
+ * runtime cannot see such a thread coming, so while the runtime is held
+ * mqs_runtime_destroy() gives no deadlock verdict and simply waits.  A
+ * program whose outside threads wake tasks either joins those threads
+ * before destroy or holds the runtime from before they may wake anything
+ * until they are done: hold before starting the thread, release as its
+ * last call.  Holds count (hold twice, release twice).  Outside threads
+ * that break this and wake a task while destroy frees it have undefined
+ * behaviour; a call on an object after destroy took its waiters off it
+ * is fine.  Any thread may hold and release.  Errors: MQS_EINVAL (NULL),
+ * MQS_ESTATE (release without a hold).
+ */
+int mqs_runtime_hold(mqs_runtime_t *rt);
+int mqs_runtime_release(mqs_runtime_t *rt);
 
 /* Number of workers and the policy in force (its name, e.g. "mq"). */
 int mqs_runtime_workers(const mqs_runtime_t *rt);
@@ -234,8 +262,9 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out,
  * Wait for a joinable task to end, store its return value in *result
  * (may be NULL) and free it.  From a task the caller blocks (only the
  * task); from another thread the OS thread blocks.
- * Errors: MQS_EINVAL (NULL, detached task), MQS_EDEADLK (joining self),
- * MQS_ESTATE (already being joined).
+ * Errors: MQS_EINVAL (NULL, detached task, or a stale handle: the task
+ * was joined already, or was detached and ended), MQS_EDEADLK (joining
+ * self), MQS_ESTATE (another join of it is in progress).
  */
 int mqs_join(mqs_task_t *task, void **result);
 
@@ -255,7 +284,8 @@ int mqs_sleep(uint64_t ns);
 /* The calling task, or NULL outside a task. */
 mqs_task_t *mqs_self(void);
 
-/* Name and id (unique within the runtime, from 1) of a task. */
+/* Name and id (unique within the runtime, from 1) of a task; NULL and 0
+ * for a stale handle.  The name stays valid while the handle does. */
 const char *mqs_task_name(const mqs_task_t *task);
 uint64_t mqs_task_id(const mqs_task_t *task);
 

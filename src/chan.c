@@ -94,7 +94,7 @@ int mqs_chan_create(mqs_chan_t **out, size_t elem_size, size_t capacity)
     if (__builtin_mul_overflow(elem_size, capacity, &ring) ||
         ring > SIZE_MAX - sizeof(struct mqs_chan))
         return MQS_EINVAL;
-    struct mqs_chan *ch = malloc(sizeof *ch + ring);
+    struct mqs_chan *ch = mqs__malloc(sizeof *ch + ring);
     if (!ch)
         return MQS_ENOMEM;
     mqs__waitq_init(&ch->q);

@@ -22,6 +22,7 @@
 
 #include "mqs.h"
 #include "mqs/policy.h"
+#include "alloc.h"
 #include "bitmap.h"
 #include "clock.h"
 #include "fiber.h"
@@ -133,6 +134,9 @@ struct mqs_task {
 
     mqs_runtime_t *rt;
     uint64_t id;
+    /* Its handle-table slot and the handle users hold (handle.c). */
+    struct mqs__hslot *hslot;
+    uint64_t handle;
     char name[MQS__NAME_MAX];
     mqs_task_fn fn;
     void *arg;
@@ -230,6 +234,12 @@ struct mqs__timer_heap {
     _Atomic uint64_t next;         /* earliest deadline, UINT64_MAX if none */
 };
 
+/* Free handle-table slots (handle.c). */
+struct mqs__hfree {
+    unsigned n;
+    struct mqs__hslot *head;
+};
+
 struct mqs__stack_cache {
     unsigned n;
     struct mqs__cached_stack *head;
@@ -274,6 +284,7 @@ struct mqs_worker {
 
     struct mqs__timer_heap timers;
     struct mqs__stack_cache stacks;
+    struct mqs__hfree hfree;       /* owner only                          */
     struct mqs__worker_counters stats;
     struct mqs__runnext runnext;
     /* Owner-only batches of shared counters, so a spawn and an exit touch
@@ -339,6 +350,9 @@ struct mqs_runtime {
     _Atomic uint64_t next_id;
     _Atomic int64_t live MQS__ALIGNED;   /* tasks spawned and not ended */
     atomic_uint live_futex;
+    /* Threads outside the runtime that may still wake a task
+     * (mqs_runtime_hold): destroy gives no deadlock verdict while > 0. */
+    atomic_int holds;
 
     /* Hint: per priority level, how many run queues publish it as their
      * best; and the levels with a non-zero count. */
@@ -365,6 +379,12 @@ struct mqs_runtime {
      * empty (stack.c). */
     mqs__spinlock_t ext_stacks_lock;
     struct mqs__stack_cache ext_stacks;
+
+    /* The handle table (handle.c): its chunks, and the free slots that
+     * outside spawns take and workers refill from. */
+    mqs__spinlock_t hpool_lock;
+    struct mqs__hfree hpool;
+    struct mqs__hchunk *hchunks;
 };
 
 /* ------------------------------------------------------------------ */
@@ -459,7 +479,9 @@ void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle);
  * plain sleep) and has decided to wait; the task is queued on q and, with
  * deadline_ns != 0, on its worker's timer heap; q->lock is released; the
  * task blocks.  Returns the value its waker passed to mqs__waitq_pop, or
- * MQS_ETIMEDOUT when the deadline came first. */
+ * MQS_ETIMEDOUT when the deadline came first, or MQS_ENOMEM (q->lock
+ * released, nothing queued) when the timer heap could not grow: callers
+ * hand that to their caller and leave their object as it was. */
 void mqs__waitq_init(struct mqs__waitq *q);
 int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
                const void *obj);
@@ -468,6 +490,11 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
  * Returns NULL when nobody waits.  Follow with mqs__wake() after
  * unlocking. */
 struct mqs_task *mqs__waitq_pop(struct mqs__waitq *q, int result);
+/* Claim a blocked task for the caller (the same BLOCKED -> WAKING race
+ * that poppers and timers run), unlink it from its wait queue and set its
+ * block result; false when another waker won.  Destroy uses it on the
+ * tasks it frees; no lock held. */
+bool mqs__waitq_cancel(struct mqs_task *t, int result);
 /* Peek at the first waiter without removing it (caller holds q->lock). */
 struct mqs_task *mqs__waitq_first(struct mqs__waitq *q);
 /* Make a task that mqs__waitq_pop returned runnable; no lock held.
@@ -486,7 +513,10 @@ uint64_t mqs__deadline(uint64_t timeout_ns);
 void mqs__watchdog_check(struct mqs_worker *w);
 uint64_t mqs__watchdog_park_ns(const mqs_runtime_t *rt, uint64_t timeout_ns);
 
-/* timer.c */
+/* timer.c.  reserve: room for one more timer on w's heap (w's own
+ * task, before it blocks, so add cannot fail: only w adds to its heap);
+ * MQS_ENOMEM when the heap cannot grow. */
+MQS__MUST_USE int mqs__timer_reserve(struct mqs_worker *w);
 void mqs__timer_add(struct mqs_worker *w, struct mqs_task *t);
 void mqs__timer_cancel(mqs_runtime_t *rt, struct mqs_task *t);
 void mqs__timers_run(struct mqs_worker *w, uint64_t now);
@@ -514,6 +544,33 @@ static inline void mqs__apply_pending(struct mqs_task *t)
 {
     if (atomic_load_explicit(&t->pend_flags, memory_order_acquire))
         mqs__apply_pending_slow(t);
+}
+
+/* handle.c.  attach: give t (just spawned by worker w, or NULL from
+ * outside) a slot and its handle; false when out of memory.  retire: the
+ * handle stops naming t (waits for calls that pinned it), before t is
+ * freed.  pin: the task a handle names, pinned against release until
+ * unpin, or NULL when the handle is stale. */
+MQS__MUST_USE bool mqs__handle_attach(mqs_runtime_t *rt, struct mqs_worker *w,
+                                      struct mqs_task *t);
+void mqs__handle_retire(mqs_runtime_t *rt, struct mqs_worker *w,
+                        struct mqs_task *t);
+struct mqs_task *mqs__handle_pin(const mqs_task_t *h);
+void mqs__handle_unpin(struct mqs_task *t);
+void mqs__handle_table_free(mqs_runtime_t *rt);
+static inline mqs_task_t *mqs__handle_of(const struct mqs_task *t)
+{
+    return (mqs_task_t *)(uintptr_t)t->handle;
+}
+/* The task behind a handle the caller knows to be live (not yet joined,
+ * or detached and not ended), or NULL when stale: for tests and reports
+ * that look inside a task they keep alive. */
+static inline struct mqs_task *mqs__task_of(const mqs_task_t *h)
+{
+    struct mqs_task *t = mqs__handle_pin(h);
+    if (t)
+        mqs__handle_unpin(t);
+    return t;
 }
 
 /* task.c */

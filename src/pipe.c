@@ -93,7 +93,7 @@ int mqs_pipe_create(mqs_pipe_t **out, size_t capacity)
 {
     if (!out || capacity == 0 || capacity > PIPE_CAP_MAX)
         return MQS_EINVAL;
-    struct mqs_pipe *p = malloc(sizeof *p + capacity);
+    struct mqs_pipe *p = mqs__malloc(sizeof *p + capacity);
     if (!p)
         return MQS_ENOMEM;
     mqs__waitq_init(&p->q);

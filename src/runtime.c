@@ -9,10 +9,11 @@
  * object, so several runtimes can live in one process.
  *
  * Destroy has two modes.  Waiting: sleep on a futex until the count of
- * live tasks drops to zero; while waiting, if every worker idles, no
- * timer is pending and no switch happened for a while, no task can ever
- * run again (a deadlock or a task blocked forever): report the live tasks
- * and return MQS_EDEADLK instead of hanging.  Reporting: stop the workers
+ * live tasks drops to zero; while waiting, if nothing is queued or due,
+ * every live task is blocked and no thread holds the runtime, no task can
+ * ever run again (a deadlock or a task blocked forever): take the blocked
+ * tasks off what they wait on, report them and return MQS_EDEADLK
+ * instead of hanging (the verdict is argued below, at settled()).  Reporting: stop the workers
  * at their next scheduling point and list what is alive.  Either way no
  * task is lost silently (invariant 5).
  */
@@ -52,7 +53,7 @@ static void *aligned_zalloc(size_t size)
 {
     void *p = NULL;
     size = (size + MQS__CACHELINE - 1) / MQS__CACHELINE * MQS__CACHELINE;
-    if (posix_memalign(&p, MQS__CACHELINE, size ? size : MQS__CACHELINE))
+    if (mqs__memalign(&p, MQS__CACHELINE, size ? size : MQS__CACHELINE))
         return NULL;
     memset(p, 0, size ? size : MQS__CACHELINE);
     return p;
@@ -157,6 +158,7 @@ static void runtime_free(mqs_runtime_t *rt)
     for (int i = 0; rt->workers && i < rt->nworkers; i++)
         worker_free(rt->workers[i]);
     mqs__stack_cache_drain(&rt->ext_stacks);
+    mqs__handle_table_free(rt);
     free(rt->workers);
     free(rt->pstate);
     free(rt);
@@ -196,13 +198,14 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     mqs__spin_init(&rt->keys_lock);
     mqs__spin_init(&rt->ext_lock);
     mqs__spin_init(&rt->ext_stacks_lock);
+    mqs__spin_init(&rt->hpool_lock);
     mqs__list_init(&rt->ext_tasks);
     mqs__clock_init(&rt->clock);
     rt->stall_ns = c->stall_ns;
     int rc = policy_setup(rt, c, err, n);
     if (rc)
         return rc;
-    rt->workers = calloc((size_t)rt->nworkers, sizeof *rt->workers);
+    rt->workers = mqs__calloc((size_t)rt->nworkers, sizeof *rt->workers);
     if (!rt->workers)
         return MQS_ENOMEM;
     for (int i = 0; i < rt->nworkers; i++)
@@ -330,39 +333,142 @@ static int reap_all(mqs_runtime_t *rt, FILE *out)
     return alive;
 }
 
-/* Could any task ever run again?  Workers all idle, nothing queued, no
- * timer pending. */
-static bool quiescent(mqs_runtime_t *rt, uint64_t *switches)
+/*
+ * The deadlock verdict.  No task can ever run again when nothing is
+ * queued or due anywhere and every live task is blocked: a blocked task
+ * is woken only by a running task, a timer or a thread outside the
+ * runtime.  Running tasks and timers the runtime sees; outside threads it
+ * cannot, so a program whose threads may still wake a task holds the
+ * runtime (mqs_runtime_hold) for that time, and no verdict is given while
+ * it is held.  The task states are read one task at a time, so one pass
+ * is not a snapshot: a task seen blocked may have been woken by one seen
+ * blocked later.  Such a wake-up runs a task, which counts a switch on
+ * its worker; a pass is taken only when the sum of the switch counters is
+ * the same before and after it, and the verdict needs three such passes
+ * in a row, SETTLE_NS apart.  (The first version trusted the workers'
+ * idle marks: a placement can clear a mark and queue nothing there, and
+ * the worker then parked unmarked, so destroy hung.)
+ */
+#define SETTLE_NS 10000000ull
+#define SETTLE_PASSES 3
+
+static uint64_t switches_sum(mqs_runtime_t *rt)
 {
     uint64_t sum = 0;
-    bool quiet = true;
+    for (int i = 0; i < rt->nworkers; i++)
+        sum += MQS__STAT_GET(rt->workers[i]->stats.switches);
+    atomic_thread_fence(memory_order_seq_cst);
+    return sum;
+}
+
+/* Every task on `list` dead or blocked with no timer (lock held). */
+static bool all_blocked(struct mqs_list *list)
+{
+    struct mqs_list *pos;
+    mqs__list_for_each(pos, list)
+    {
+        struct mqs_task *t = mqs_se_entry(pos, struct mqs_task, all_node);
+        int s = atomic_load(&t->state);
+        if (s != MQS__DEAD && (s != MQS__BLOCKED || t->timer_index >= 0))
+            return false;
+    }
+    return true;
+}
+
+static bool tasks_all_blocked(mqs_runtime_t *rt)
+{
+    mqs__spin_lock(&rt->ext_lock);
+    bool ok = all_blocked(&rt->ext_tasks);
+    mqs__spin_unlock(&rt->ext_lock);
+    for (int i = 0; ok && i < rt->nworkers; i++) {
+        struct mqs_worker *w = rt->workers[i];
+        mqs__spin_lock(&w->tasks_lock);
+        ok = all_blocked(&w->tasks);
+        mqs__spin_unlock(&w->tasks_lock);
+    }
+    return ok;
+}
+
+static bool settled(mqs_runtime_t *rt)
+{
+    uint64_t before = switches_sum(rt);
     for (int i = 0; i < rt->nworkers; i++) {
         struct mqs_worker *w = rt->workers[i];
-        sum += MQS__STAT_GET(w->stats.switches);
-        if (!mqs_worker_idle(rt, i) || mqs_rq_nr_queued(&w->rq) ||
+        if (mqs_rq_nr_queued(&w->rq) || atomic_load(&w->runnext.n) ||
             atomic_load(&w->timers.next) != UINT64_MAX)
-            quiet = false;
+            return false;
     }
-    bool same = sum == *switches;
-    *switches = sum;
-    return quiet && same;
+    return tasks_all_blocked(rt) && switches_sum(rt) == before &&
+           atomic_load(&rt->holds) == 0;
+}
+
+/* Take every blocked task off what it waits on, so that the objects stay
+ * usable once the tasks are freed.  A task that a thread breaking the
+ * hold contract woke meanwhile is not taken; it is stopped and reported
+ * with the rest. */
+static void cancel_blocked(struct mqs_list *list)
+{
+    struct mqs_list *pos;
+    mqs__list_for_each(pos, list)
+    {
+        struct mqs_task *t = mqs_se_entry(pos, struct mqs_task, all_node);
+        /* Unlinked, it is destroy's alone: back to "blocked" for the
+         * report. */
+        if (atomic_load(&t->state) == MQS__BLOCKED &&
+            mqs__waitq_cancel(t, MQS_EDEADLK))
+            atomic_store(&t->state, MQS__BLOCKED);
+    }
+}
+
+static void cancel_all_blocked(mqs_runtime_t *rt)
+{
+    mqs__spin_lock(&rt->ext_lock);
+    cancel_blocked(&rt->ext_tasks);
+    mqs__spin_unlock(&rt->ext_lock);
+    for (int i = 0; i < rt->nworkers; i++) {
+        struct mqs_worker *w = rt->workers[i];
+        mqs__spin_lock(&w->tasks_lock);
+        cancel_blocked(&w->tasks);
+        mqs__spin_unlock(&w->tasks_lock);
+    }
 }
 
 static int wait_for_tasks(mqs_runtime_t *rt)
 {
-    uint64_t switches = UINT64_MAX;
-    int quiet_rounds = 0;
+    int passes = 0;
     for (;;) {
         unsigned seen = atomic_load(&rt->live_futex);
         if (atomic_load(&rt->live) == 0)
             return 0;
-        mqs__futex_wait(&rt->live_futex, seen, 50000000);
+        mqs__futex_wait(&rt->live_futex, seen, SETTLE_NS);
         if (atomic_load(&rt->live) == 0)
             return 0;
-        quiet_rounds = quiescent(rt, &switches) ? quiet_rounds + 1 : 0;
-        if (quiet_rounds >= 4)
+        passes = settled(rt) ? passes + 1 : 0;
+        if (passes >= SETTLE_PASSES) {
+            cancel_all_blocked(rt);
             return MQS_EDEADLK;
+        }
     }
+}
+
+int mqs_runtime_hold(mqs_runtime_t *rt)
+{
+    if (!rt)
+        return MQS_EINVAL;
+    atomic_fetch_add(&rt->holds, 1);
+    return 0;
+}
+
+int mqs_runtime_release(mqs_runtime_t *rt)
+{
+    if (!rt)
+        return MQS_EINVAL;
+    int n = atomic_load(&rt->holds);
+    do {
+        if (n <= 0)
+            return MQS_ESTATE;
+    } while (!atomic_compare_exchange_weak(&rt->holds, &n, n - 1));
+    return 0;
 }
 
 int mqs_runtime_destroy_ex(mqs_runtime_t *rt, int flags, FILE *out)

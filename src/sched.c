@@ -1160,6 +1160,13 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
     if (t)
         goto out;
     atomic_store(&w->parked, 1);
+    /* A waker may have claimed this worker's idle mark (placement claims
+     * it before queueing there) and then queued nothing here, or queued
+     * work that another worker stole: mark it again before parking, or
+     * the worker sleeps unmarked, no placement picks it, and destroy's
+     * check that every worker idles never passes.  A claim whose enqueue
+     * is still coming finds has_work() below or kicks the futex. */
+    mqs__publish_idle(w->rt, w->index, true);
     if (!has_work(w) && atomic_load(&w->park_futex) == seen) {
         uint64_t next = atomic_load(&w->timers.next);
         uint64_t now = mqs__clock_ns(&w->clock);

@@ -60,16 +60,23 @@ int mqs_runtime_stats(const mqs_runtime_t *rt, mqs_worker_stats_t *out)
     return 0;
 }
 
-int mqs_task_stats(const mqs_task_t *t, mqs_task_stats_t *out)
+static void task_stats(const struct mqs_task *t, mqs_task_stats_t *out)
 {
-    if (!t || !out)
-        return MQS_EINVAL;
     out->run_ns = MQS__STAT_GET(t->stats.run_ns);
     out->wait_ns = MQS__STAT_GET(t->stats.wait_ns);
     out->switches = MQS__STAT_GET(t->stats.switches);
     out->yields = MQS__STAT_GET(t->stats.yields);
     out->wakeups = MQS__STAT_GET(t->events.wakeups);
     out->migrations = MQS__STAT_GET(t->events.migrations);
+}
+
+int mqs_task_stats(const mqs_task_t *h, mqs_task_stats_t *out)
+{
+    struct mqs_task *t = out ? mqs__handle_pin(h) : NULL;
+    if (!t)
+        return MQS_EINVAL;
+    task_stats(t, out);
+    mqs__handle_unpin(t);
     return 0;
 }
 
@@ -102,7 +109,7 @@ static void dump_tasks(FILE *f, mqs__spinlock_t *lock, struct mqs_list *list)
         const struct mqs_task *t =
             mqs_se_entry(pos, struct mqs_task, all_node);
         mqs_task_stats_t s;
-        mqs_task_stats(t, &s);
+        task_stats(t, &s);
         fprintf(f,
                 "task %llu %s prio=%u run_ns=%llu wait_ns=%llu "
                 "switches=%llu yields=%llu wakeups=%llu migrations=%llu\n",

@@ -351,7 +351,9 @@ static int cond_wait_common(mqs_cond_t *c, mqs_mutex_t *m, uint64_t timeout_ns,
     if (unlocked != 0 || relocked != 0)
         mqs__panic("cond %p: task '%s' could not cycle its mutex (%d, %d)",
                    (void *)c, self->name, unlocked, relocked);
-    return rc == MQS_ETIMEDOUT ? MQS_ETIMEDOUT : 0;
+    /* Any other result is a wake-up (signal, broadcast, or a spurious
+     * one, which callers of a condition wait must expect anyway). */
+    return rc == MQS_ETIMEDOUT || rc == MQS_ENOMEM ? rc : 0;
 }
 
 int mqs_cond_wait(mqs_cond_t *c, mqs_mutex_t *m)

@@ -200,6 +200,10 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
     if (!t)
         return MQS_ENOMEM;
     task_init(t, rt, attr, fn, arg, id);
+    if (!mqs__handle_attach(rt, self, t)) {
+        mqs__stack_free(rt, self, t);
+        return MQS_ENOMEM;
+    }
     t->tsan_fiber = mqs__fiber_create();
     task_track(rt, self, t);
     mqs__live_get(rt, self);
@@ -208,7 +212,7 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
     else
         atomic_fetch_add(&rt->ext_spawns, 1);
     if (out)
-        *out = t;
+        *out = mqs__handle_of(t);
     atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
     if (self && mqs__child_first(self, self->curr, t))
         mqs__run_child(self, self->curr, t);
@@ -283,19 +287,35 @@ void mqs__task_release(struct mqs_task *t)
     struct mqs_worker *w = mqs__worker_self();
     if (w && w->rt != rt)
         w = NULL;
+    mqs__handle_retire(rt, w, t);
     mqs__stack_free(rt, w, t);
 }
 
-int mqs_join(mqs_task_t *t, void **result)
+/* The checks before a join may wait; t is pinned and stays so only when
+ * 0 is returned. */
+static int join_begin(struct mqs_task *t, struct mqs_task *self)
 {
-    if (!t || t->detached)
+    int rc = 0, expect = 0;
+    if (t->detached)
+        rc = MQS_EINVAL;
+    else if (self == t)
+        rc = MQS_EDEADLK;
+    else if (!atomic_compare_exchange_strong(&t->join_state, &expect, 1))
+        rc = MQS_ESTATE;
+    if (rc)
+        mqs__handle_unpin(t);
+    return rc;
+}
+
+int mqs_join(mqs_task_t *h, void **result)
+{
+    struct mqs_task *t = mqs__handle_pin(h);
+    if (!t)
         return MQS_EINVAL;
     struct mqs_task *self = mqs__current();
-    if (self == t)
-        return MQS_EDEADLK;
-    int expect = 0;
-    if (!atomic_compare_exchange_strong(&t->join_state, &expect, 1))
-        return MQS_ESTATE;
+    int rc = join_begin(t, self);
+    if (rc)
+        return rc;
     if (self && self->rt == t->rt) {
         mqs__spin_lock(&t->joinq.lock);
         if (atomic_load(&t->state) != MQS__DEAD)
@@ -315,6 +335,7 @@ int mqs_join(mqs_task_t *t, void **result)
     if (result)
         *result = t->result;
     task_untrack(t);
+    mqs__handle_unpin(t);
     mqs__task_release(t);
     return 0;
 }
@@ -359,7 +380,8 @@ int mqs_sleep(uint64_t ns)
 
 mqs_task_t *mqs_self(void)
 {
-    return mqs__current();
+    struct mqs_task *t = mqs__current();
+    return t ? mqs__handle_of(t) : NULL;
 }
 
 mqs_runtime_t *mqs_runtime_self(void)
@@ -374,12 +396,22 @@ int mqs_worker_self(void)
     return w && w->curr ? w->index : -1;
 }
 
-const char *mqs_task_name(const mqs_task_t *t)
+const char *mqs_task_name(const mqs_task_t *h)
 {
-    return t ? t->name : NULL;
+    struct mqs_task *t = mqs__handle_pin(h);
+    if (!t)
+        return NULL;
+    const char *name = t->name;
+    mqs__handle_unpin(t);
+    return name;
 }
 
-uint64_t mqs_task_id(const mqs_task_t *t)
+uint64_t mqs_task_id(const mqs_task_t *h)
 {
-    return t ? t->id : 0;
+    struct mqs_task *t = mqs__handle_pin(h);
+    if (!t)
+        return 0;
+    uint64_t id = t->id;
+    mqs__handle_unpin(t);
+    return id;
 }

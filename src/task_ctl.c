@@ -92,11 +92,11 @@ static void requeue_if_queued(struct mqs_task *t)
     mqs__enqueue_task(t->rt, t, MQS_ENQ_RESTORE | MQS_ENQ_MIGRATED);
 }
 
-int mqs_task_set_sched(mqs_task_t *t, mqs_class_t cls, int prio)
+static int set_sched(struct mqs_task *t, mqs_class_t cls, int prio)
 {
     if (cls == MQS_CLASS_IDLE)
         prio = 0;
-    if (!t || !valid_sched(cls, prio))
+    if (!valid_sched(cls, prio))
         return MQS_EINVAL;
     if (atomic_load(&t->state) == MQS__DEAD)
         return MQS_ESTATE;
@@ -109,11 +109,11 @@ int mqs_task_set_sched(mqs_task_t *t, mqs_class_t cls, int prio)
     return 0;
 }
 
-int mqs_task_get_sched(const mqs_task_t *t, mqs_class_t *cls, int *prio)
+static int get_sched(struct mqs_task *t, mqs_class_t *cls, int *prio)
 {
-    if (!t || !cls || !prio)
+    if (!cls || !prio)
         return MQS_EINVAL;
-    mqs_task_t *m = (mqs_task_t *)t;
+    struct mqs_task *m = t;
     mqs__spin_lock(&m->pend_lock);
     if (atomic_load(&m->pend_flags) & MQS__PEND_SCHED) {
         *cls = m->pend_cls;
@@ -128,9 +128,9 @@ int mqs_task_get_sched(const mqs_task_t *t, mqs_class_t *cls, int *prio)
     return 0;
 }
 
-int mqs_task_set_affinity(mqs_task_t *t, const mqs_mask_t *mask)
+static int set_affinity(struct mqs_task *t, const mqs_mask_t *mask)
 {
-    if (!t || !mask)
+    if (!mask)
         return MQS_EINVAL;
     int n = 0;
     for (int i = 0; i < t->rt->nworkers; i++)
@@ -146,6 +146,33 @@ int mqs_task_set_affinity(mqs_task_t *t, const mqs_mask_t *mask)
     requeue_if_queued(t);
     return 0;
 }
+
+/* The public calls: the handle pinned for the length of the call. */
+#define WITH_TASK(h, call)                                                   \
+    do {                                                                     \
+        struct mqs_task *t_ = mqs__handle_pin(h);                            \
+        if (!t_)                                                             \
+            return MQS_EINVAL;                                               \
+        int rc_ = call;                                                      \
+        mqs__handle_unpin(t_);                                               \
+        return rc_;                                                          \
+    } while (0)
+
+int mqs_task_set_sched(mqs_task_t *h, mqs_class_t cls, int prio)
+{
+    WITH_TASK(h, set_sched(t_, cls, prio));
+}
+
+int mqs_task_get_sched(const mqs_task_t *h, mqs_class_t *cls, int *prio)
+{
+    WITH_TASK(h, get_sched(t_, cls, prio));
+}
+
+int mqs_task_set_affinity(mqs_task_t *h, const mqs_mask_t *mask)
+{
+    WITH_TASK(h, set_affinity(t_, mask));
+}
+#undef WITH_TASK
 
 /* ------------------------------------------------------------------ */
 /* Task-local storage                                                  */

@@ -78,19 +78,32 @@ static void heap_remove(struct mqs__timer_heap *h, unsigned i)
         sift_down(h, i);
 }
 
+int mqs__timer_reserve(struct mqs_worker *w)
+{
+    struct mqs__timer_heap *h = &w->timers;
+    int rc = 0;
+    mqs__spin_lock(&h->lock);
+    if (h->n == h->cap) {
+        unsigned cap = h->cap ? h->cap * 2 : 64;
+        struct mqs_task **v = mqs__realloc(h->v, cap * sizeof *v);
+        if (v) {
+            h->v = v;
+            h->cap = cap;
+        } else {
+            rc = MQS_ENOMEM;
+        }
+    }
+    mqs__spin_unlock(&h->lock);
+    return rc;
+}
+
 void mqs__timer_add(struct mqs_worker *w, struct mqs_task *t)
 {
     struct mqs__timer_heap *h = &w->timers;
     mqs__spin_lock(&h->lock);
-    if (h->n == h->cap) {
-        unsigned cap = h->cap ? h->cap * 2 : 64;
-        struct mqs_task **v = realloc(h->v, cap * sizeof *v);
-        if (!v)
-            mqs__panic("out of memory growing the timer heap of worker %d "
-                       "for task %s", w->index, t->name);
-        h->v = v;
-        h->cap = cap;
-    }
+    if (h->n == h->cap)
+        mqs__panic("timer heap of worker %d full for task %s: the block "
+                   "did not reserve its slot", w->index, t->name);
     t->timer_worker = w->index;
     h->v[h->n] = t;
     t->timer_index = (int)h->n;

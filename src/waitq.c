@@ -58,6 +58,11 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
 {
     struct mqs_worker *w = mqs__worker_self();
     struct mqs_task *t = w->curr;
+    if (deadline_ns && mqs__timer_reserve(w) != 0) {
+        if (q)
+            mqs__spin_unlock(&q->lock);
+        return MQS_ENOMEM;
+    }
     t->wait_q = q;
     t->wait_what = what;
     t->wait_obj = obj;
@@ -127,4 +132,14 @@ void mqs__timer_unlink(struct mqs_task *t)
     if (t->wait_linked)
         waitq_unlink(q, t);
     mqs__spin_unlock(&q->lock);
+}
+
+bool mqs__waitq_cancel(struct mqs_task *t, int result)
+{
+    int expect = MQS__BLOCKED;
+    if (!atomic_compare_exchange_strong(&t->state, &expect, MQS__WAKING))
+        return false;
+    t->wait_result = result;
+    mqs__timer_unlink(t);
+    return true;
 }

@@ -1493,18 +1493,9 @@ TEST(shutdown_deadlock_reported)
         CHECK_OK(mqs_spawn(rt, NULL, &a, sd_blocked, &sem));
     }
     wait_count(&sd_started, 3);
-    fflush(stderr);
-    FILE *f = tmpfile();
-    int saved = dup(2);
-    dup2(fileno(f), 2);
+    struct capture c = stderr_begin();
     int rc = mqs_runtime_destroy(rt);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    off_t n = lseek(fileno(f), 0, SEEK_END);
-    char *text = calloc(1, (size_t)n + 1);
-    CHECK_EQ(pread(fileno(f), text, (size_t)n, 0), n);
-    fclose(f);
+    char *text = stderr_end(c);
     fprintf(stderr, "  destroy said:\n%s", text);
     CHECK_ERR(rc, MQS_EDEADLK);
     for (int i = 0; i < 3; i++)

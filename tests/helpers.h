@@ -19,6 +19,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "mqs.h"
 
@@ -161,11 +164,44 @@ static inline void pause_a_bit(void)
     }
 }
 
+/* Capture what is written to stderr (fd 2) between begin and end;
+ * end returns it (malloc'd, NUL-terminated). */
+struct capture {
+    int saved;
+    FILE *f;
+};
+static inline struct capture stderr_begin(void)
+{
+    struct capture c;
+    fflush(stderr);
+    c.f = tmpfile();
+    CHECK(c.f != NULL);
+    c.saved = dup(2);
+    CHECK(c.saved >= 0);
+    CHECK(dup2(fileno(c.f), 2) == 2);
+    return c;
+}
+static inline char *stderr_end(struct capture c)
+{
+    fflush(stderr);
+    CHECK(dup2(c.saved, 2) == 2);
+    close(c.saved);
+    /* fd 2 shared the file's offset: its end is what was written */
+    off_t n = lseek(fileno(c.f), 0, SEEK_END);
+    CHECK_GE(n, 0);
+    char *buf = calloc(1, (size_t)n + 1);
+    CHECK(buf != NULL);
+    CHECK(pread(fileno(c.f), buf, (size_t)n, 0) == n);
+    fclose(c.f);
+    return buf;
+}
+
 #ifdef MQS_INTERNAL_H
 /* Wait until t, which set *announced just before a blocking call, is
  * blocked (in that call: nothing else blocks in between). */
-static inline void wait_blocked(mqs_task_t *t, atomic_int *announced)
+static inline void wait_blocked(mqs_task_t *h, atomic_int *announced)
 {
+    struct mqs_task *t = mqs__task_of(h);
     while (!atomic_load(announced) ||
            atomic_load_explicit(&t->state, memory_order_acquire) !=
                MQS__BLOCKED)

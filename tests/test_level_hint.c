@@ -92,7 +92,7 @@ TEST(a_queued_task_counts_its_level_in_the_hint)
         sched_yield();
     /* Worker 0 is busy and y may run nowhere else: y stays queued. */
     mqs_task_t *y = spawn_prio_on(rt, 0, MQS_CLASS_RR, 20, nothing, NULL);
-    unsigned level = y->se.prio;
+    unsigned level = mqs__task_of(y)->se.prio;
     for (int i = 0; i < 1000; i++)
         CHECK(mqs_best_prio_anywhere(rt) <= level);
     CHECK_EQ(mqs_rq_best_prio(mqs_rq_of(rt, 0)), level);

@@ -287,7 +287,7 @@ TEST(cond_wait_hands_its_mutex_to_a_waiter_on_this_worker)
     wait_blocked(w, &p.ready);
     mqs_task_t *s = busy_start(rt, &p.b);
     mqs_task_t *y = spawn_on(rt, 0, cond_yielder, &p);
-    while (atomic_load_explicit(&y->state, memory_order_acquire) !=
+    while (atomic_load_explicit(&mqs__task_of(y)->state, memory_order_acquire) !=
            MQS__RUNNABLE)
         pause_a_bit(); /* queued behind the spinning holder */
     atomic_store(&p.go, 1);

@@ -35,38 +35,6 @@ static mqs_task_t *spawn_named(mqs_runtime_t *rt, const char *name,
     return spawn_attr(rt, &attr, fn, arg);
 }
 
-/* Run fn with fd 2 redirected to a temporary file; return what was
- * written there (malloc'd, NUL-terminated). */
-struct capture {
-    int saved;
-    FILE *f;
-};
-static struct capture stderr_begin(void)
-{
-    struct capture c;
-    fflush(stderr);
-    c.f = tmpfile();
-    CHECK(c.f != NULL);
-    c.saved = dup(2);
-    CHECK(c.saved >= 0);
-    CHECK(dup2(fileno(c.f), 2) == 2);
-    return c;
-}
-static char *stderr_end(struct capture c)
-{
-    fflush(stderr);
-    CHECK(dup2(c.saved, 2) == 2);
-    close(c.saved);
-    /* fd 2 shared the file's offset: its end is what was written */
-    off_t n = lseek(fileno(c.f), 0, SEEK_END);
-    CHECK_GE(n, 0);
-    char *buf = calloc(1, (size_t)n + 1);
-    CHECK(buf != NULL);
-    CHECK(pread(fileno(c.f), buf, (size_t)n, 0) == n);
-    fclose(c.f);
-    return buf;
-}
-
 static int count_lines_with(const char *text, const char *needle)
 {
     int n = 0;

@@ -230,11 +230,11 @@ TEST(stack_outside_spawns_reuse_returned_stacks)
 {
     mqs_runtime_t *rt = rt_new(1);
     mqs_task_t *t = spawn(rt, return_arg, NULL);
-    void *first = t->map_base;
+    void *first = mqs__task_of(t)->map_base;
     CHECK(join(t) == NULL);
     for (int i = 0; i < 8; i++) {
         t = spawn(rt, return_arg, NULL);
-        CHECK(t->map_base == first);
+        CHECK(mqs__task_of(t)->map_base == first);
         CHECK(join(t) == NULL);
     }
     CHECK_EQ(rt->ext_stacks.n, 1u);
@@ -242,7 +242,7 @@ TEST(stack_outside_spawns_reuse_returned_stacks)
     mqs_task_attr_init(&a);
     a.stack_size = 2 * rt->stack_size;
     t = spawn_attr(rt, &a, return_arg, NULL);
-    CHECK(t->map_base != first);
+    CHECK(mqs__task_of(t)->map_base != first);
     CHECK(join(t) == NULL);
     CHECK_EQ(rt->ext_stacks.n, 1u);
     CHECK_OK(mqs_runtime_destroy(rt));
