@@ -189,7 +189,9 @@ enum {
  * mqs_runtime_destroy_ex(rt, MQS_DESTROY_REPORT, out) does not wait: it
  * stops the workers at their next scheduling point and writes a line per
  * live task to `out` (stderr when NULL); it returns the number of tasks
- * that were still alive (0 or more).
+ * that were still alive (0 or more).  Blocked tasks are taken off their
+ * objects as above.  Both wait for every hold (mqs_runtime_hold) to be
+ * released first.
  *
  * Must not be called from a task of the runtime (MQS_EPERM).
  */
@@ -200,7 +202,9 @@ int mqs_runtime_destroy_ex(mqs_runtime_t *rt, int flags, FILE *out);
  * Tell destroy that a thread outside the runtime may still wake one of
  * its tasks (post a semaphore, send on a channel, unlock, signal).  The
  * runtime cannot see such a thread coming, so while the runtime is held
- * mqs_runtime_destroy() gives no deadlock verdict and simply waits.  A
+ * mqs_runtime_destroy() gives no deadlock verdict and waits, also after
+ * the last task ended (a waker may still be inside its wake-up call
+ * when the task it woke ends: a hold keeps the runtime alive under it).  A
  * program whose outside threads wake tasks either joins those threads
  * before destroy or holds the runtime from before they may wake anything
  * until they are done: hold before starting the thread, release as its

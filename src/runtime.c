@@ -355,9 +355,10 @@ static int reap_all(mqs_runtime_t *rt, FILE *out)
 static uint64_t switches_sum(mqs_runtime_t *rt)
 {
     uint64_t sum = 0;
+    /* seq_cst loads: ordered with the task-state loads between the two
+     * sums. */
     for (int i = 0; i < rt->nworkers; i++)
-        sum += MQS__STAT_GET(rt->workers[i]->stats.switches);
-    atomic_thread_fence(memory_order_seq_cst);
+        sum += atomic_load(&rt->workers[i]->stats.switches);
     return sum;
 }
 
@@ -433,21 +434,26 @@ static void cancel_all_blocked(mqs_runtime_t *rt)
     }
 }
 
+/* Every task ended and no thread holds the runtime: an outside waker
+ * may still be inside its wake-up call after the task it woke ended. */
+static bool all_done(mqs_runtime_t *rt)
+{
+    return atomic_load(&rt->live) == 0 && atomic_load(&rt->holds) == 0;
+}
+
 static int wait_for_tasks(mqs_runtime_t *rt)
 {
     int passes = 0;
     for (;;) {
         unsigned seen = atomic_load(&rt->live_futex);
-        if (atomic_load(&rt->live) == 0)
+        if (all_done(rt))
             return 0;
         mqs__futex_wait(&rt->live_futex, seen, SETTLE_NS);
-        if (atomic_load(&rt->live) == 0)
+        if (all_done(rt))
             return 0;
         passes = settled(rt) ? passes + 1 : 0;
-        if (passes >= SETTLE_PASSES) {
-            cancel_all_blocked(rt);
+        if (passes >= SETTLE_PASSES)
             return MQS_EDEADLK;
-        }
     }
 }
 
@@ -468,6 +474,10 @@ int mqs_runtime_release(mqs_runtime_t *rt)
         if (n <= 0)
             return MQS_ESTATE;
     } while (!atomic_compare_exchange_weak(&rt->holds, &n, n - 1));
+    if (n == 1) { /* a destroy may be waiting for the last hold */
+        atomic_fetch_add(&rt->live_futex, 1);
+        mqs__futex_wake(&rt->live_futex, 1 << 30);
+    }
     return 0;
 }
 
@@ -485,7 +495,16 @@ int mqs_runtime_destroy_ex(mqs_runtime_t *rt, int flags, FILE *out)
             fprintf(stderr, "mqs: runtime destroy: no task can run again "
                             "but some are alive (deadlock?)\n");
     }
+    /* Even a destroy that does not wait for tasks waits for holds: a
+     * holder may be inside a call on this runtime. */
+    while (atomic_load(&rt->holds) > 0) {
+        unsigned seen = atomic_load(&rt->live_futex);
+        if (atomic_load(&rt->holds) > 0)
+            mqs__futex_wait(&rt->live_futex, seen, SETTLE_NS);
+    }
     stop_workers(rt, rt->nworkers);
+    /* What is still blocked is freed below: off its objects first. */
+    cancel_all_blocked(rt);
     int alive = reap_all(rt, rc || (flags & MQS_DESTROY_REPORT)
                                  ? (out ? out : stderr) : NULL);
     runtime_free(rt);

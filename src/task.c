@@ -20,6 +20,7 @@
  * consistent task) and otherwise just write the fields: a running task is
  * re-placed at its next scheduling point, a blocked one when it wakes.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -328,10 +329,17 @@ int mqs_join(mqs_task_t *h, void **result)
         while (atomic_load(&t->done_futex) != MQS__DONE)
             mqs__futex_wait(&t->done_futex, MQS__DONE_WAITED, UINT64_MAX);
     }
-    while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
-        mqs__cpu_relax();
     /* The exit's final switch also ran finish (live count): wait for the
-     * worker that ran it to have left the stack entirely. */
+     * worker that ran it to have left the stack entirely.  That is a few
+     * instructions away unless the kernel preempted that worker: then
+     * give it the CPU rather than spin out a time slice. */
+    for (unsigned spins = 0;
+         atomic_load_explicit(&t->on_cpu, memory_order_acquire); spins++) {
+        if (spins < 1024)
+            mqs__cpu_relax();
+        else
+            sched_yield();
+    }
     if (result)
         *result = t->result;
     task_untrack(t);
