@@ -316,7 +316,7 @@ int mqs_main(const mqs_config_t *cfg, mqs_task_fn fn, void *arg, void **result);
  */
 
 /* Opaque storage sizes; the layouts are private to src/sync.c. */
-#define MQS__WAITQ_WORDS 4
+#define MQS__WAITQ_WORDS 6
 typedef struct mqs__waitq_storage {
     uint64_t w[MQS__WAITQ_WORDS];
 } mqs__waitq_storage_t;

@@ -148,6 +148,7 @@ static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
     mqs__list_init(&t->se.node);
     mqs__list_init(&t->se.node2);
     mqs__list_init(&t->wait_node);
+    mqs__list_init(&t->wait_level_node);
     mqs__waitq_init(&t->joinq);
     atomic_init(&t->queued_on, -1);
     t->timer_index = -1;
