@@ -160,6 +160,9 @@ struct mqs_task {
     uint64_t wait_value;           /* hand-off word (mutex, wait groups)   */
     const char *wait_what;         /* "mutex", "channel recv", ...         */
     const void *wait_obj;
+    /* The mutexes it owns, newest first, linked through their held_*
+     * fields (sync.c); released "owner died" at exit.  Owner-only. */
+    struct mqs_mutex *held_mutexes;
 
     /* Timer: deadline, heap slot and the worker whose heap holds it. */
     uint64_t timer_deadline;
@@ -489,6 +492,11 @@ void mqs__wake(struct mqs_task *t);
 void mqs__wake_flags(struct mqs_task *t, int flags);
 /* Deadline helper: now + timeout, saturating. */
 uint64_t mqs__deadline(uint64_t timeout_ns);
+
+/* sync.c: called by the exiting task t, before it is DEAD: releases every
+ * mutex t still holds, marked "owner died" (mqs.h), handing each to its
+ * first waiter if any.  May switch (it wakes tasks). */
+void mqs__mutex_release_dead(struct mqs_task *t);
 
 /* watchdog.c: the stall watchdog.  mqs__watchdog_check is called by
  * worker w from its periodic housekeeping (at most every millisecond,
