@@ -49,6 +49,7 @@ enum {
     MQS_ESTATE = -9,     /* object in the wrong state (joined twice, ...)*/
     MQS_EDEADLK = -10,   /* would wait forever (self-join, deadlock)     */
     MQS_ESYS = -11,      /* the OS refused (thread creation, mmap, ...)  */
+    MQS_EOWNERDEAD = -12,/* mutex taken, its last owner exited holding it */
 };
 
 /* A static string naming an error code ("invalid argument", ...). */
@@ -350,23 +351,39 @@ int mqs_main(const mqs_config_t *cfg, mqs_task_fn fn, void *arg, void **result);
  */
 
 /* Opaque storage sizes; the layouts are private to src/sync.c. */
-#define MQS__WAITQ_WORDS 4
+#define MQS__WAITQ_WORDS 6
 typedef struct mqs__waitq_storage {
     uint64_t w[MQS__WAITQ_WORDS];
 } mqs__waitq_storage_t;
 
 /* Mutex.  Waiters may be overtaken by a newly arriving locker (which keeps
  * throughput high) until one has waited MQS_MUTEX_STARVE_NS; from then on
- * unlock hands the mutex straight to the first waiter. */
+ * unlock hands the mutex straight to the first waiter.
+ *
+ * The owner is the task that locked it; only it may unlock it (MQS_EPERM
+ * for any other task, including one that reuses an exited owner's
+ * memory), and its own second lock is MQS_EDEADLK.  Mutexes are robust,
+ * as pthread robust mutexes are: a task that exits holding mutexes
+ * releases each one marked "owner died".  The first waiter, or else the
+ * next task to lock or trylock it, gets the mutex with MQS_EOWNERDEAD
+ * instead of 0: it owns the mutex then (it must unlock it as usual), and
+ * that return clears the mark, so later lockers get 0 again.  Whatever
+ * the mutex protects may have been left half updated: the task that got
+ * MQS_EOWNERDEAD repairs it or gives up on it.  (Unlike pthreads there is
+ * no "consistent" call and no unrecoverable state.)  A condition wait
+ * whose relock finds the mark returns MQS_EOWNERDEAD, owning the mutex.
+ * The mutex must not be freed while a task holds it; held_* are the
+ * owner's list of the mutexes it holds, private to src/sync.c. */
 #define MQS_MUTEX_STARVE_NS 1000000
 typedef struct mqs_mutex {
     uint64_t state;
     mqs__waitq_storage_t q;
+    struct mqs_mutex *held_next, *held_prev;
 } mqs_mutex_t;
 int mqs_mutex_init(mqs_mutex_t *m);
 int mqs_mutex_destroy(mqs_mutex_t *m);      /* MQS_EBUSY if locked or waited on */
-int mqs_mutex_lock(mqs_mutex_t *m);         /* task only */
-int mqs_mutex_trylock(mqs_mutex_t *m);      /* MQS_EBUSY if held */
+int mqs_mutex_lock(mqs_mutex_t *m);         /* task only; MQS_EOWNERDEAD */
+int mqs_mutex_trylock(mqs_mutex_t *m);      /* MQS_EBUSY if held; MQS_EOWNERDEAD */
 int mqs_mutex_timedlock(mqs_mutex_t *m, uint64_t timeout_ns);
 int mqs_mutex_unlock(mqs_mutex_t *m);       /* MQS_EPERM if not the owner */
 

@@ -66,12 +66,15 @@ static inline void mqs__stat_add(_Atomic uint64_t *field, uint64_t n)
 /* Wait queues (the blocking half of every sync object)               */
 /* ------------------------------------------------------------------ */
 
-/* Waiters ordered by priority level, FIFO within a level.  Fits in
- * mqs__waitq_storage_t (checked in sync.c). */
+/* Waiters ordered by priority level, FIFO within a level (waitq.c): every
+ * waiter in `head`, the first waiter of each distinct level also in
+ * `levels`.  All under lock.  Fits in mqs__waitq_storage_t (checked in
+ * sync.c). */
 struct mqs__waitq {
     mqs__spinlock_t lock;
     uint32_t nwait;
-    struct mqs_list head;
+    struct mqs_list head;          /* every waiter, through wait_node      */
+    struct mqs_list levels;        /* first of each level, wait_level_node */
 };
 
 /* ------------------------------------------------------------------ */
@@ -152,13 +155,18 @@ struct mqs_task {
 
     /* Blocking: what it waits on, for wake-ups and for reports. */
     struct mqs__waitq *wait_q;     /* under wait_q->lock                   */
-    struct mqs_list wait_node;     /* link in wait_q                       */
+    struct mqs_list wait_node;     /* link in wait_q's node list           */
+    struct mqs_list wait_level_node; /* in wait_q's level list if first of
+                                      * its level, else self-linked      */
     bool wait_linked;              /* under wait_q->lock                   */
     int wait_result;               /* set by the waker that won            */
     void *wait_data;               /* hand-off buffer (channels)           */
     uint64_t wait_value;           /* hand-off word (mutex, wait groups)   */
     const char *wait_what;         /* "mutex", "channel recv", ...         */
     const void *wait_obj;
+    /* The mutexes it owns, newest first, linked through their held_*
+     * fields (sync.c); released "owner died" at exit.  Owner-only. */
+    struct mqs_mutex *held_mutexes;
 
     /* Timer: deadline, heap slot and the worker whose heap holds it. */
     uint64_t timer_deadline;
@@ -490,13 +498,15 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
  * Returns NULL when nobody waits.  Follow with mqs__wake() after
  * unlocking. */
 struct mqs_task *mqs__waitq_pop(struct mqs__waitq *q, int result);
-/* Claim a blocked task for the caller (the same BLOCKED -> WAKING race
- * that poppers and timers run), unlink it from its wait queue and set its
- * block result; false when another waker won.  Destroy uses it on the
- * tasks it frees; no lock held. */
-bool mqs__waitq_cancel(struct mqs_task *t, int result);
 /* Peek at the first waiter without removing it (caller holds q->lock). */
 struct mqs_task *mqs__waitq_first(struct mqs__waitq *q);
+/* Claim t, if it is BLOCKED, with the same BLOCKED -> WAKING CAS as the
+ * poppers and its timer, and on winning take it off t->wait_q (taking
+ * that queue's lock: the caller must not hold it) and set its block
+ * result to `result`.  Returns whether the claim won.  The task is not
+ * woken: the caller (runtime destroy) frees it, or must queue it itself.
+ * A timer it may have stays in its heap and loses its CAS when due. */
+bool mqs__waitq_cancel(struct mqs_task *t, int result);
 /* Make a task that mqs__waitq_pop returned runnable; no lock held.
  * From a task, may switch to the woken task when the policy says it should
  * preempt (the caller must hold no spinlock). */
@@ -504,6 +514,11 @@ void mqs__wake(struct mqs_task *t);
 void mqs__wake_flags(struct mqs_task *t, int flags);
 /* Deadline helper: now + timeout, saturating. */
 uint64_t mqs__deadline(uint64_t timeout_ns);
+
+/* sync.c: called by the exiting task t, before it is DEAD: releases every
+ * mutex t still holds, marked "owner died" (mqs.h), handing each to its
+ * first waiter if any.  May switch (it wakes tasks). */
+void mqs__mutex_release_dead(struct mqs_task *t);
 
 /* watchdog.c: the stall watchdog.  mqs__watchdog_check is called by
  * worker w from its periodic housekeeping (at most every millisecond,

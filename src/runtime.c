@@ -40,6 +40,7 @@ const char *mqs_strerror(int err)
     case MQS_ESTATE: return "object in the wrong state";
     case MQS_EDEADLK: return "would wait forever";
     case MQS_ESYS: return "the operating system refused";
+    case MQS_EOWNERDEAD: return "owner died holding the mutex (now yours)";
     default: return "unknown error";
     }
 }
@@ -318,6 +319,11 @@ static int reap_tasks(mqs_runtime_t *rt, struct mqs_list *list, FILE *out)
                 fprintf(out, "mqs: still alive at shutdown: %s\n", line);
         }
         mqs__list_del(pos);
+        /* Freed owning mutexes: released as its exit would have (their
+         * waiters of this runtime were taken off them already, so
+         * nobody is woken here). */
+        if (t->held_mutexes)
+            mqs__mutex_release_dead(t);
         mqs__fiber_destroy(t->tsan_fiber);
         munmap(t->map_base, t->map_size);
     }

@@ -3,7 +3,7 @@
  * barrier: the objects that block only the calling task.
  *
  * Every object is a small word of state plus a wait queue (waitq.c): a
- * spinlock, a waiter count and an intrusive list ordered by priority level
+ * spinlock, a waiter count and intrusive lists ordered by priority level
  * then arrival.  The pattern is the same everywhere: a lock-free fast path
  * where one exists, and a slow path that decides to wait while holding the
  * wait queue's lock, then calls mqs__block(), which queues the task and
@@ -31,6 +31,26 @@
  * handing off (every contended unlock then costs a full switch before
  * anyone can enter: convoys); a separate owner field (the owner in the
  * state word makes EPERM/EDEADLK checks free and the fast path one CAS).
+ *
+ * Robustness.  An address identifies its task only while the task lives:
+ * a task that exited holding a mutex used to leave it "owned" by whatever
+ * task was next spawned on the same stack (MQS_EDEADLK from its lock, 0
+ * from an unlock of a mutex it never locked), and its waiters asleep for
+ * ever.  So every task keeps the mutexes it holds on a list (held_mutexes,
+ * linked through the mutex's held_next/held_prev), added when a lock
+ * returns owning it, removed by unlock before it releases the state; both
+ * are plain stores by the owner, which alone touches those fields while it
+ * owns the mutex.  The exit (mqs__mutex_release_dead) releases each mutex
+ * still on the list under its wait queue's lock: to the first waiter,
+ * woken with MQS_EOWNERDEAD and owning it, or, with nobody waiting, to no
+ * one with the OWNERDEAD bit set, which the next lock or trylock clears
+ * as it takes the mutex and reports as MQS_EOWNERDEAD.  No exited task is
+ * ever an owner, so comparing the state's owner with the caller's
+ * address is an exact identity check.  Rejected: a generation number in
+ * each task compared by lock and unlock (catches the reuse, but leaves the
+ * mutex held for ever and its waiters blocked); pthreads' "consistent"
+ * call and unrecoverable state (one more call and state for little: the
+ * task told MQS_EOWNERDEAD owns the mutex and decides what to do).
  *
  * Condition variable.  A waiter must release the mutex and become
  * waitable atomically with respect to signal, but mqs__block() releases
@@ -108,6 +128,7 @@ static void wake_chain(struct mqs_task *t)
 /* ------------------------------------------------------------------ */
 
 #define M_WAITERS UINT64_C(1)
+#define M_OWNERDEAD UINT64_C(2) /* only with no owner: last one exited */
 #define M_FLAGS UINT64_C(7)
 
 static inline uint64_t m_owner(uint64_t s)
@@ -126,12 +147,33 @@ static inline bool m_cas(mqs_mutex_t *m, uint64_t *expect, uint64_t want)
                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+/* The owner's list of the mutexes it holds: plain stores, owner only. */
+static inline void held_add(struct mqs_task *self, mqs_mutex_t *m)
+{
+    m->held_prev = NULL;
+    m->held_next = self->held_mutexes;
+    if (m->held_next)
+        m->held_next->held_prev = m;
+    self->held_mutexes = m;
+}
+
+static inline void held_del(struct mqs_task *self, mqs_mutex_t *m)
+{
+    if (m->held_prev)
+        m->held_prev->held_next = m->held_next;
+    else
+        self->held_mutexes = m->held_next;
+    if (m->held_next)
+        m->held_next->held_prev = m->held_prev;
+}
+
 int mqs_mutex_init(mqs_mutex_t *m)
 {
     if (!m)
         return MQS_EINVAL;
     __atomic_store_n(&m->state, 0, __ATOMIC_RELAXED);
     mqs__waitq_init(SYNC_WQ(&m->q));
+    m->held_next = m->held_prev = NULL;
     return 0;
 }
 
@@ -146,14 +188,28 @@ int mqs_mutex_destroy(mqs_mutex_t *m)
     return busy ? MQS_EBUSY : 0;
 }
 
-/* One attempt to take an unowned mutex, keeping its flag bits. */
-static bool m_try(mqs_mutex_t *m, uint64_t self)
+/* Take an unowned mutex whose state was s, keeping WAITERS and clearing
+ * OWNERDEAD: what the taker returns (0 or MQS_EOWNERDEAD) on success. */
+static bool m_take(mqs_mutex_t *m, uint64_t *s, uint64_t me, int *rc)
+{
+    if (!m_cas(m, s, me | (*s & M_WAITERS)))
+        return false;
+    *rc = (*s & M_OWNERDEAD) ? MQS_EOWNERDEAD : 0;
+    return true;
+}
+
+/* One attempt to take an unowned mutex: 0 or MQS_EOWNERDEAD owning it
+ * (and on self's list), else MQS_EBUSY. */
+static int m_try(mqs_mutex_t *m, struct mqs_task *self)
 {
     uint64_t s = m_load(m);
+    int rc;
     while (m_owner(s) == 0)
-        if (m_cas(m, &s, self | (s & M_FLAGS)))
-            return true;
-    return false;
+        if (m_take(m, &s, (uintptr_t)self, &rc)) {
+            held_add(self, m);
+            return rc;
+        }
+    return MQS_EBUSY;
 }
 
 int mqs_mutex_trylock(mqs_mutex_t *m)
@@ -163,32 +219,32 @@ int mqs_mutex_trylock(mqs_mutex_t *m)
     struct mqs_task *self = mqs__current();
     if (!self)
         return MQS_EPERM;
-    return m_try(m, (uintptr_t)self) ? 0 : MQS_EBUSY;
+    return m_try(m, self);
 }
 
 /*
  * Slow path: under the wait queue's lock, either take the mutex or set
  * WAITERS (so the owner's unlock comes through this lock) and block.
- * Returns 0 owning the mutex (taken here or handed off), M_RETRY, or
- * MQS_ETIMEDOUT.
+ * Returns 0 or MQS_EOWNERDEAD owning the mutex (taken here or handed
+ * off), M_RETRY, or MQS_ETIMEDOUT.
  */
 static int m_lock_slow(mqs_mutex_t *m, struct mqs_task *self,
                        uint64_t deadline)
 {
     struct mqs__waitq *q = SYNC_WQ(&m->q);
-    uint64_t me = (uintptr_t)self;
     mqs__spin_lock(&q->lock);
     uint64_t s = m_load(m);
+    int rc;
     for (;;) {
         if (m_owner(s) == 0) {
-            if (m_cas(m, &s, me | (s & M_FLAGS)))
+            if (m_take(m, &s, (uintptr_t)self, &rc))
                 break;
         } else if ((s & M_WAITERS) || m_cas(m, &s, s | M_WAITERS)) {
             return mqs__block(q, deadline, "mutex", m);
         }
     }
     mqs__spin_unlock(&q->lock);
-    return 0;
+    return rc;
 }
 
 static int m_lock(mqs_mutex_t *m, uint64_t timeout_ns, bool timed)
@@ -199,20 +255,27 @@ static int m_lock(mqs_mutex_t *m, uint64_t timeout_ns, bool timed)
     if (!self)
         return MQS_EPERM;
     uint64_t me = (uintptr_t)self, s = 0;
-    if (MQS__LIKELY(m_cas(m, &s, me)))
+    if (MQS__LIKELY(m_cas(m, &s, me))) {
+        held_add(self, m);
         return 0;
+    }
     if (m_owner(s) == me)
         return MQS_EDEADLK;
-    if (timed && timeout_ns == 0)
-        return m_try(m, me) ? 0 : MQS_ETIMEDOUT;
+    if (timed && timeout_ns == 0) {
+        int rc = m_try(m, self);
+        return rc == MQS_EBUSY ? MQS_ETIMEDOUT : rc;
+    }
     uint64_t deadline = timed ? mqs__deadline(timeout_ns) : 0;
     self->wait_value = mqs_now_ns(); /* starvation clock: first wait */
     int rc;
     while ((rc = m_lock_slow(m, self, deadline)) == M_RETRY)
         ;
-    if (rc == 0 && m_owner(m_load(m)) != me)
+    if (rc != 0 && rc != MQS_EOWNERDEAD)
+        return rc;
+    if (m_owner(m_load(m)) != me)
         mqs__panic("mutex %p: task '%s' woken as owner but not owning it",
                    (void *)m, self->name);
+    held_add(self, m);
     return rc;
 }
 
@@ -248,15 +311,20 @@ static int m_unlock(mqs_mutex_t *m, int wake_flags)
 {
     if (!m)
         return MQS_EINVAL;
-    uint64_t me = (uintptr_t)mqs__current(), s = me;
-    if (me == 0)
+    struct mqs_task *self = mqs__current();
+    uint64_t me = (uintptr_t)self, s = me;
+    if (!self)
         return MQS_EPERM;
+    /* Only the owner changes the owner bits while it owns the mutex, so
+     * this load is exact about whether we do; leave the list before the
+     * state lets another task take the mutex and its held_* fields. */
+    if (m_owner(m_load(m)) != me)
+        return MQS_EPERM;
+    held_del(self, m);
     if (MQS__LIKELY(__atomic_compare_exchange_n(&m->state, &s, 0, false,
                                                 __ATOMIC_RELEASE,
                                                 __ATOMIC_RELAXED)))
         return 0;
-    if (m_owner(s) != me)
-        return MQS_EPERM;
     /* Held by us with WAITERS set: only q->lock holders change it now. */
     struct mqs__waitq *q = SYNC_WQ(&m->q);
     mqs__spin_lock(&q->lock);
@@ -270,6 +338,24 @@ static int m_unlock(mqs_mutex_t *m, int wake_flags)
 int mqs_mutex_unlock(mqs_mutex_t *m)
 {
     return m_unlock(m, 0);
+}
+
+void mqs__mutex_release_dead(struct mqs_task *t)
+{
+    mqs_mutex_t *m;
+    while ((m = t->held_mutexes) != NULL) {
+        held_del(t, m);
+        /* Owned by t: only q->lock holders change the state now. */
+        struct mqs__waitq *q = SYNC_WQ(&m->q);
+        mqs__spin_lock(&q->lock);
+        struct mqs_task *w = mqs__waitq_pop(q, MQS_EOWNERDEAD);
+        uint64_t waiters = q->nwait > 0 ? M_WAITERS : 0;
+        uint64_t next = w ? (uintptr_t)w | waiters : M_OWNERDEAD | waiters;
+        __atomic_store_n(&m->state, next, __ATOMIC_RELEASE);
+        mqs__spin_unlock(&q->lock);
+        if (w)
+            mqs__wake(w);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -348,9 +434,11 @@ static int cond_wait_common(mqs_cond_t *c, mqs_mutex_t *m, uint64_t timeout_ns,
     int unlocked = m_unlock(m, MQS_ENQ_SYNC);
     int rc = cond_block(ci, deadline, timed);
     int relocked = mqs_mutex_lock(m);
-    if (unlocked != 0 || relocked != 0)
+    if (unlocked != 0 || (relocked != 0 && relocked != MQS_EOWNERDEAD))
         mqs__panic("cond %p: task '%s' could not cycle its mutex (%d, %d)",
                    (void *)c, self->name, unlocked, relocked);
+    if (relocked == MQS_EOWNERDEAD)
+        return MQS_EOWNERDEAD;
     /* Any other result is a wake-up (signal, broadcast, or a spurious
      * one, which callers of a condition wait must expect anyway). */
     return rc == MQS_ETIMEDOUT || rc == MQS_ENOMEM ? rc : 0;

@@ -11,6 +11,7 @@
  * and the default name is formatted by hand (snprintf was a tenth of a
  * skynet task).  It runs fn(arg) on
  * its own stack from task_main; when fn returns, key destructors run,
+ * mutexes it still holds are released marked "owner died" (sync.c),
  * joiners are woken, and the final switch away releases a detached task's
  * stack (mqs__finish_switch, once nothing runs on it).  A joinable task's
  * struct and stack stay until join has read the result.
@@ -149,6 +150,7 @@ static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
     mqs__list_init(&t->se.node);
     mqs__list_init(&t->se.node2);
     mqs__list_init(&t->wait_node);
+    mqs__list_init(&t->wait_level_node);
     mqs__waitq_init(&t->joinq);
     atomic_init(&t->queued_on, -1);
     t->timer_index = -1;
@@ -253,6 +255,8 @@ static void run_key_dtors(struct mqs_task *t)
 void mqs__task_exit(struct mqs_task *t)
 {
     run_key_dtors(t);
+    if (t->held_mutexes)
+        mqs__mutex_release_dead(t);
     struct mqs_worker *w = mqs__worker_self();
     mqs__spin_lock(&t->joinq.lock);
     /* Readers look under joinq.lock, or at done_futex (below). */

@@ -212,6 +212,198 @@ TEST(mutex_starved_waiter_gets_handoff)
     }
 }
 
+/* Robustness: a task that exits holding a mutex releases it "owner
+ * died".  On one worker a joined task's stack is the next spawn's, so
+ * the tasks after the exited owner land on its address: none of them is
+ * taken for the owner. */
+struct dead_owner {
+    mqs_mutex_t m[3];
+    struct mqs_task *dead; /* address of the exited owner (compared only) */
+    bool reused;      /* some later task had that address */
+};
+
+static void *lock_and_exit(void *arg)
+{
+    struct dead_owner *d = arg;
+    CHECK_OK(mqs_mutex_lock(&d->m[0]));
+    return NULL;
+}
+
+static void *never_locked(void *arg)
+{
+    struct dead_owner *d = arg;
+    d->reused |= mqs__current() == d->dead;
+    CHECK_ERR(mqs_mutex_unlock(&d->m[0]), MQS_EPERM);
+    return NULL;
+}
+
+static void *lock_owner_dead(void *arg)
+{
+    struct dead_owner *d = arg;
+    d->reused |= mqs__current() == d->dead;
+    CHECK_ERR(mqs_mutex_lock(&d->m[0]), MQS_EOWNERDEAD);
+    CHECK_ERR(mqs_mutex_lock(&d->m[0]), MQS_EDEADLK); /* ours now */
+    CHECK_OK(mqs_mutex_unlock(&d->m[0]));
+    CHECK_ERR(mqs_mutex_unlock(&d->m[0]), MQS_EPERM);
+    return NULL;
+}
+
+static void *lock_normally(void *arg)
+{
+    struct dead_owner *d = arg;
+    CHECK_OK(mqs_mutex_lock(&d->m[0]));
+    CHECK_OK(mqs_mutex_unlock(&d->m[0]));
+    return NULL;
+}
+
+/* Holds three, unlocks the middle one of its list, exits with two. */
+static void *lock_three_exit_two(void *arg)
+{
+    struct dead_owner *d = arg;
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(mqs_mutex_lock(&d->m[i]));
+    CHECK_OK(mqs_mutex_unlock(&d->m[1]));
+    return NULL;
+}
+
+static void *try_owner_dead(void *arg)
+{
+    struct dead_owner *d = arg;
+    CHECK_ERR(mqs_mutex_trylock(&d->m[0]), MQS_EOWNERDEAD);
+    CHECK_OK(mqs_mutex_timedlock(&d->m[1], 0));
+    CHECK_ERR(mqs_mutex_timedlock(&d->m[2], 0), MQS_EOWNERDEAD);
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(mqs_mutex_unlock(&d->m[i]));
+    CHECK_OK(mqs_mutex_trylock(&d->m[2])); /* the mark went with it */
+    CHECK_OK(mqs_mutex_unlock(&d->m[2]));
+    return NULL;
+}
+
+static void *dead_owner_main(void *arg)
+{
+    struct dead_owner *d = arg;
+    mqs_runtime_t *rt = mqs_runtime_self();
+    mqs_task_t *h = spawn(rt, lock_and_exit, d);
+    d->dead = mqs__task_of(h);
+    join(h);
+    for (int i = 0; i < 4; i++)
+        join(spawn(rt, never_locked, d));
+    CHECK(d->reused); /* else the case proves nothing */
+    join(spawn(rt, lock_owner_dead, d));
+    join(spawn(rt, lock_normally, d));
+    join(spawn(rt, lock_three_exit_two, d));
+    join(spawn(rt, try_owner_dead, d));
+    return NULL;
+}
+
+TEST(mutex_owner_exit_releases_owner_dead)
+{
+    struct dead_owner d = {.reused = false};
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(mqs_mutex_init(&d.m[i]));
+    run_in_task(1, dead_owner_main, &d);
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(mqs_mutex_destroy(&d.m[i]));
+}
+
+/* Waiters blocked on the mutex when its owner exits: the first is woken
+ * owning it with MQS_EOWNERDEAD, the next gets it from that one as usual.
+ * And a condition waiter whose relock finds the owner gone. */
+struct dead_wait {
+    mqs_mutex_t m;
+    mqs_cond_t c;
+    mqs_sem_t go;
+    atomic_int announced[3];
+    int rc[2];
+};
+
+static void *owner_waits_then_exits(void *arg)
+{
+    struct dead_wait *d = arg;
+    CHECK_OK(mqs_mutex_lock(&d->m));
+    atomic_store(&d->announced[0], 1);
+    CHECK_OK(mqs_sem_wait(&d->go));
+    return NULL; /* still holding m */
+}
+
+static void *dead_waiter1(void *arg)
+{
+    struct dead_wait *d = arg;
+    atomic_store(&d->announced[1], 1);
+    d->rc[0] = mqs_mutex_lock(&d->m);
+    CHECK_ERR(mqs_mutex_trylock(&d->m), MQS_EBUSY); /* ours */
+    CHECK_OK(mqs_mutex_unlock(&d->m));
+    return NULL;
+}
+
+static void *dead_waiter2(void *arg)
+{
+    struct dead_wait *d = arg;
+    atomic_store(&d->announced[2], 1);
+    d->rc[1] = mqs_mutex_lock(&d->m);
+    CHECK_OK(mqs_mutex_unlock(&d->m));
+    return NULL;
+}
+
+static void *cond_waiter(void *arg)
+{
+    struct dead_wait *d = arg;
+    CHECK_OK(mqs_mutex_lock(&d->m));
+    atomic_store(&d->announced[0], 1);
+    d->rc[0] = mqs_cond_wait(&d->c, &d->m);
+    CHECK_OK(mqs_mutex_unlock(&d->m));
+    return NULL;
+}
+
+static void *signal_and_exit(void *arg)
+{
+    struct dead_wait *d = arg;
+    CHECK_OK(mqs_mutex_lock(&d->m));
+    CHECK_OK(mqs_cond_signal(&d->c));
+    return NULL; /* still holding m */
+}
+
+TEST(mutex_waiter_woken_owner_dead)
+{
+    for (int workers = 1; workers <= 2; workers++) {
+        mqs_runtime_t *rt = rt_new(workers);
+        struct dead_wait d = {.rc = {1, 1}};
+        CHECK_OK(mqs_mutex_init(&d.m));
+        CHECK_OK(mqs_sem_init(&d.go, 0));
+        mqs_task_t *o = spawn(rt, owner_waits_then_exits, &d);
+        wait_blocked(o, &d.announced[0]);
+        mqs_task_t *w1 = spawn(rt, dead_waiter1, &d);
+        wait_blocked(w1, &d.announced[1]);
+        /* Less urgent, so behind w1 whatever their waits' lengths. */
+        mqs_task_t *w2 = spawn_prio(rt, MQS_CLASS_NORMAL, 5, dead_waiter2, &d);
+        wait_blocked(w2, &d.announced[2]);
+        CHECK_OK(mqs_sem_post(&d.go));
+        join(o);
+        join(w1);
+        join(w2);
+        CHECK_EQ(d.rc[0], MQS_EOWNERDEAD);
+        CHECK_EQ(d.rc[1], 0);
+        CHECK_OK(mqs_mutex_destroy(&d.m));
+        CHECK_OK(mqs_runtime_destroy(rt));
+    }
+}
+
+TEST(cond_wait_relock_owner_dead)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    struct dead_wait d = {.rc = {1, 1}};
+    CHECK_OK(mqs_mutex_init(&d.m));
+    CHECK_OK(mqs_cond_init(&d.c));
+    mqs_task_t *w = spawn(rt, cond_waiter, &d);
+    wait_blocked(w, &d.announced[0]);
+    join(spawn(rt, signal_and_exit, &d));
+    join(w);
+    CHECK_EQ(d.rc[0], MQS_EOWNERDEAD);
+    CHECK_OK(mqs_cond_destroy(&d.c));
+    CHECK_OK(mqs_mutex_destroy(&d.m));
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
 /* ------------------------------------------------------------------ */
 /* Condition variable                                                  */
 /* ------------------------------------------------------------------ */
