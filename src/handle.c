@@ -26,8 +26,16 @@
  * waits for the pins to drain (both sides sequentially consistent, a
  * Dekker pair), so either the caller sees the new generation or the
  * release sees the pin and waits for the caller to finish.  Pins are
- * held for the length of one call (a join holds its pin until it has
- * read the result and no longer).
+ * held for the length of one call.
+ *
+ * Join needs no pin.  The slot's word holds, beside the generation, a
+ * DETACHED bit (set at spawn) and a JOINING bit, and a join claims the
+ * task with one CAS that sets JOINING on a word of the right generation
+ * without DETACHED: only the joiner releases a joinable task, so once the
+ * claim wins the task stays until that joiner frees it, and a second
+ * join sees JOINING (MQS_ESTATE) or, after the release, a new generation
+ * (MQS_EINVAL).  Claims live in the slot, not the task, because the task
+ * may be freed and its memory reused while a late joiner looks.
  *
  * Slots come from chunks of HANDLE_CHUNK the runtime allocates on demand
  * and frees only with itself; free slots wait on the worker's own list
@@ -54,8 +62,12 @@
 #define HANDLE_ADDR_BITS 44
 #define HANDLE_GEN_MASK ((UINT64_C(1) << (64 - HANDLE_ADDR_BITS)) - 1)
 
+/* The slot's word: generation, and the two join bits above it. */
+#define SLOT_DETACHED (UINT32_C(1) << 20)
+#define SLOT_JOINING (UINT32_C(1) << 21)
+
 struct mqs__hslot {
-    _Alignas(16) _Atomic uint32_t gen;
+    _Alignas(16) _Atomic uint32_t word; /* generation | SLOT_* bits */
     _Atomic uint32_t pins;
     union {
         struct mqs_task *task;       /* while in use                 */
@@ -99,7 +111,7 @@ static bool pool_grow(mqs_runtime_t *rt)
     c->next = rt->hchunks;
     rt->hchunks = c;
     for (int i = HANDLE_CHUNK - 1; i >= 0; i--) {
-        atomic_init(&c->slot[i].gen, 1);
+        atomic_init(&c->slot[i].word, 1);
         list_push(&rt->hpool, &c->slot[i]);
     }
     return true;
@@ -135,8 +147,11 @@ bool mqs__handle_attach(mqs_runtime_t *rt, struct mqs_worker *w,
         return false;
     s->task = t;
     t->hslot = s;
-    uint64_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
-    t->handle = ((uintptr_t)s >> 4) | (gen << HANDLE_ADDR_BITS);
+    uint32_t gen = atomic_load_explicit(&s->word, memory_order_relaxed);
+    if (t->detached)
+        atomic_store_explicit(&s->word, gen | SLOT_DETACHED,
+                              memory_order_relaxed);
+    t->handle = ((uintptr_t)s >> 4) | ((uint64_t)gen << HANDLE_ADDR_BITS);
     return true;
 }
 
@@ -146,8 +161,8 @@ void mqs__handle_retire(mqs_runtime_t *rt, struct mqs_worker *w,
     struct mqs__hslot *s = t->hslot;
     if (!s)
         return;
-    uint32_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
-    atomic_store(&s->gen, (uint32_t)((gen + 1) & HANDLE_GEN_MASK));
+    uint32_t gen = atomic_load_explicit(&s->word, memory_order_relaxed);
+    atomic_store(&s->word, (uint32_t)((gen + 1) & HANDLE_GEN_MASK));
     while (atomic_load(&s->pins))
         mqs__cpu_relax();
     t->hslot = NULL;
@@ -166,20 +181,47 @@ void mqs__handle_retire(mqs_runtime_t *rt, struct mqs_worker *w,
     }
 }
 
-struct mqs_task *mqs__handle_pin(const mqs_task_t *h)
+static struct mqs__hslot *slot_of(const mqs_task_t *h, uint32_t *gen)
 {
     uint64_t v = (uintptr_t)h;
-    if (!v)
-        return NULL;
     uint64_t addr = (v & ((UINT64_C(1) << HANDLE_ADDR_BITS) - 1)) << 4;
-    struct mqs__hslot *s = (struct mqs__hslot *)(uintptr_t)addr;
+    *gen = (uint32_t)(v >> HANDLE_ADDR_BITS);
+    return (struct mqs__hslot *)(uintptr_t)addr;
+}
+
+struct mqs_task *mqs__handle_pin(const mqs_task_t *h)
+{
+    uint32_t gen;
+    struct mqs__hslot *s = slot_of(h, &gen);
     if (!s)
         return NULL;
     atomic_fetch_add(&s->pins, 1);
-    if (atomic_load(&s->gen) != (uint32_t)(v >> HANDLE_ADDR_BITS)) {
+    if ((atomic_load(&s->word) & HANDLE_GEN_MASK) != gen) {
         atomic_fetch_sub(&s->pins, 1);
         return NULL;
     }
+    return s->task;
+}
+
+struct mqs_task *mqs__handle_claim_join(const mqs_task_t *h, int *err)
+{
+    uint32_t gen;
+    struct mqs__hslot *s = slot_of(h, &gen);
+    if (!s) {
+        *err = MQS_EINVAL;
+        return NULL;
+    }
+    uint32_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+    do {
+        if ((w & HANDLE_GEN_MASK) != gen || (w & SLOT_DETACHED)) {
+            *err = MQS_EINVAL;
+            return NULL;
+        }
+        if (w & SLOT_JOINING) {
+            *err = MQS_ESTATE;
+            return NULL;
+        }
+    } while (!atomic_compare_exchange_weak(&s->word, &w, w | SLOT_JOINING));
     return s->task;
 }
 

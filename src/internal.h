@@ -144,7 +144,6 @@ struct mqs_task {
     mqs_task_fn fn;
     void *arg;
     void *result;
-    atomic_int join_state;  /* 0 none, 1 a joiner is waiting/has joined */
 
     /* Stack mapping (the task struct itself lives at its top). */
     void *map_base;
@@ -571,6 +570,10 @@ MQS__MUST_USE bool mqs__handle_attach(mqs_runtime_t *rt, struct mqs_worker *w,
 void mqs__handle_retire(mqs_runtime_t *rt, struct mqs_worker *w,
                         struct mqs_task *t);
 struct mqs_task *mqs__handle_pin(const mqs_task_t *h);
+/* Claim the right to join the task a handle names (no pin needed: only
+ * its joiner frees a joinable task); NULL with *err MQS_EINVAL (stale,
+ * detached) or MQS_ESTATE (another join holds it). */
+struct mqs_task *mqs__handle_claim_join(const mqs_task_t *h, int *err);
 void mqs__handle_unpin(struct mqs_task *t);
 void mqs__handle_table_free(mqs_runtime_t *rt);
 static inline mqs_task_t *mqs__handle_of(const struct mqs_task *t)

@@ -296,30 +296,16 @@ void mqs__task_release(struct mqs_task *t)
     mqs__stack_free(rt, w, t);
 }
 
-/* The checks before a join may wait; t is pinned and stays so only when
- * 0 is returned. */
-static int join_begin(struct mqs_task *t, struct mqs_task *self)
-{
-    int rc = 0, expect = 0;
-    if (t->detached)
-        rc = MQS_EINVAL;
-    else if (self == t)
-        rc = MQS_EDEADLK;
-    else if (!atomic_compare_exchange_strong(&t->join_state, &expect, 1))
-        rc = MQS_ESTATE;
-    if (rc)
-        mqs__handle_unpin(t);
-    return rc;
-}
-
 int mqs_join(mqs_task_t *h, void **result)
 {
-    struct mqs_task *t = mqs__handle_pin(h);
-    if (!t)
+    if (!h)
         return MQS_EINVAL;
     struct mqs_task *self = mqs__current();
-    int rc = join_begin(t, self);
-    if (rc)
+    if (self && self->handle == (uintptr_t)h)
+        return MQS_EDEADLK;
+    int rc;
+    struct mqs_task *t = mqs__handle_claim_join(h, &rc);
+    if (!t)
         return rc;
     if (self && self->rt == t->rt) {
         mqs__spin_lock(&t->joinq.lock);
@@ -347,7 +333,6 @@ int mqs_join(mqs_task_t *h, void **result)
     if (result)
         *result = t->result;
     task_untrack(t);
-    mqs__handle_unpin(t);
     mqs__task_release(t);
     return 0;
 }
