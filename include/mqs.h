@@ -49,6 +49,8 @@ enum {
     MQS_ESTATE = -9,     /* object in the wrong state (joined twice, ...)*/
     MQS_EDEADLK = -10,   /* would wait forever (self-join, deadlock)     */
     MQS_ESYS = -11,      /* the OS refused (thread creation, mmap, ...)  */
+    MQS_ESIGNAL = -12,   /* from a signal handler that interrupted the
+                            runtime: see "Signal handlers"               */
 };
 
 /* A static string naming an error code ("invalid argument", ...). */
@@ -460,6 +462,48 @@ int mqs_pipe_close(mqs_pipe_t *p);
 
 /* Bytes buffered now (a snapshot; 0 for NULL). */
 size_t mqs_pipe_len(const mqs_pipe_t *p);
+
+/* ------------------------------------------------------------------ */
+/* Signal handlers                                                     */
+/* ------------------------------------------------------------------ */
+/*
+ * A handler that runs on a worker's thread may have interrupted a task's
+ * own code or the runtime itself (a scheduling point holding a run-queue
+ * lock, a wait queue's critical section, a spawn or a wake-up).
+ *
+ * Async-signal-safe anywhere: mqs_now_ns, mqs_strerror, mqs_self,
+ * mqs_worker_self, mqs_runtime_self, mqs_task_name, mqs_task_id.
+ *
+ * Refused inside the runtime: mqs_yield, mqs_checkpoint, mqs_sleep,
+ * mqs_spawn, mqs_join, and every call of the Synchronisation section
+ * that takes its object's lock or blocks (mutex lock and the unlock of a
+ * waited-on mutex, cond wait/signal/broadcast, sem wait/post, wait-group
+ * add/done/wait, barrier wait, channel and pipe send/recv/read/write/
+ * close, the destroys).  Made from a handler that interrupted the
+ * runtime on its thread, they return MQS_ESIGNAL at once and change
+ * nothing; before, a yield there switched away from a run-queue lock
+ * holder (every worker then spun on it) and a post spun on the lock of
+ * the very code it interrupted.  A dedicated code rather than MQS_ESTATE:
+ * nothing is wrong with the object and the same call succeeds from the
+ * task's code once the handler has returned (MQS_ESTATE says the object
+ * or the runtime is unusable, as after fork).  Calls from task code never
+ * get MQS_ESIGNAL.
+ *
+ * The same calls from a handler that interrupted the task's own code
+ * act as if the task made them at that point: a yield or a block
+ * suspends the task inside the handler, and the handler may resume on
+ * another worker's thread (the signal mask restored by its return is the
+ * one saved at delivery).  That is only sound if the handler runs on the
+ * task's stack (not SA_ONSTACK: the alternate stack belongs to the
+ * thread) and the interrupted code keeps nothing tied to the OS thread
+ * (libc's own state, thread-locals cached in registers: the first
+ * instructions of an mqs call, before it enters the runtime, count as
+ * such code).  A handler that must be safe anywhere uses only the calls
+ * above, or records the signal and lets the task act on it.
+ *
+ * Every other call is not async-signal-safe: the behaviour of calling it
+ * from a handler is undefined.
+ */
 
 /* ------------------------------------------------------------------ */
 /* Statistics                                                          */

@@ -259,6 +259,11 @@ struct mqs_worker {
     void *loop_sp;                 /* the worker loop's saved context     */
     struct mqs_task *prev;         /* task switched away from, for finish */
     int prev_why;                  /* MQS__SW_*                            */
+    /* How deep the context running on this worker is inside the
+     * runtime's critical sections (0: the task's own code).  Owner-only,
+     * plain stores behind compiler barriers: the only other reader is a
+     * signal handler on the same thread (mqs__rt_enter below). */
+    unsigned in_runtime;
     uint64_t now;                  /* timestamp of this scheduling point  */
     uint64_t next_balance;
     unsigned empties_seen;         /* rq.empties at the last period       */
@@ -420,6 +425,72 @@ extern _Thread_local struct mqs_worker *mqs__tls_worker;
 static inline struct mqs_worker *mqs__worker_entry(void)
 {
     return mqs__tls_worker;
+}
+
+/*
+ * Inside the runtime.  A worker's context is "inside" while in_runtime is
+ * non-zero: a scheduling point (from entry to the return into task code;
+ * each context carries its own depth across the switch, sched.c), the
+ * worker loop, a wait-queue critical section, a wake-up's or spawn's run
+ * queue and stack-cache work.  A signal handler that interrupted such a
+ * section must not switch or take a runtime lock: the public calls that
+ * would (yield, checkpoint, sleep, spawn, join, every call that takes a
+ * wait-queue lock) return MQS_ESIGNAL instead.  Preemption will read the
+ * same count: never stop a task inside the runtime.
+ */
+static inline void mqs__rt_enter(struct mqs_worker *w)
+{
+    w->in_runtime++;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+static inline void mqs__rt_leave(struct mqs_worker *w)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    w->in_runtime--;
+}
+/* MQS_ESIGNAL when the caller is a signal handler that interrupted its
+ * worker inside the runtime (w NULL: not a worker thread, never). */
+static inline int mqs__rt_gate(const struct mqs_worker *w)
+{
+    return w && MQS__UNLIKELY(w->in_runtime) ? MQS_ESIGNAL : 0;
+}
+
+/* A wait queue's lock.  On a worker's thread the runtime count is raised
+ * while it is held.  The gated form fails (MQS_ESIGNAL, nothing taken)
+ * when the caller's context is already inside the runtime: public calls
+ * use it; the core's own nested locks (a timer firing during a
+ * scheduling point, an exit) use mqs__waitq_lock_in. */
+static inline void mqs__waitq_lock_in(struct mqs__waitq *q)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    if (w)
+        mqs__rt_enter(w);
+    mqs__spin_lock(&q->lock);
+}
+MQS__MUST_USE static inline int mqs__waitq_lock(struct mqs__waitq *q)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    if (w) {
+        if (MQS__UNLIKELY(w->in_runtime))
+            return MQS_ESIGNAL;
+        mqs__rt_enter(w);
+    }
+    mqs__spin_lock(&q->lock);
+    return 0;
+}
+/* The gated lock in a call returning int: returns its error. */
+#define MQS__WAITQ_LOCK(q)                                                   \
+    do {                                                                     \
+        int mqs__gate_rc = mqs__waitq_lock(q);                               \
+        if (MQS__UNLIKELY(mqs__gate_rc))                                     \
+            return mqs__gate_rc;                                             \
+    } while (0)
+static inline void mqs__waitq_unlock(struct mqs__waitq *q)
+{
+    mqs__spin_unlock(&q->lock);
+    struct mqs_worker *w = mqs__worker_self();
+    if (w)
+        mqs__rt_leave(w);
 }
 
 /* sched.c */

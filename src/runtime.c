@@ -39,6 +39,7 @@ const char *mqs_strerror(int err)
     case MQS_ESTATE: return "object in the wrong state";
     case MQS_EDEADLK: return "would wait forever";
     case MQS_ESYS: return "the operating system refused";
+    case MQS_ESIGNAL: return "not from a signal handler that interrupted the runtime";
     default: return "unknown error";
     }
 }

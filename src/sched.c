@@ -672,7 +672,11 @@ static void rq_enqueue_locked(struct mqs_rq *rq, struct mqs_task *t, int flags)
  * idle worker that could take the task if the target is busy. */
 bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
 {
-    struct mqs_worker *self = mqs__worker_self();
+    /* The run-queue work below is inside the runtime for this thread's
+     * worker, whichever runtime it serves. */
+    struct mqs_worker *me = mqs__worker_self(), *self = me;
+    if (me)
+        mqs__rt_enter(me);
     if (self && self->rt != rt)
         self = NULL;
     int waker = self ? self->index : -1;
@@ -702,8 +706,10 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
         else
             MQS__STAT_ADD(self->stats.wakeups_remote, 1);
     }
-    if (target == waker)
+    if (target == waker) {
+        mqs__rt_leave(me);
         return preempt;
+    }
     /* Pairs with the parker's seq_cst store of `parked` before it
      * re-reads nr_queued: one of the two sees the other (Dekker).  The
      * target may have been claimed idle by the placement (its mark is
@@ -715,6 +721,8 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
      * come and steal. */
     if (atomic_load_explicit(&tw->rq.nr_queued, memory_order_relaxed) > 1)
         kick_idle(rt);
+    if (me)
+        mqs__rt_leave(me);
     return false;
 }
 
@@ -1015,6 +1023,12 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
 void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
 {
     const struct mqs_policy *p = w->rt->policy;
+    /* Inside the runtime from here to the return into prev's code; the
+     * depth is prev's own and comes back with it on whichever worker
+     * resumes it (the context switched to restores its own). */
+    unsigned depth = w->in_runtime;
+    w->in_runtime = depth + 1;
+    atomic_signal_fence(memory_order_seq_cst);
     w->now = mqs__clock_ns(&w->clock);
     int64_t run = (int64_t)(w->now - prev->se.exec_start_ns);
     prev->se.stall_ns =
@@ -1065,6 +1079,8 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     own_unlock(w, fast_lock);
     if (next == prev) {
         account_start(w, prev, now);
+        atomic_signal_fence(memory_order_seq_cst);
+        w->in_runtime = depth;
         return;
     }
     if (!next && why != MQS__SW_YIELD && !stopping)
@@ -1078,6 +1094,8 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
         w->curr = NULL;
     w = switch_to(w, prev, next);
     mqs__finish_switch(w);
+    atomic_signal_fence(memory_order_seq_cst);
+    w->in_runtime = depth;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1102,6 +1120,9 @@ void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
                     struct mqs_task *child)
 {
     const struct mqs_policy *p = w->rt->policy;
+    unsigned depth = w->in_runtime; /* as in mqs__schedule */
+    w->in_runtime = depth + 1;
+    atomic_signal_fence(memory_order_seq_cst);
     uint64_t now = w->now = mqs__clock_ns(&w->clock);
     uint64_t ran = account_run(w, prev, now);
     prev->se.stall_ns = 0; /* not measured here (a spawn is short) */
@@ -1118,6 +1139,8 @@ void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
     account_start(w, child, now);
     w = switch_to(w, prev, child);
     mqs__finish_switch(w);
+    atomic_signal_fence(memory_order_seq_cst);
+    w->in_runtime = depth;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1186,6 +1209,10 @@ void mqs__worker_loop(struct mqs_worker *w)
     w->bias_ok = w->rt->bias_ok;
     w->bias_quiet_since = mqs__clock_ns(&w->clock);
     for (;;) {
+        /* The loop is the runtime (set again after each return to it,
+         * which comes with the depth of the task that left). */
+        w->in_runtime = 1;
+        atomic_signal_fence(memory_order_seq_cst);
         mqs__finish_switch(w);
         if (atomic_load(&w->rt->stopping))
             return;

@@ -190,15 +190,25 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
         return MQS_EINVAL;
     if (atomic_load(&rt->stopping))
         return MQS_ESTATE;
-    struct mqs_worker *self = mqs__worker_self();
+    struct mqs_worker *self = mqs__worker_self(), *me = self;
+    int rc = mqs__rt_gate(me);
+    if (rc)
+        return rc;
+    /* The stack cache and the task lists are owner-only or locked:
+     * inside the runtime until the spawn is done. */
+    if (me)
+        mqs__rt_enter(me);
     if (self && self->rt != rt)
         self = NULL;
     size_t size = attr->stack_size ? attr->stack_size : rt->stack_size;
     uint64_t id = mqs__task_id_next(rt, self);
     struct mqs_task *t =
         mqs__stack_alloc(rt, self, size, mqs__stack_serial(rt, self, id));
-    if (!t)
+    if (!t) {
+        if (me)
+            mqs__rt_leave(me);
         return MQS_ENOMEM;
+    }
     task_init(t, rt, attr, fn, arg, id);
     t->tsan_fiber = mqs__fiber_create();
     task_track(rt, self, t);
@@ -214,6 +224,8 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
         mqs__run_child(self, self->curr, t);
     else
         mqs__enqueue_task(rt, t, MQS_ENQ_NEW);
+    if (me) /* the spawner may resume on another worker */
+        mqs__rt_leave(mqs__worker_self());
     return 0;
 }
 
@@ -249,11 +261,14 @@ void mqs__task_exit(struct mqs_task *t)
 {
     run_key_dtors(t);
     struct mqs_worker *w = mqs__worker_self();
-    mqs__spin_lock(&t->joinq.lock);
+    /* Inside the runtime for good: the final switch never returns, and
+     * the context switched to restores its own depth. */
+    mqs__rt_enter(w);
+    mqs__waitq_lock_in(&t->joinq);
     /* Readers look under joinq.lock, or at done_futex (below). */
     atomic_store_explicit(&t->state, MQS__DEAD, memory_order_release);
     struct mqs_task *joiner = mqs__waitq_pop(&t->joinq, 0);
-    mqs__spin_unlock(&t->joinq.lock);
+    mqs__waitq_unlock(&t->joinq);
     if (atomic_exchange(&t->done_futex, MQS__DONE) == MQS__DONE_WAITED)
         mqs__futex_wake(&t->done_futex, 1 << 30);
     if (joiner)
@@ -268,8 +283,11 @@ void mqs__task_exit(struct mqs_task *t)
 static void task_main(void *arg, void *worker)
 {
     struct mqs_task *t = arg;
+    struct mqs_worker *w = worker;
     mqs__switch_leave(NULL);
-    mqs__finish_switch(worker);
+    mqs__finish_switch(w);
+    atomic_signal_fence(memory_order_seq_cst);
+    w->in_runtime = 0; /* a new context starts in its own code */
     t->result = t->fn(t->arg);
     mqs__task_exit(t);
 }
@@ -293,15 +311,19 @@ int mqs_join(mqs_task_t *t, void **result)
     struct mqs_task *self = mqs__current();
     if (self == t)
         return MQS_EDEADLK;
+    int rc = mqs__rt_gate(mqs__worker_self());
+    if (rc)
+        return rc;
     int expect = 0;
     if (!atomic_compare_exchange_strong(&t->join_state, &expect, 1))
         return MQS_ESTATE;
     if (self && self->rt == t->rt) {
-        mqs__spin_lock(&t->joinq.lock);
+        if (mqs__waitq_lock(&t->joinq))
+            mqs__panic("join of %s: inside the runtime", t->name);
         if (atomic_load(&t->state) != MQS__DEAD)
             mqs__block(&t->joinq, 0, "join", t);
         else
-            mqs__spin_unlock(&t->joinq.lock);
+            mqs__waitq_unlock(&t->joinq);
     } else {
         unsigned v = 0;
         atomic_compare_exchange_strong(&t->done_futex, &v, MQS__DONE_WAITED);
@@ -314,15 +336,24 @@ int mqs_join(mqs_task_t *t, void **result)
      * worker that ran it to have left the stack entirely. */
     if (result)
         *result = t->result;
+    struct mqs_worker *w = mqs__worker_self(); /* after the block */
+    if (w)
+        mqs__rt_enter(w);
     task_untrack(t);
     mqs__task_release(t);
+    if (w)
+        mqs__rt_leave(w);
     return 0;
 }
 
 int mqs_yield(void)
 {
     struct mqs_worker *w = mqs__worker_entry();
-    if (!w || !w->curr)
+    if (!w)
+        return MQS_EPERM;
+    if (MQS__UNLIKELY(w->in_runtime))
+        return MQS_ESIGNAL; /* a handler interrupted the runtime */
+    if (!w->curr)
         return MQS_EPERM;
     struct mqs_task *t = w->curr;
     MQS__STAT_ADD(t->stats.yields, 1);
@@ -334,7 +365,11 @@ int mqs_yield(void)
 int mqs_checkpoint(void)
 {
     struct mqs_worker *w = mqs__worker_self();
-    if (!w || !w->curr)
+    if (!w)
+        return MQS_EPERM;
+    if (MQS__UNLIKELY(w->in_runtime))
+        return MQS_ESIGNAL;
+    if (!w->curr)
         return MQS_EPERM;
     struct mqs_task *t = w->curr;
     const struct mqs_policy *p = w->rt->policy;
@@ -350,7 +385,11 @@ int mqs_checkpoint(void)
 int mqs_sleep(uint64_t ns)
 {
     struct mqs_worker *w = mqs__worker_self();
-    if (!w || !w->curr)
+    if (!w)
+        return MQS_EPERM;
+    if (MQS__UNLIKELY(w->in_runtime))
+        return MQS_ESIGNAL;
+    if (!w->curr)
         return MQS_EPERM;
     uint64_t deadline = mqs__deadline(ns ? ns : 1);
     int rc = mqs__block(NULL, deadline, "sleep", NULL);
