@@ -506,6 +506,34 @@ size_t mqs_pipe_len(const mqs_pipe_t *p);
  */
 
 /* ------------------------------------------------------------------ */
+/* fork                                                                */
+/* ------------------------------------------------------------------ */
+/*
+ * A child of fork() has only the thread that called fork.  The runtimes
+ * it inherited are unusable there and say so: mqs_spawn on them,
+ * mqs_join of their tasks and mqs_runtime_destroy return MQS_ESTATE at
+ * once.  Destroy releases nothing: the worker threads and whatever they
+ * were using exist only in the parent, so the child leaks the inherited
+ * runtime's memory rather than free what it cannot know is unused.
+ *
+ * If fork was called from a task, that task goes on in the child on the
+ * copy of its worker's thread, and its scheduling and blocking calls
+ * (mqs_yield, mqs_checkpoint, mqs_sleep, mqs_spawn, mqs_join and the
+ * calls that "Signal handlers" lists as refused) return MQS_ESTATE,
+ * whatever runtime or object they are for: it should exec or _exit.
+ * Synchronisation objects, channels and pipes that the parent's tasks
+ * use are undefined in the child when used from another thread (a lock
+ * held by a thread the child lacks is never released).
+ *
+ * The child may create runtimes of its own (from the thread that called
+ * fork, when that was not a task), and they work as anywhere.  The
+ * parent and its runtimes are unaffected.  Detection costs nothing on the
+ * yield path: a process-wide generation that the first
+ * mqs_runtime_create registers a pthread_atfork child handler to bump,
+ * compared with the one each runtime recorded when it was created.
+ */
+
+/* ------------------------------------------------------------------ */
 /* Statistics                                                          */
 /* ------------------------------------------------------------------ */
 

@@ -338,6 +338,7 @@ struct mqs_runtime {
     _Atomic uint64_t wd_next_scan; /* when the next watchdog scan is due  */
     int pin;
     bool bias_ok;                  /* workers may bias their rq locks    */
+    unsigned fork_gen;             /* mqs__fork_gen at creation (runtime.c) */
     mqs__clock_t clock;
 
     atomic_int stopping;           /* 1: workers leave their loop         */
@@ -448,11 +449,31 @@ static inline void mqs__rt_leave(struct mqs_worker *w)
     atomic_signal_fence(memory_order_seq_cst);
     w->in_runtime--;
 }
+/* In a child of fork() the forking thread's worker (if it was one) is
+ * raised by this much for good (runtime.c): its calls then fail with
+ * MQS_ESTATE through the same check, at no cost to the yield path. */
+#define MQS__RT_FORKED (1u << 30)
+static inline int mqs__rt_refused(unsigned depth)
+{
+    return depth >= MQS__RT_FORKED ? MQS_ESTATE : MQS_ESIGNAL;
+}
 /* MQS_ESIGNAL when the caller is a signal handler that interrupted its
- * worker inside the runtime (w NULL: not a worker thread, never). */
+ * worker inside the runtime, MQS_ESTATE in a child of fork() (w NULL:
+ * not a worker thread, never). */
 static inline int mqs__rt_gate(const struct mqs_worker *w)
 {
-    return w && MQS__UNLIKELY(w->in_runtime) ? MQS_ESIGNAL : 0;
+    return w && MQS__UNLIKELY(w->in_runtime) ? mqs__rt_refused(w->in_runtime)
+                                             : 0;
+}
+
+/* fork(): a process-wide generation, bumped in every child (runtime.c).
+ * A runtime whose fork_gen differs was created by an ancestor process:
+ * its threads do not exist here. */
+extern atomic_uint mqs__fork_gen;
+static inline bool mqs__forked(const mqs_runtime_t *rt)
+{
+    return atomic_load_explicit(&mqs__fork_gen, memory_order_relaxed) !=
+           rt->fork_gen;
 }
 
 /* A wait queue's lock.  On a worker's thread the runtime count is raised
@@ -472,7 +493,7 @@ MQS__MUST_USE static inline int mqs__waitq_lock(struct mqs__waitq *q)
     struct mqs_worker *w = mqs__worker_self();
     if (w) {
         if (MQS__UNLIKELY(w->in_runtime))
-            return MQS_ESIGNAL;
+            return mqs__rt_refused(w->in_runtime);
         mqs__rt_enter(w);
     }
     mqs__spin_lock(&q->lock);

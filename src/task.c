@@ -188,7 +188,7 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
     }
     if (!rt || !fn || (!out && !attr->detached) || check_attr(rt, attr))
         return MQS_EINVAL;
-    if (atomic_load(&rt->stopping))
+    if (atomic_load(&rt->stopping) || mqs__forked(rt))
         return MQS_ESTATE;
     struct mqs_worker *self = mqs__worker_self(), *me = self;
     int rc = mqs__rt_gate(me);
@@ -311,6 +311,8 @@ int mqs_join(mqs_task_t *t, void **result)
     struct mqs_task *self = mqs__current();
     if (self == t)
         return MQS_EDEADLK;
+    if (mqs__forked(t->rt))
+        return MQS_ESTATE; /* its worker threads are not in this process */
     int rc = mqs__rt_gate(mqs__worker_self());
     if (rc)
         return rc;
@@ -352,7 +354,7 @@ int mqs_yield(void)
     if (!w)
         return MQS_EPERM;
     if (MQS__UNLIKELY(w->in_runtime))
-        return MQS_ESIGNAL; /* a handler interrupted the runtime */
+        return mqs__rt_refused(w->in_runtime); /* handler, or fork */
     if (!w->curr)
         return MQS_EPERM;
     struct mqs_task *t = w->curr;
@@ -368,7 +370,7 @@ int mqs_checkpoint(void)
     if (!w)
         return MQS_EPERM;
     if (MQS__UNLIKELY(w->in_runtime))
-        return MQS_ESIGNAL;
+        return mqs__rt_refused(w->in_runtime);
     if (!w->curr)
         return MQS_EPERM;
     struct mqs_task *t = w->curr;
@@ -388,7 +390,7 @@ int mqs_sleep(uint64_t ns)
     if (!w)
         return MQS_EPERM;
     if (MQS__UNLIKELY(w->in_runtime))
-        return MQS_ESIGNAL;
+        return mqs__rt_refused(w->in_runtime);
     if (!w->curr)
         return MQS_EPERM;
     uint64_t deadline = mqs__deadline(ns ? ns : 1);
