@@ -108,6 +108,7 @@ struct mqs_policy; /* mqs/policy.h */
  *   stack_size     MQS_STACK_SIZE      16 KiB..1 GiB    256 KiB (suffix K, M, G ok)
  *   idle_spin_ns   MQS_IDLE_SPIN_NS    0..1e9           50000
  *   stall_ns       MQS_STALL_NS        0 or 1e6..3.6e12 0 (off) with NDEBUG, else 10 s
+ *   shuffle_seed   MQS_SHUFFLE         0..2^64-1        0 (off)
  *
  * policy_ops runs a policy table that is not in the registry (a policy
  * under development, a test's deliberately broken one): the name part of
@@ -127,6 +128,21 @@ struct mqs_policy; /* mqs/policy.h */
  * path (checked at most every millisecond per worker; an idle worker
  * wakes every stall_ns / 8 to check while it is on).
  *
+ * shuffle_seed turns on the random-schedule mode (Go's race builds
+ * shuffle run order): the core perturbs, from a seeded generator per
+ * worker (seed and worker index; spawns from outside the runtime draw
+ * from the runtime's own), only what callers must not rely on.  A spawn
+ * from outside goes to a random allowed worker; one of four placements
+ * from a task does too; child-first is skipped and MQS_ENQ_SYNC's "stay
+ * on the waker's worker" dropped for every other spawn or wake-up; one
+ * wake-up in four from a task's code, and one mqs_checkpoint in four,
+ * also yields.  Documented orders stay: class and priority, FIFO among
+ * equals in wait queues, each policy's own order.  Tests run under it
+ * to shake out assumptions about run order (ctest's shuffle.* entries);
+ * a failure names its seed, which replays the same decisions (not the
+ * same interleaving: the host still schedules the workers).  Off, it
+ * costs a predictable branch on the spawn and wake-up paths only.
+ *
  * Errors from mqs_runtime_create() come with a message naming the field or
  * variable and its accepted range: written to errbuf when it is set, else
  * to stderr.
@@ -138,6 +154,7 @@ typedef struct mqs_config {
     size_t stack_size;    /* 0 = default */
     int64_t idle_spin_ns; /* -1 = default */
     int64_t stall_ns;     /* -1 = default; 0 = no stall watchdog */
+    uint64_t shuffle_seed; /* 0 = off; else the random-schedule mode's seed */
     const struct mqs_policy *policy_ops; /* NULL = by name from the registry */
     bool ignore_env;      /* true: MQS_* variables are not read */
     char *errbuf;         /* optional: receives the error message */

@@ -276,6 +276,9 @@ struct mqs_worker {
     /* Wall and thread CPU time at the last stall sample (sched.c);
      * stall_wall0 == 0: no sample yet (renewed after every park). */
     uint64_t stall_wall0, stall_cpu0;
+    /* Random-schedule mode (sched.c): xorshift state, 0 when off.
+     * Owner-only. */
+    uint64_t shuffle;
 
     struct mqs__timer_heap timers;
     struct mqs__stack_cache stacks;
@@ -330,6 +333,10 @@ struct mqs_runtime {
     struct mqs_worker **workers;
     const struct mqs_policy *policy;
     void *pstate;
+    /* Random-schedule mode: the seed (0 = off), and the draws of
+     * placements from outside the runtime (sched.c). */
+    uint64_t shuffle_seed;
+    _Atomic uint64_t shuffle_ext;
     char policy_spec[128];
 
     size_t stack_size;
@@ -515,6 +522,17 @@ static inline void mqs__waitq_unlock(struct mqs__waitq *q)
 }
 
 /* sched.c */
+/* Random-schedule mode: splitmix64 of x (seeds the generators); the
+ * next draw of w's generator (w->shuffle != 0); a coin that comes up
+ * once in 2^bits on a worker in the mode, never when it is off (one
+ * predictable branch on an owner-only field). */
+uint64_t mqs__shuffle_mix(uint64_t x);
+uint64_t mqs__shuffle_next(struct mqs_worker *w);
+static inline bool mqs__shuffle_coin(struct mqs_worker *w, unsigned bits)
+{
+    return MQS__UNLIKELY(w->shuffle) &&
+           (mqs__shuffle_next(w) >> (64 - bits)) == 0;
+}
 void mqs__worker_set_self(struct mqs_worker *w);
 void mqs__futex_wait(atomic_uint *word, unsigned val, uint64_t timeout_ns);
 void mqs__futex_wake(atomic_uint *word, int n);

@@ -237,6 +237,11 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     for (int i = 1; (rt->policy->flags & MQS_POLICY_SHARED_RQ) &&
                     i < rt->nworkers; i++)
         rt->workers[i]->rq.lock = &rt->workers[0]->rq.own_lock;
+    /* Random-schedule mode: a generator per worker (never 0: xorshift). */
+    rt->shuffle_seed = c->shuffle_seed;
+    for (int i = 0; rt->shuffle_seed && i < rt->nworkers; i++)
+        rt->workers[i]->shuffle =
+            mqs__shuffle_mix(rt->shuffle_seed + (uint64_t)i) | 1;
     if (rt->policy->init && (rc = rt->policy->init(rt, rt->pstate)))
         return rc;
     for (int i = 0; rt->policy->init_rq && i < rt->nworkers; i++)

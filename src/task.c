@@ -379,7 +379,10 @@ int mqs_checkpoint(void)
     bool due = now >= atomic_load_explicit(&w->timers.next,
                                            memory_order_relaxed);
     bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio;
-    if (due || urgent || (p->tick && p->tick(&w->rq, &t->se, now)))
+    /* The random-schedule mode yields at one checkpoint in four. */
+    bool shuffled = mqs__shuffle_coin(w, 2);
+    if (due || urgent || shuffled ||
+        (p->tick && p->tick(&w->rq, &t->se, now)))
         mqs__schedule(w, t, MQS__SW_YIELD);
     return 0;
 }
