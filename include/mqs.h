@@ -50,6 +50,8 @@ enum {
     MQS_EDEADLK = -10,   /* would wait forever (self-join, deadlock)     */
     MQS_ESYS = -11,      /* the OS refused (thread creation, mmap, ...)  */
     MQS_EOWNERDEAD = -12,/* mutex taken, its last owner exited holding it */
+    MQS_ESIGNAL = -13,   /* from a signal handler that interrupted the
+                            runtime: see "Signal handlers"               */
 };
 
 /* A static string naming an error code ("invalid argument", ...). */
@@ -113,6 +115,7 @@ struct mqs_policy; /* mqs/policy.h */
  *   stack_size     MQS_STACK_SIZE      16 KiB..1 GiB    256 KiB (suffix K, M, G ok)
  *   idle_spin_ns   MQS_IDLE_SPIN_NS    0..1e9           50000
  *   stall_ns       MQS_STALL_NS        0 or 1e6..3.6e12 0 (off) with NDEBUG, else 10 s
+ *   shuffle_seed   MQS_SHUFFLE         0..2^64-1        0 (off)
  *
  * policy_ops runs a policy table that is not in the registry (a policy
  * under development, a test's deliberately broken one): the name part of
@@ -132,6 +135,21 @@ struct mqs_policy; /* mqs/policy.h */
  * path (checked at most every millisecond per worker; an idle worker
  * wakes every stall_ns / 8 to check while it is on).
  *
+ * shuffle_seed turns on the random-schedule mode (Go's race builds
+ * shuffle run order): the core perturbs, from a seeded generator per
+ * worker (seed and worker index; spawns from outside the runtime draw
+ * from the runtime's own), only what callers must not rely on.  A spawn
+ * from outside goes to a random allowed worker; one of four placements
+ * from a task does too; child-first is skipped and MQS_ENQ_SYNC's "stay
+ * on the waker's worker" dropped for every other spawn or wake-up; one
+ * wake-up in four from a task's code, and one mqs_checkpoint in four,
+ * also yields.  Documented orders stay: class and priority, FIFO among
+ * equals in wait queues, each policy's own order.  Tests run under it
+ * to shake out assumptions about run order (ctest's shuffle.* entries);
+ * a failure names its seed, which replays the same decisions (not the
+ * same interleaving: the host still schedules the workers).  Off, it
+ * costs a predictable branch on the spawn and wake-up paths only.
+ *
  * Errors from mqs_runtime_create() come with a message naming the field or
  * variable and its accepted range: written to errbuf when it is set, else
  * to stderr.
@@ -143,6 +161,7 @@ typedef struct mqs_config {
     size_t stack_size;    /* 0 = default */
     int64_t idle_spin_ns; /* -1 = default */
     int64_t stall_ns;     /* -1 = default; 0 = no stall watchdog */
+    uint64_t shuffle_seed; /* 0 = off; else the random-schedule mode's seed */
     const struct mqs_policy *policy_ops; /* NULL = by name from the registry */
     bool ignore_env;      /* true: MQS_* variables are not read */
     char *errbuf;         /* optional: receives the error message */
@@ -511,6 +530,76 @@ int mqs_pipe_close(mqs_pipe_t *p);
 
 /* Bytes buffered now (a snapshot; 0 for NULL). */
 size_t mqs_pipe_len(const mqs_pipe_t *p);
+
+/* ------------------------------------------------------------------ */
+/* Signal handlers                                                     */
+/* ------------------------------------------------------------------ */
+/*
+ * A handler that runs on a worker's thread may have interrupted a task's
+ * own code or the runtime itself (a scheduling point holding a run-queue
+ * lock, a wait queue's critical section, a spawn or a wake-up).
+ *
+ * Async-signal-safe anywhere: mqs_now_ns, mqs_strerror, mqs_self,
+ * mqs_worker_self, mqs_runtime_self, mqs_task_name, mqs_task_id.
+ *
+ * Refused inside the runtime: mqs_yield, mqs_checkpoint, mqs_sleep,
+ * mqs_spawn, mqs_join, and every call of the Synchronisation section
+ * that takes its object's lock or blocks (mutex lock and the unlock of a
+ * waited-on mutex, cond wait/signal/broadcast, sem wait/post, wait-group
+ * add/done/wait, barrier wait, channel and pipe send/recv/read/write/
+ * close, the destroys).  Made from a handler that interrupted the
+ * runtime on its thread, they return MQS_ESIGNAL at once and change
+ * nothing; before, a yield there switched away from a run-queue lock
+ * holder (every worker then spun on it) and a post spun on the lock of
+ * the very code it interrupted.  A dedicated code rather than MQS_ESTATE:
+ * nothing is wrong with the object and the same call succeeds from the
+ * task's code once the handler has returned (MQS_ESTATE says the object
+ * or the runtime is unusable, as after fork).  Calls from task code never
+ * get MQS_ESIGNAL.
+ *
+ * The same calls from a handler that interrupted the task's own code
+ * act as if the task made them at that point: a yield or a block
+ * suspends the task inside the handler, and the handler may resume on
+ * another worker's thread (the signal mask restored by its return is the
+ * one saved at delivery).  That is only sound if the handler runs on the
+ * task's stack (not SA_ONSTACK: the alternate stack belongs to the
+ * thread) and the interrupted code keeps nothing tied to the OS thread
+ * (libc's own state, thread-locals cached in registers: the first
+ * instructions of an mqs call, before it enters the runtime, count as
+ * such code).  A handler that must be safe anywhere uses only the calls
+ * above, or records the signal and lets the task act on it.
+ *
+ * Every other call is not async-signal-safe: the behaviour of calling it
+ * from a handler is undefined.
+ */
+
+/* ------------------------------------------------------------------ */
+/* fork                                                                */
+/* ------------------------------------------------------------------ */
+/*
+ * A child of fork() has only the thread that called fork.  The runtimes
+ * it inherited are unusable there and say so: mqs_spawn on them,
+ * mqs_join of their tasks and mqs_runtime_destroy return MQS_ESTATE at
+ * once.  Destroy releases nothing: the worker threads and whatever they
+ * were using exist only in the parent, so the child leaks the inherited
+ * runtime's memory rather than free what it cannot know is unused.
+ *
+ * If fork was called from a task, that task goes on in the child on the
+ * copy of its worker's thread, and its scheduling and blocking calls
+ * (mqs_yield, mqs_checkpoint, mqs_sleep, mqs_spawn, mqs_join and the
+ * calls that "Signal handlers" lists as refused) return MQS_ESTATE,
+ * whatever runtime or object they are for: it should exec or _exit.
+ * Synchronisation objects, channels and pipes that the parent's tasks
+ * use are undefined in the child when used from another thread (a lock
+ * held by a thread the child lacks is never released).
+ *
+ * The child may create runtimes of its own (from the thread that called
+ * fork, when that was not a task), and they work as anywhere.  The
+ * parent and its runtimes are unaffected.  Detection costs nothing on the
+ * yield path: a process-wide generation that the first
+ * mqs_runtime_create registers a pthread_atfork child handler to bump,
+ * compared with the one each runtime recorded when it was created.
+ */
 
 /* ------------------------------------------------------------------ */
 /* Statistics                                                          */

@@ -112,9 +112,9 @@ int mqs_chan_destroy(mqs_chan_t *ch)
 {
     if (!ch)
         return MQS_EINVAL;
-    mqs__spin_lock(&ch->q.lock);
+    MQS__WAITQ_LOCK(&ch->q);
     bool busy = ch->q.nwait > 0;
-    mqs__spin_unlock(&ch->q.lock);
+    mqs__waitq_unlock(&ch->q);
     if (busy)
         return MQS_EBUSY;
     free(ch);
@@ -148,7 +148,7 @@ static int wait_or_fail(struct mqs_chan *ch, const struct chan_op *op, int side,
                         void *buf)
 {
     if (!op->may_block) {
-        mqs__spin_unlock(&ch->q.lock);
+        mqs__waitq_unlock(&ch->q);
         return op->fail;
     }
     mqs__current()->wait_data = buf;
@@ -165,14 +165,14 @@ static int chan_send(struct mqs_chan *ch, const void *elem, int mode,
     if (rc)
         return rc;
     size_t size = ch->elem_size;
-    mqs__spin_lock(&ch->q.lock);
+    MQS__WAITQ_LOCK(&ch->q);
     if (ch->closed) {
-        mqs__spin_unlock(&ch->q.lock);
+        mqs__waitq_unlock(&ch->q);
         return MQS_ECLOSED;
     }
     struct mqs_task *r = pop_side(ch, SIDE_RECV, 0);
     if (r) { /* the ring is empty: straight into the receiver's buffer */
-        mqs__spin_unlock(&ch->q.lock);
+        mqs__waitq_unlock(&ch->q);
         memcpy(r->wait_data, elem, size);
         mqs__wake_flags(r, MQS_ENQ_SYNC);
         return 0;
@@ -180,7 +180,7 @@ static int chan_send(struct mqs_chan *ch, const void *elem, int mode,
     if (ch->len < ch->cap) {
         memcpy(chan_slot(ch, ch->len), elem, size);
         chan_set_len(ch, ch->len + 1);
-        mqs__spin_unlock(&ch->q.lock);
+        mqs__waitq_unlock(&ch->q);
         return 0;
     }
     /* 0: a receiver took the element; MQS_ECLOSED; MQS_ETIMEDOUT. */
@@ -209,17 +209,17 @@ static int chan_recv(struct mqs_chan *ch, void *elem, int mode,
     if (rc)
         return rc;
     size_t size = ch->elem_size;
-    mqs__spin_lock(&ch->q.lock);
+    MQS__WAITQ_LOCK(&ch->q);
     struct mqs_task *s;
     if (ch->len > 0) {
         s = take_head(ch, elem);
-        mqs__spin_unlock(&ch->q.lock);
+        mqs__waitq_unlock(&ch->q);
     } else if ((s = pop_side(ch, SIDE_SEND, 0)) != NULL) {
         /* Rendezvous: straight from the sender's element. */
-        mqs__spin_unlock(&ch->q.lock);
+        mqs__waitq_unlock(&ch->q);
         memcpy(elem, s->wait_data, size);
     } else if (ch->closed) {
-        mqs__spin_unlock(&ch->q.lock);
+        mqs__waitq_unlock(&ch->q);
         return MQS_ECLOSED;
     } else {
         /* 0: a sender filled elem; MQS_ECLOSED; MQS_ETIMEDOUT. */
@@ -271,9 +271,9 @@ int mqs_chan_close(mqs_chan_t *ch)
 {
     if (!ch)
         return MQS_EINVAL;
-    mqs__spin_lock(&ch->q.lock);
+    MQS__WAITQ_LOCK(&ch->q);
     if (ch->closed) {
-        mqs__spin_unlock(&ch->q.lock);
+        mqs__waitq_unlock(&ch->q);
         return MQS_ECLOSED;
     }
     ch->closed = true;
@@ -283,7 +283,7 @@ int mqs_chan_close(mqs_chan_t *ch)
         tail = (struct mqs_task **)&t->wait_data;
     }
     *tail = NULL;
-    mqs__spin_unlock(&ch->q.lock);
+    mqs__waitq_unlock(&ch->q);
     while (head) {
         t = head;
         head = t->wait_data;

@@ -207,6 +207,23 @@ static int apply_stall(const mqs_config_t *cfg, mqs_config_t *out,
     return 0;
 }
 
+static int apply_shuffle(const mqs_config_t *cfg, mqs_config_t *out,
+                         char *err, size_t n)
+{
+    const char *e = env(cfg, "MQS_SHUFFLE");
+    if (!e)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(e, &end, 0);
+    if (errno || end == e || *end || *e == '-')
+        return fail(err, n, MQS_EINVAL,
+                    "MQS_SHUFFLE=%s: expected a seed, a whole number from 0 "
+                    "(off) to 2^64-1", e);
+    out->shuffle_seed = v;
+    return 0;
+}
+
 int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
                       size_t n)
 {
@@ -221,7 +238,8 @@ int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
         (rc = apply_pin(cfg, out, err, n)) ||
         (rc = apply_stack(cfg, out, err, n)) ||
         (rc = apply_spin(cfg, out, err, n)) ||
-        (rc = apply_stall(cfg, out, err, n)))
+        (rc = apply_stall(cfg, out, err, n)) ||
+        (rc = apply_shuffle(cfg, out, err, n)))
         return rc;
     const char *e = env(cfg, "MQS_POLICY");
     const char *dname = cfg->policy_ops && cfg->policy_ops->name

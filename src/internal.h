@@ -276,6 +276,11 @@ struct mqs_worker {
     void *loop_sp;                 /* the worker loop's saved context     */
     struct mqs_task *prev;         /* task switched away from, for finish */
     int prev_why;                  /* MQS__SW_*                            */
+    /* How deep the context running on this worker is inside the
+     * runtime's critical sections (0: the task's own code).  Owner-only,
+     * plain stores behind compiler barriers: the only other reader is a
+     * signal handler on the same thread (mqs__rt_enter below). */
+    unsigned in_runtime;
     uint64_t now;                  /* timestamp of this scheduling point  */
     uint64_t next_balance;
     unsigned empties_seen;         /* rq.empties at the last period       */
@@ -288,6 +293,9 @@ struct mqs_worker {
     /* Wall and thread CPU time at the last stall sample (sched.c);
      * stall_wall0 == 0: no sample yet (renewed after every park). */
     uint64_t stall_wall0, stall_cpu0;
+    /* Random-schedule mode (sched.c): xorshift state, 0 when off.
+     * Owner-only. */
+    uint64_t shuffle;
 
     struct mqs__timer_heap timers;
     struct mqs__stack_cache stacks;
@@ -343,6 +351,10 @@ struct mqs_runtime {
     struct mqs_worker **workers;
     const struct mqs_policy *policy;
     void *pstate;
+    /* Random-schedule mode: the seed (0 = off), and the draws of
+     * placements from outside the runtime (sched.c). */
+    uint64_t shuffle_seed;
+    _Atomic uint64_t shuffle_ext;
     char policy_spec[128];
 
     size_t stack_size;
@@ -351,6 +363,7 @@ struct mqs_runtime {
     _Atomic uint64_t wd_next_scan; /* when the next watchdog scan is due  */
     int pin;
     bool bias_ok;                  /* workers may bias their rq locks    */
+    unsigned fork_gen;             /* mqs__fork_gen at creation (runtime.c) */
     mqs__clock_t clock;
 
     atomic_int stopping;           /* 1: workers leave their loop         */
@@ -449,7 +462,104 @@ static inline struct mqs_worker *mqs__worker_entry(void)
     return mqs__tls_worker;
 }
 
+/*
+ * Inside the runtime.  A worker's context is "inside" while in_runtime is
+ * non-zero: a scheduling point (from entry to the return into task code;
+ * each context carries its own depth across the switch, sched.c), the
+ * worker loop, a wait-queue critical section, a wake-up's or spawn's run
+ * queue and stack-cache work.  A signal handler that interrupted such a
+ * section must not switch or take a runtime lock: the public calls that
+ * would (yield, checkpoint, sleep, spawn, join, every call that takes a
+ * wait-queue lock) return MQS_ESIGNAL instead.  Preemption will read the
+ * same count: never stop a task inside the runtime.
+ */
+static inline void mqs__rt_enter(struct mqs_worker *w)
+{
+    w->in_runtime++;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+static inline void mqs__rt_leave(struct mqs_worker *w)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    w->in_runtime--;
+}
+/* In a child of fork() the forking thread's worker (if it was one) is
+ * raised by this much for good (runtime.c): its calls then fail with
+ * MQS_ESTATE through the same check, at no cost to the yield path. */
+#define MQS__RT_FORKED (1u << 30)
+static inline int mqs__rt_refused(unsigned depth)
+{
+    return depth >= MQS__RT_FORKED ? MQS_ESTATE : MQS_ESIGNAL;
+}
+/* MQS_ESIGNAL when the caller is a signal handler that interrupted its
+ * worker inside the runtime, MQS_ESTATE in a child of fork() (w NULL:
+ * not a worker thread, never). */
+static inline int mqs__rt_gate(const struct mqs_worker *w)
+{
+    return w && MQS__UNLIKELY(w->in_runtime) ? mqs__rt_refused(w->in_runtime)
+                                             : 0;
+}
+
+/* fork(): a process-wide generation, bumped in every child (runtime.c).
+ * A runtime whose fork_gen differs was created by an ancestor process:
+ * its threads do not exist here. */
+extern atomic_uint mqs__fork_gen;
+static inline bool mqs__forked(const mqs_runtime_t *rt)
+{
+    return atomic_load_explicit(&mqs__fork_gen, memory_order_relaxed) !=
+           rt->fork_gen;
+}
+
+/* A wait queue's lock.  On a worker's thread the runtime count is raised
+ * while it is held.  The gated form fails (MQS_ESIGNAL, nothing taken)
+ * when the caller's context is already inside the runtime: public calls
+ * use it; the core's own nested locks (a timer firing during a
+ * scheduling point, an exit) use mqs__waitq_lock_in. */
+static inline void mqs__waitq_lock_in(struct mqs__waitq *q)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    if (w)
+        mqs__rt_enter(w);
+    mqs__spin_lock(&q->lock);
+}
+MQS__MUST_USE static inline int mqs__waitq_lock(struct mqs__waitq *q)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    if (w) {
+        if (MQS__UNLIKELY(w->in_runtime))
+            return mqs__rt_refused(w->in_runtime);
+        mqs__rt_enter(w);
+    }
+    mqs__spin_lock(&q->lock);
+    return 0;
+}
+/* The gated lock in a call returning int: returns its error. */
+#define MQS__WAITQ_LOCK(q)                                                   \
+    do {                                                                     \
+        int mqs__gate_rc = mqs__waitq_lock(q);                               \
+        if (MQS__UNLIKELY(mqs__gate_rc))                                     \
+            return mqs__gate_rc;                                             \
+    } while (0)
+static inline void mqs__waitq_unlock(struct mqs__waitq *q)
+{
+    mqs__spin_unlock(&q->lock);
+    struct mqs_worker *w = mqs__worker_self();
+    if (w)
+        mqs__rt_leave(w);
+}
+
 /* sched.c */
+/* Random-schedule mode: splitmix64 of x (seeds the generators); the
+ * next draw of w's generator (w->shuffle != 0); a coin that comes up
+ * once in 2^bits on a worker in the mode, never when it is off (one
+ * predictable branch on an owner-only field). */
+uint64_t mqs__shuffle_mix(uint64_t x);
+uint64_t mqs__shuffle_next(struct mqs_worker *w);
+static inline bool mqs__shuffle_coin(struct mqs_worker *w, unsigned bits)
+{
+    return MQS__UNLIKELY(w->shuffle) &&
+           (mqs__shuffle_next(w) >> (64 - bits)) == 0;
+}
 void mqs__worker_set_self(struct mqs_worker *w);
 void mqs__futex_wait(atomic_uint *word, unsigned val, uint64_t timeout_ns);
 void mqs__futex_wake(atomic_uint *word, int n);

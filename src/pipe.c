@@ -110,9 +110,9 @@ int mqs_pipe_destroy(mqs_pipe_t *p)
 {
     if (!p)
         return MQS_EINVAL;
-    mqs__spin_lock(&p->q.lock);
+    MQS__WAITQ_LOCK(&p->q);
     bool busy = p->q.nwait > 0;
-    mqs__spin_unlock(&p->q.lock);
+    mqs__waitq_unlock(&p->q);
     if (busy)
         return MQS_EBUSY;
     free(p);
@@ -212,7 +212,7 @@ static struct pipe_waiter *pipe_pop(struct mqs_pipe *p, struct pipe_op *op,
 /* Unlock, then wake the chain (each link read before its wake). */
 static void pipe_unlock_wake(struct mqs_pipe *p, struct pipe_op *op)
 {
-    mqs__spin_unlock(&p->q.lock);
+    mqs__waitq_unlock(&p->q);
     struct pipe_waiter *w = op->woken;
     while (w) {
         struct pipe_waiter *next = w->next;
@@ -286,7 +286,7 @@ static int pipe_read(struct mqs_pipe *p, void *buf, size_t n, size_t *got,
     *got = 0;
     struct pipe_waiter me = {.buf = buf, .n = n};
     for (;;) {
-        mqs__spin_lock(&p->q.lock);
+        MQS__WAITQ_LOCK(&p->q);
         *got = pipe_take(p, &op, buf, n);
         if (*got || p->closed) {
             rc = *got ? 0 : MQS_ECLOSED;
@@ -338,7 +338,7 @@ static int pipe_write(struct mqs_pipe *p, const void *buf, size_t n,
         return rc;
     struct pipe_waiter me = {.buf = (unsigned char *)buf, .n = n};
     for (;;) {
-        mqs__spin_lock(&p->q.lock);
+        MQS__WAITQ_LOCK(&p->q);
         if (p->closed) {
             pipe_unlock_wake(p, &op);
             return MQS_ECLOSED;
@@ -404,9 +404,9 @@ int mqs_pipe_close(mqs_pipe_t *p)
     if (!p)
         return MQS_EINVAL;
     struct pipe_op op = {.woken = NULL};
-    mqs__spin_lock(&p->q.lock);
+    MQS__WAITQ_LOCK(&p->q);
     if (p->closed) {
-        mqs__spin_unlock(&p->q.lock);
+        mqs__waitq_unlock(&p->q);
         return MQS_ECLOSED;
     }
     p->closed = true;

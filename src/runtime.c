@@ -41,6 +41,7 @@ const char *mqs_strerror(int err)
     case MQS_EDEADLK: return "would wait forever";
     case MQS_ESYS: return "the operating system refused";
     case MQS_EOWNERDEAD: return "owner died holding the mutex (now yours)";
+    case MQS_ESIGNAL: return "not from a signal handler that interrupted the runtime";
     default: return "unknown error";
     }
 }
@@ -188,9 +189,32 @@ static int policy_setup(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     return 0;
 }
 
+/* fork(): see mqs.h.  One word for the process, like the overflow
+ * handler (design.md): a child of fork() bumps it, so every runtime it
+ * inherited compares unequal; and the forking thread, if a worker, is
+ * marked inside the runtime for good, so a task that forked gets
+ * MQS_ESTATE from its scheduling and blocking calls in the child. */
+atomic_uint mqs__fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void)
+{
+    atomic_fetch_add(&mqs__fork_gen, 1);
+    struct mqs_worker *w = mqs__worker_self();
+    if (w)
+        w->in_runtime += MQS__RT_FORKED;
+}
+
+static void fork_register(void)
+{
+    pthread_atfork(NULL, NULL, fork_child);
+}
+
 static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
                          size_t n)
 {
+    pthread_once(&fork_once, fork_register);
+    rt->fork_gen = atomic_load(&mqs__fork_gen);
     rt->nworkers = c->workers;
     rt->stack_size = c->stack_size;
     rt->idle_spin_ns = c->idle_spin_ns;
@@ -217,6 +241,11 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     for (int i = 1; (rt->policy->flags & MQS_POLICY_SHARED_RQ) &&
                     i < rt->nworkers; i++)
         rt->workers[i]->rq.lock = &rt->workers[0]->rq.own_lock;
+    /* Random-schedule mode: a generator per worker (never 0: xorshift). */
+    rt->shuffle_seed = c->shuffle_seed;
+    for (int i = 0; rt->shuffle_seed && i < rt->nworkers; i++)
+        rt->workers[i]->shuffle =
+            mqs__shuffle_mix(rt->shuffle_seed + (uint64_t)i) | 1;
     if (rt->policy->init && (rc = rt->policy->init(rt, rt->pstate)))
         return rc;
     for (int i = 0; rt->policy->init_rq && i < rt->nworkers; i++)
@@ -491,6 +520,8 @@ int mqs_runtime_destroy_ex(mqs_runtime_t *rt, int flags, FILE *out)
 {
     if (!rt || (flags & ~MQS_DESTROY_REPORT))
         return MQS_EINVAL;
+    if (mqs__forked(rt))
+        return MQS_ESTATE; /* a parent's: its threads are not here (leaked) */
     struct mqs_worker *self = mqs__worker_self();
     if (self && self->rt == rt)
         return MQS_EPERM;

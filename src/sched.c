@@ -643,6 +643,63 @@ int mqs_select_default(mqs_runtime_t *rt, struct mqs_sched_entity *se,
     return two_choices(rt, se, waker);
 }
 
+/* ------------------------------------------------------------------ */
+/* Random-schedule mode (mqs_config_t.shuffle_seed)                    */
+/* ------------------------------------------------------------------ */
+/* Perturbs only what the contract leaves open: which allowed worker a
+ * task is placed on, whether child-first and the SYNC placement are
+ * used, and extra yields where a task could be preempted anyway (a
+ * wake-up, a checkpoint).  Every branch here is behind a field that is 0
+ * when the mode is off: rt->shuffle_seed on the placement's line, or the
+ * worker's own generator. */
+
+uint64_t mqs__shuffle_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The next draw of worker w's generator (xorshift64; w->shuffle != 0). */
+uint64_t mqs__shuffle_next(struct mqs_worker *w)
+{
+    uint64_t x = w->shuffle;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return w->shuffle = x;
+}
+
+/* The policy chose `chosen` for t (waker: the placing worker, -1 from
+ * outside): perhaps another allowed worker instead. */
+static __attribute__((noinline)) int shuffle_place(mqs_runtime_t *rt,
+                                                   struct mqs_task *t,
+                                                   int waker, int chosen)
+{
+    uint64_t r;
+    if (waker >= 0) {
+        r = mqs__shuffle_next(rt->workers[waker]);
+        if (r >> 62) /* three placements in four stay the policy's */
+            return chosen;
+    } else {
+        r = mqs__shuffle_mix(rt->shuffle_seed ^
+                             atomic_fetch_add(&rt->shuffle_ext, 1));
+    }
+    int n = 0;
+    for (int i = 0; i < rt->nworkers; i++)
+        n += mqs__se_allowed(&t->se, i);
+    int k = (int)((r & 0xffffffffu) % (uint64_t)n), w = 0;
+    for (;; w++)
+        if (mqs__se_allowed(&t->se, w) && k-- == 0)
+            break;
+    /* The policy may have claimed `chosen` idle (its mark cleared) and it
+     * may be parked: wake it, or it sleeps on unmarked. */
+    if (w != chosen)
+        mqs__kick(rt->workers[chosen]);
+    return w;
+}
+
 static int select_worker(mqs_runtime_t *rt, struct mqs_task *t, int waker,
                          int flags)
 {
@@ -653,6 +710,8 @@ static int select_worker(mqs_runtime_t *rt, struct mqs_task *t, int waker,
         mqs__panic("policy %s: select_worker put task %s on worker %d, "
                    "outside its affinity or the %d workers",
                    p->name, t->name, w, rt->nworkers);
+    if (MQS__UNLIKELY(rt->shuffle_seed))
+        w = shuffle_place(rt, t, waker, w);
     return w;
 }
 
@@ -672,11 +731,17 @@ static void rq_enqueue_locked(struct mqs_rq *rq, struct mqs_task *t, int flags)
  * idle worker that could take the task if the target is busy. */
 bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
 {
-    struct mqs_worker *self = mqs__worker_self();
+    /* The run-queue work below is inside the runtime for this thread's
+     * worker, whichever runtime it serves. */
+    struct mqs_worker *me = mqs__worker_self(), *self = me;
+    if (me)
+        mqs__rt_enter(me);
     if (self && self->rt != rt)
         self = NULL;
     int waker = self ? self->index : -1;
     mqs__apply_pending(t);
+    if ((flags & MQS_ENQ_SYNC) && self && mqs__shuffle_coin(self, 1))
+        flags &= ~MQS_ENQ_SYNC;
     int target = select_worker(rt, t, waker, flags);
     struct mqs_worker *tw = rt->workers[target];
     t->se.queued_at_ns = self ? self->now : mqs__clock_ns(&rt->clock);
@@ -702,8 +767,10 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
         else
             MQS__STAT_ADD(self->stats.wakeups_remote, 1);
     }
-    if (target == waker)
+    if (target == waker) {
+        mqs__rt_leave(me);
         return preempt;
+    }
     /* Pairs with the parker's seq_cst store of `parked` before it
      * re-reads nr_queued: one of the two sees the other (Dekker).  The
      * target may have been claimed idle by the placement (its mark is
@@ -715,6 +782,8 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
      * come and steal. */
     if (atomic_load_explicit(&tw->rq.nr_queued, memory_order_relaxed) > 1)
         kick_idle(rt);
+    if (me)
+        mqs__rt_leave(me);
     return false;
 }
 
@@ -755,6 +824,12 @@ void mqs__wake_flags(struct mqs_task *t, int flags)
      * after the enqueue: it may already run elsewhere.) */
     if (mqs__enqueue_task(rt, t, MQS_ENQ_WAKEUP | flags)) {
         self = mqs__worker_self();
+        mqs__schedule(self, self->curr, MQS__SW_YIELD);
+    } else if (self && self->curr && self->in_runtime == 0 &&
+               mqs__shuffle_coin(self, 2)) {
+        /* Random-schedule mode: the waker, in its own code (not inside
+         * a scheduling point or an exit), yields as a preempting
+         * wake-up would have made it. */
         mqs__schedule(self, self->curr, MQS__SW_YIELD);
     }
 }
@@ -1015,6 +1090,12 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
 void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
 {
     const struct mqs_policy *p = w->rt->policy;
+    /* Inside the runtime from here to the return into prev's code; the
+     * depth is prev's own and comes back with it on whichever worker
+     * resumes it (the context switched to restores its own). */
+    unsigned depth = w->in_runtime;
+    w->in_runtime = depth + 1;
+    atomic_signal_fence(memory_order_seq_cst);
     w->now = mqs__clock_ns(&w->clock);
     int64_t run = (int64_t)(w->now - prev->se.exec_start_ns);
     prev->se.stall_ns =
@@ -1065,6 +1146,8 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     own_unlock(w, fast_lock);
     if (next == prev) {
         account_start(w, prev, now);
+        atomic_signal_fence(memory_order_seq_cst);
+        w->in_runtime = depth;
         return;
     }
     if (!next && why != MQS__SW_YIELD && !stopping)
@@ -1078,6 +1161,8 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
         w->curr = NULL;
     w = switch_to(w, prev, next);
     mqs__finish_switch(w);
+    atomic_signal_fence(memory_order_seq_cst);
+    w->in_runtime = depth;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1095,13 +1180,16 @@ bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
            !atomic_load_explicit(&prev->pend_flags, memory_order_relaxed) &&
            !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) &&
            child->se.prio <= mqs__best_prio_anywhere(w->rt) &&
-           mqs__runnext_push(w, prev);
+           !mqs__shuffle_coin(w, 1) && mqs__runnext_push(w, prev);
 }
 
 void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
                     struct mqs_task *child)
 {
     const struct mqs_policy *p = w->rt->policy;
+    unsigned depth = w->in_runtime; /* as in mqs__schedule */
+    w->in_runtime = depth + 1;
+    atomic_signal_fence(memory_order_seq_cst);
     uint64_t now = w->now = mqs__clock_ns(&w->clock);
     uint64_t ran = account_run(w, prev, now);
     prev->se.stall_ns = 0; /* not measured here (a spawn is short) */
@@ -1118,6 +1206,8 @@ void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
     account_start(w, child, now);
     w = switch_to(w, prev, child);
     mqs__finish_switch(w);
+    atomic_signal_fence(memory_order_seq_cst);
+    w->in_runtime = depth;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1193,6 +1283,10 @@ void mqs__worker_loop(struct mqs_worker *w)
     w->bias_ok = w->rt->bias_ok;
     w->bias_quiet_since = mqs__clock_ns(&w->clock);
     for (;;) {
+        /* The loop is the runtime (set again after each return to it,
+         * which comes with the depth of the task that left). */
+        w->in_runtime = 1;
+        atomic_signal_fence(memory_order_seq_cst);
         mqs__finish_switch(w);
         if (atomic_load(&w->rt->stopping))
             return;

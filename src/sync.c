@@ -182,9 +182,9 @@ int mqs_mutex_destroy(mqs_mutex_t *m)
     if (!m)
         return MQS_EINVAL;
     struct mqs__waitq *q = SYNC_WQ(&m->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     bool busy = m_owner(m_load(m)) != 0 || q->nwait > 0;
-    mqs__spin_unlock(&q->lock);
+    mqs__waitq_unlock(q);
     return busy ? MQS_EBUSY : 0;
 }
 
@@ -232,7 +232,7 @@ static int m_lock_slow(mqs_mutex_t *m, struct mqs_task *self,
                        uint64_t deadline)
 {
     struct mqs__waitq *q = SYNC_WQ(&m->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     uint64_t s = m_load(m);
     int rc;
     for (;;) {
@@ -243,7 +243,7 @@ static int m_lock_slow(mqs_mutex_t *m, struct mqs_task *self,
             return mqs__block(q, deadline, "mutex", m);
         }
     }
-    mqs__spin_unlock(&q->lock);
+    mqs__waitq_unlock(q);
     return rc;
 }
 
@@ -327,9 +327,9 @@ static int m_unlock(mqs_mutex_t *m, int wake_flags)
         return 0;
     /* Held by us with WAITERS set: only q->lock holders change it now. */
     struct mqs__waitq *q = SYNC_WQ(&m->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     struct mqs_task *t = m_unlock_slow(m, q);
-    mqs__spin_unlock(&q->lock);
+    mqs__waitq_unlock(q);
     if (t)
         mqs__wake_flags(t, wake_flags);
     return 0;
@@ -347,12 +347,12 @@ void mqs__mutex_release_dead(struct mqs_task *t)
         held_del(t, m);
         /* Owned by t: only q->lock holders change the state now. */
         struct mqs__waitq *q = SYNC_WQ(&m->q);
-        mqs__spin_lock(&q->lock);
+        mqs__waitq_lock_in(q);
         struct mqs_task *w = mqs__waitq_pop(q, MQS_EOWNERDEAD);
         uint64_t waiters = q->nwait > 0 ? M_WAITERS : 0;
         uint64_t next = w ? (uintptr_t)w | waiters : M_OWNERDEAD | waiters;
         __atomic_store_n(&m->state, next, __ATOMIC_RELEASE);
-        mqs__spin_unlock(&q->lock);
+        mqs__waitq_unlock(q);
         if (w)
             mqs__wake(w);
     }
@@ -390,24 +390,24 @@ int mqs_cond_destroy(mqs_cond_t *c)
     if (!c)
         return MQS_EINVAL;
     struct cond_impl *ci = COND(c);
-    mqs__spin_lock(&ci->q.lock);
+    MQS__WAITQ_LOCK(&ci->q);
     bool busy = ci->q.nwait > 0 || ci->window > 0;
-    mqs__spin_unlock(&ci->q.lock);
+    mqs__waitq_unlock(&ci->q);
     return busy ? MQS_EBUSY : 0;
 }
 
 /* Second half of a wait, mutex released: take a token or block. */
 static int cond_block(struct cond_impl *ci, uint64_t deadline, bool timed)
 {
-    mqs__spin_lock(&ci->q.lock);
+    MQS__WAITQ_LOCK(&ci->q);
     if (ci->tokens > 0) {
         ci->tokens--;
-        mqs__spin_unlock(&ci->q.lock);
+        mqs__waitq_unlock(&ci->q);
         return 0;
     }
     ci->window--;
     if (timed && deadline == 0) { /* zero timeout: do not block */
-        mqs__spin_unlock(&ci->q.lock);
+        mqs__waitq_unlock(&ci->q);
         return MQS_ETIMEDOUT;
     }
     return mqs__block(&ci->q, deadline, "cond", ci);
@@ -425,9 +425,9 @@ static int cond_wait_common(mqs_cond_t *c, mqs_mutex_t *m, uint64_t timeout_ns,
         return MQS_EPERM;
     struct cond_impl *ci = COND(c);
     uint64_t deadline = timed && timeout_ns ? mqs__deadline(timeout_ns) : 0;
-    mqs__spin_lock(&ci->q.lock);
+    MQS__WAITQ_LOCK(&ci->q);
     ci->window++;
-    mqs__spin_unlock(&ci->q.lock);
+    mqs__waitq_unlock(&ci->q);
     /* A waiter on the mutex is woken as a synchronous wake-up: this
      * task blocks next (unless a signal is already owed to it), so the
      * waiter may take this worker rather than wait for another. */
@@ -459,13 +459,13 @@ int mqs_cond_signal(mqs_cond_t *c)
     if (!c)
         return MQS_EINVAL;
     struct cond_impl *ci = COND(c);
-    mqs__spin_lock(&ci->q.lock);
+    MQS__WAITQ_LOCK(&ci->q);
     struct mqs_task *t = mqs__waitq_pop(&ci->q, 0);
     if (!t && ci->window > 0) {
         ci->window--;
         ci->tokens++;
     }
-    mqs__spin_unlock(&ci->q.lock);
+    mqs__waitq_unlock(&ci->q);
     if (t)
         mqs__wake(t);
     return 0;
@@ -476,11 +476,11 @@ int mqs_cond_broadcast(mqs_cond_t *c)
     if (!c)
         return MQS_EINVAL;
     struct cond_impl *ci = COND(c);
-    mqs__spin_lock(&ci->q.lock);
+    MQS__WAITQ_LOCK(&ci->q);
     struct mqs_task *chain = pop_all(&ci->q, 0);
     ci->tokens += ci->window;
     ci->window = 0;
-    mqs__spin_unlock(&ci->q.lock);
+    mqs__waitq_unlock(&ci->q);
     wake_chain(chain);
     return 0;
 }
@@ -503,9 +503,9 @@ int mqs_sem_destroy(mqs_sem_t *s)
     if (!s)
         return MQS_EINVAL;
     struct mqs__waitq *q = SYNC_WQ(&s->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     bool busy = q->nwait > 0;
-    mqs__spin_unlock(&q->lock);
+    mqs__waitq_unlock(q);
     return busy ? MQS_EBUSY : 0;
 }
 
@@ -539,9 +539,9 @@ static int sem_wait_common(mqs_sem_t *s, uint64_t timeout_ns, bool timed)
         return MQS_ETIMEDOUT;
     uint64_t deadline = timed ? mqs__deadline(timeout_ns) : 0;
     struct mqs__waitq *q = SYNC_WQ(&s->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     if (sem_take(s)) { /* a post came before we took the lock */
-        mqs__spin_unlock(&q->lock);
+        mqs__waitq_unlock(q);
         return 0;
     }
     /* 0: post handed us its unit. */
@@ -563,7 +563,7 @@ int mqs_sem_post(mqs_sem_t *s)
     if (!s)
         return MQS_EINVAL;
     struct mqs__waitq *q = SYNC_WQ(&s->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     struct mqs_task *t = mqs__waitq_pop(q, 0);
     int rc = 0;
     if (!t) {
@@ -572,7 +572,7 @@ int mqs_sem_post(mqs_sem_t *s)
         else
             __atomic_fetch_add(&s->count, 1, __ATOMIC_RELEASE);
     }
-    mqs__spin_unlock(&q->lock);
+    mqs__waitq_unlock(q);
     if (t)
         mqs__wake(t);
     return rc;
@@ -596,9 +596,9 @@ int mqs_waitgroup_destroy(mqs_waitgroup_t *wg)
     if (!wg)
         return MQS_EINVAL;
     struct mqs__waitq *q = SYNC_WQ(&wg->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     bool busy = q->nwait > 0;
-    mqs__spin_unlock(&q->lock);
+    mqs__waitq_unlock(q);
     return busy ? MQS_EBUSY : 0;
 }
 
@@ -607,16 +607,16 @@ int mqs_waitgroup_add(mqs_waitgroup_t *wg, int64_t n)
     if (!wg)
         return MQS_EINVAL;
     struct mqs__waitq *q = SYNC_WQ(&wg->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     int64_t c = wg->count, next;
     if (__builtin_add_overflow(c, n, &next) || next < 0) {
-        mqs__spin_unlock(&q->lock);
+        mqs__waitq_unlock(q);
         return MQS_EINVAL;
     }
     /* Release: work done before done() is visible to wait()'s fast path. */
     __atomic_store_n(&wg->count, next, __ATOMIC_RELEASE);
     struct mqs_task *chain = next == 0 && c != 0 ? pop_all(q, 0) : NULL;
-    mqs__spin_unlock(&q->lock);
+    mqs__waitq_unlock(q);
     wake_chain(chain);
     return 0;
 }
@@ -635,9 +635,9 @@ int mqs_waitgroup_wait(mqs_waitgroup_t *wg)
     if (__atomic_load_n(&wg->count, __ATOMIC_ACQUIRE) == 0)
         return 0;
     struct mqs__waitq *q = SYNC_WQ(&wg->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     if (wg->count == 0) {
-        mqs__spin_unlock(&q->lock);
+        mqs__waitq_unlock(q);
         return 0;
     }
     return mqs__block(q, 0, "waitgroup", wg);
@@ -663,9 +663,9 @@ int mqs_barrier_destroy(mqs_barrier_t *b)
     if (!b)
         return MQS_EINVAL;
     struct mqs__waitq *q = SYNC_WQ(&b->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     bool busy = b->arrived > 0 || q->nwait > 0;
-    mqs__spin_unlock(&q->lock);
+    mqs__waitq_unlock(q);
     return busy ? MQS_EBUSY : 0;
 }
 
@@ -676,7 +676,7 @@ int mqs_barrier_wait(mqs_barrier_t *b)
     if (!mqs__current())
         return MQS_EPERM;
     struct mqs__waitq *q = SYNC_WQ(&b->q);
-    mqs__spin_lock(&q->lock);
+    MQS__WAITQ_LOCK(q);
     if (++b->arrived < b->count) {
         int rc = mqs__block(q, 0, "barrier", b);
         return rc < 0 ? rc : 0;
@@ -685,7 +685,7 @@ int mqs_barrier_wait(mqs_barrier_t *b)
     b->arrived = 0;
     b->generation++;
     struct mqs_task *chain = pop_all(q, 0);
-    mqs__spin_unlock(&q->lock);
+    mqs__waitq_unlock(q);
     wake_chain(chain);
     return 1;
 }

@@ -191,20 +191,32 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
     }
     if (!rt || !fn || (!out && !attr->detached) || check_attr(rt, attr))
         return MQS_EINVAL;
-    if (atomic_load(&rt->stopping))
+    if (atomic_load(&rt->stopping) || mqs__forked(rt))
         return MQS_ESTATE;
-    struct mqs_worker *self = mqs__worker_self();
+    struct mqs_worker *self = mqs__worker_self(), *me = self;
+    int rc = mqs__rt_gate(me);
+    if (rc)
+        return rc;
+    /* The stack cache and the task lists are owner-only or locked:
+     * inside the runtime until the spawn is done. */
+    if (me)
+        mqs__rt_enter(me);
     if (self && self->rt != rt)
         self = NULL;
     size_t size = attr->stack_size ? attr->stack_size : rt->stack_size;
     uint64_t id = mqs__task_id_next(rt, self);
     struct mqs_task *t =
         mqs__stack_alloc(rt, self, size, mqs__stack_serial(rt, self, id));
-    if (!t)
+    if (!t) {
+        if (me)
+            mqs__rt_leave(me);
         return MQS_ENOMEM;
+    }
     task_init(t, rt, attr, fn, arg, id);
     if (!mqs__handle_attach(rt, self, t)) {
         mqs__stack_free(rt, self, t);
+        if (me)
+            mqs__rt_leave(me);
         return MQS_ENOMEM;
     }
     t->tsan_fiber = mqs__fiber_create();
@@ -221,6 +233,8 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
         mqs__run_child(self, self->curr, t);
     else
         mqs__enqueue_task(rt, t, MQS_ENQ_NEW);
+    if (me) /* the spawner may resume on another worker */
+        mqs__rt_leave(mqs__worker_self());
     return 0;
 }
 
@@ -258,11 +272,14 @@ void mqs__task_exit(struct mqs_task *t)
     if (t->held_mutexes)
         mqs__mutex_release_dead(t);
     struct mqs_worker *w = mqs__worker_self();
-    mqs__spin_lock(&t->joinq.lock);
+    /* Inside the runtime for good: the final switch never returns, and
+     * the context switched to restores its own depth. */
+    mqs__rt_enter(w);
+    mqs__waitq_lock_in(&t->joinq);
     /* Readers look under joinq.lock, or at done_futex (below). */
     atomic_store_explicit(&t->state, MQS__DEAD, memory_order_release);
     struct mqs_task *joiner = mqs__waitq_pop(&t->joinq, 0);
-    mqs__spin_unlock(&t->joinq.lock);
+    mqs__waitq_unlock(&t->joinq);
     if (atomic_exchange(&t->done_futex, MQS__DONE) == MQS__DONE_WAITED)
         mqs__futex_wake(&t->done_futex, 1 << 30);
     if (joiner)
@@ -277,8 +294,11 @@ void mqs__task_exit(struct mqs_task *t)
 static void task_main(void *arg, void *worker)
 {
     struct mqs_task *t = arg;
+    struct mqs_worker *w = worker;
     mqs__switch_leave(NULL);
-    mqs__finish_switch(worker);
+    mqs__finish_switch(w);
+    atomic_signal_fence(memory_order_seq_cst);
+    w->in_runtime = 0; /* a new context starts in its own code */
     t->result = t->fn(t->arg);
     mqs__task_exit(t);
 }
@@ -303,16 +323,21 @@ int mqs_join(mqs_task_t *h, void **result)
     struct mqs_task *self = mqs__current();
     if (self && self->handle == (uintptr_t)h)
         return MQS_EDEADLK;
-    int rc;
+    int rc = mqs__rt_gate(mqs__worker_self());
+    if (rc)
+        return rc;
     struct mqs_task *t = mqs__handle_claim_join(h, &rc);
     if (!t)
         return rc;
+    if (mqs__forked(t->rt))
+        return MQS_ESTATE; /* its worker threads are not in this process */
     if (self && self->rt == t->rt) {
-        mqs__spin_lock(&t->joinq.lock);
+        if (mqs__waitq_lock(&t->joinq))
+            mqs__panic("join of %s: inside the runtime", t->name);
         if (atomic_load(&t->state) != MQS__DEAD)
             mqs__block(&t->joinq, 0, "join", t);
         else
-            mqs__spin_unlock(&t->joinq.lock);
+            mqs__waitq_unlock(&t->joinq);
     } else {
         unsigned v = 0;
         atomic_compare_exchange_strong(&t->done_futex, &v, MQS__DONE_WAITED);
@@ -332,15 +357,24 @@ int mqs_join(mqs_task_t *h, void **result)
     }
     if (result)
         *result = t->result;
+    struct mqs_worker *w = mqs__worker_self(); /* after the block */
+    if (w)
+        mqs__rt_enter(w);
     task_untrack(t);
     mqs__task_release(t);
+    if (w)
+        mqs__rt_leave(w);
     return 0;
 }
 
 int mqs_yield(void)
 {
     struct mqs_worker *w = mqs__worker_entry();
-    if (!w || !w->curr)
+    if (!w)
+        return MQS_EPERM;
+    if (MQS__UNLIKELY(w->in_runtime))
+        return mqs__rt_refused(w->in_runtime); /* handler, or fork */
+    if (!w->curr)
         return MQS_EPERM;
     struct mqs_task *t = w->curr;
     MQS__STAT_ADD(t->stats.yields, 1);
@@ -352,7 +386,11 @@ int mqs_yield(void)
 int mqs_checkpoint(void)
 {
     struct mqs_worker *w = mqs__worker_self();
-    if (!w || !w->curr)
+    if (!w)
+        return MQS_EPERM;
+    if (MQS__UNLIKELY(w->in_runtime))
+        return mqs__rt_refused(w->in_runtime);
+    if (!w->curr)
         return MQS_EPERM;
     struct mqs_task *t = w->curr;
     const struct mqs_policy *p = w->rt->policy;
@@ -360,7 +398,10 @@ int mqs_checkpoint(void)
     bool due = now >= atomic_load_explicit(&w->timers.next,
                                            memory_order_relaxed);
     bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio;
-    if (due || urgent || (p->tick && p->tick(&w->rq, &t->se, now)))
+    /* The random-schedule mode yields at one checkpoint in four. */
+    bool shuffled = mqs__shuffle_coin(w, 2);
+    if (due || urgent || shuffled ||
+        (p->tick && p->tick(&w->rq, &t->se, now)))
         mqs__schedule(w, t, MQS__SW_YIELD);
     return 0;
 }
@@ -368,7 +409,11 @@ int mqs_checkpoint(void)
 int mqs_sleep(uint64_t ns)
 {
     struct mqs_worker *w = mqs__worker_self();
-    if (!w || !w->curr)
+    if (!w)
+        return MQS_EPERM;
+    if (MQS__UNLIKELY(w->in_runtime))
+        return mqs__rt_refused(w->in_runtime);
+    if (!w->curr)
         return MQS_EPERM;
     uint64_t deadline = mqs__deadline(ns ? ns : 1);
     int rc = mqs__block(NULL, deadline, "sleep", NULL);

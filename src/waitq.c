@@ -108,9 +108,12 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
     struct mqs_task *t = w->curr;
     if (deadline_ns && mqs__timer_reserve(w) != 0) {
         if (q)
-            mqs__spin_unlock(&q->lock);
+            mqs__waitq_unlock(q);
         return MQS_ENOMEM;
     }
+    /* Inside the runtime until the task runs its own code again: between
+     * the unlock and the switch it is BLOCKED but still running. */
+    mqs__rt_enter(w);
     t->wait_q = q;
     t->wait_what = what;
     t->wait_obj = obj;
@@ -123,7 +126,7 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
         mqs__timer_add(w, t);
     }
     if (q)
-        mqs__spin_unlock(&q->lock);
+        mqs__waitq_unlock(q);
     t->se.slept_at_ns = w->now;
     mqs__schedule(w, t, MQS__SW_BLOCK);
     /* Running again: whoever woke us set wait_result. */
@@ -132,6 +135,7 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
     t->wait_q = NULL;
     t->wait_what = NULL;
     t->wait_obj = NULL;
+    mqs__rt_leave(mqs__worker_self()); /* maybe another worker now */
     return t->wait_result;
 }
 
@@ -176,10 +180,10 @@ static void claimed_unlink(struct mqs_task *t)
     struct mqs__waitq *q = t->wait_q;
     if (!q)
         return;
-    mqs__spin_lock(&q->lock);
+    mqs__waitq_lock_in(q);
     if (t->wait_linked)
         waitq_unlink(q, t);
-    mqs__spin_unlock(&q->lock);
+    mqs__waitq_unlock(q);
 }
 
 /* The timer won: take t off its wait queue (no heap lock held). */

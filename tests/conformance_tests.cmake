@@ -2,7 +2,8 @@
 # policy (or policy:tunables variant) the built conformance program lists (run after each build of it;
 # see tests/CMakeLists.txt).  -DEXE: the program, -DOUT: the file to
 # write, -DPOLICIES: comma-separated names to use instead of the list,
-# -DTIMEOUT: seconds per test, -DEMULATOR: the cross build's
+# -DTIMEOUT: seconds per test, -DSHUFFLE_SEEDS: comma-separated seeds
+# that shuffle.conformance.<policy> runs under (empty: none), -DEMULATOR: the cross build's
 # CMAKE_CROSSCOMPILING_EMULATOR, its words separated by '|', which runs the program both here
 # and in the tests (ctest does not add it to tests registered this way).
 string(REPLACE "|" ";" EMULATOR "${EMULATOR}")
@@ -34,5 +35,14 @@ foreach(spec IN LISTS names)
     "add_test(conformance.${test}${cmd})\n"
     "set_tests_properties(conformance.${test} PROPERTIES "
     "ENVIRONMENT \"MQS_TEST_POLICY=${spec}\" TIMEOUT ${TIMEOUT})\n")
+  if(SHUFFLE_SEEDS)
+    string(REPLACE ";" "|" emu "${EMULATOR}")
+    string(APPEND text
+      "add_test(shuffle.conformance.${test} \"${CMAKE_COMMAND}\" "
+      "\"-DEXE=${EXE}\" \"-DSEEDS=${SHUFFLE_SEEDS}\" \"-DPOLICY=${spec}\" "
+      "\"-DEMULATOR=${emu}\" -P \"${CMAKE_CURRENT_LIST_DIR}/shuffle_run.cmake\")\n"
+      "set_tests_properties(shuffle.conformance.${test} PROPERTIES "
+      "TIMEOUT ${TIMEOUT})\n")
+  endif()
 endforeach()
 file(WRITE "${OUT}" "${text}")

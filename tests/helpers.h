@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -25,10 +26,22 @@
 
 #include "mqs.h"
 
+/* The seed of the random-schedule mode the shuffle.* ctest entries run
+ * the programs under (MQS_SHUFFLE), or 0.  Test runtimes ignore the
+ * environment, so rt_create passes it on itself. */
+static inline uint64_t test_shuffle_seed(void)
+{
+    const char *e = getenv("MQS_SHUFFLE");
+    return e ? strtoull(e, NULL, 0) : 0;
+}
+
 /* Create a runtime from cfg, failing the case with the message
- * mqs_runtime_create wrote (cfg->errbuf is pointed at a local buffer). */
+ * mqs_runtime_create wrote (cfg->errbuf is pointed at a local buffer).
+ * Under MQS_SHUFFLE a cfg that sets no seed gets that one. */
 static inline mqs_runtime_t *rt_create(mqs_config_t *cfg)
 {
+    if (!cfg->shuffle_seed)
+        cfg->shuffle_seed = test_shuffle_seed();
     char err[256] = "";
     cfg->errbuf = err;
     cfg->errbuf_size = sizeof err;

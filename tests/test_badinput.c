@@ -636,7 +636,7 @@ TEST(strerror_names_every_code)
         MQS_OK,      MQS_EINVAL,   MQS_ENOMEM,    MQS_EPERM,
         MQS_EBUSY,   MQS_ETIMEDOUT, MQS_ECLOSED,  MQS_EAGAIN,
         MQS_ENOPOLICY, MQS_ESTATE, MQS_EDEADLK,   MQS_ESYS,
-        MQS_EOWNERDEAD,
+        MQS_EOWNERDEAD, MQS_ESIGNAL,
     };
     const int n = sizeof codes / sizeof codes[0];
     for (int i = 0; i < n; i++) {
