@@ -157,6 +157,8 @@ static void runtime_free(mqs_runtime_t *rt)
     for (int i = 0; rt->workers && i < rt->nworkers; i++)
         worker_free(rt->workers[i]);
     mqs__stack_cache_drain(&rt->ext_stacks);
+    mqs__stack_slabs_free(rt);
+    pthread_mutex_destroy(&rt->slab_lock);
     free(rt->workers);
     free(rt->pstate);
     free(rt);
@@ -190,12 +192,14 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
 {
     rt->nworkers = c->workers;
     rt->stack_size = c->stack_size;
+    rt->guard_size = c->guard_size;
     rt->idle_spin_ns = c->idle_spin_ns;
     rt->pin = c->pin;
     atomic_init(&rt->next_id, 1);
     mqs__spin_init(&rt->keys_lock);
     mqs__spin_init(&rt->ext_lock);
     mqs__spin_init(&rt->ext_stacks_lock);
+    pthread_mutex_init(&rt->slab_lock, NULL);
     mqs__list_init(&rt->ext_tasks);
     mqs__clock_init(&rt->clock);
     rt->stall_ns = c->stall_ns;
@@ -316,9 +320,8 @@ static int reap_tasks(mqs_runtime_t *rt, struct mqs_list *list, FILE *out)
         }
         mqs__list_del(pos);
         mqs__fiber_destroy(t->tsan_fiber);
-        munmap(t->map_base, t->map_size);
+        mqs__stack_reap(rt, t);
     }
-    (void)rt;
     return alive;
 }
 
