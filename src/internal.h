@@ -521,6 +521,9 @@ void mqs__stack_cache_drain(struct mqs__stack_cache *c);
  * a slot is left to its slab), then every slab, after the caches. */
 void mqs__stack_reap(mqs_runtime_t *rt, struct mqs_task *t);
 void mqs__stack_slabs_free(mqs_runtime_t *rt);
+/* Lines of /proc/self/maps (the mappings vm.max_map_count bounds), -1
+ * if it cannot be read; for the refusal message, tests and mqs-bench. */
+long mqs__count_mappings(void);
 /* Tests: 0 try MADV_GUARD_INSTALL first (the default), 1 use mprotect
  * guards as on a kernel without it.  Process-wide. */
 void mqs__stack_guard_mprotect(bool on);

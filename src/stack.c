@@ -227,7 +227,7 @@ static long read_long(const char *path)
     return v;
 }
 
-static long count_mappings(void)
+long mqs__count_mappings(void)
 {
     FILE *f = fopen("/proc/self/maps", "r");
     if (!f)
@@ -246,7 +246,7 @@ static void report_refusal(mqs_runtime_t *rt, const char *call, int err,
     if (!rt || atomic_exchange(&rt->stack_err_reported, true))
         return;
     long max = read_long("/proc/sys/vm/max_map_count");
-    long maps = count_mappings();
+    long maps = mqs__count_mappings();
     char msg[256];
     if (err == ENOMEM && max > 0 && maps >= max - 8)
         snprintf(msg, sizeof msg,

@@ -190,17 +190,6 @@ TEST(stack_guard_mprotect_fallback)
     mqs__stack_guard_mprotect(false);
 }
 
-static long count_maps(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    CHECK(f != NULL);
-    long n = 0;
-    for (int c; (c = getc(f)) != EOF;)
-        n += c == '\n';
-    fclose(f);
-    return n;
-}
-
 /* Default-size stacks are slots of shared slabs: 500 live tasks add a few
  * mappings (the slabs doubling from 16 slots), not two each; their guards
  * (a whole config.guard_size) fault, and a non-default size is a mapping
@@ -219,10 +208,10 @@ TEST(stack_slots_share_slabs)
     enum { N = 500 };
     mqs_runtime_t *rt = rt_new(1);
     static mqs_task_t *t[N];
-    long before = count_maps();
+    long before = mqs__count_mappings();
     for (int i = 0; i < N; i++)
         t[i] = spawn(rt, wait_go, NULL);
-    long after = count_maps();
+    long after = mqs__count_mappings();
     CHECK_LE(after - before, 8);
     CHECK_EQ(rt->guard_size, (size_t)MQS__DEFAULT_GUARD);
     check_guard(t[N - 1], rt->guard_size);
