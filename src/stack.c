@@ -33,7 +33,8 @@
  * programs start small: a runtime with a few tasks reserves
  * SLAB_MIN_SLOTS slots (5 MiB at the default size), which matters under
  * vm.overcommit_memory=2, where MAP_NORESERVE is ignored and the whole
- * slab is charged.
+ * slab is charged.  A slab is large enough for transparent huge pages, so
+ * it is marked MADV_NOHUGEPAGE (a task touches a page or two of it).
  *
  * Other stack sizes (a task's attribute) get a mapping of their own, one
  * VMA with the guard installed by madvise, unmapped when the task ends:
@@ -312,6 +313,10 @@ static struct mqs__slab *slab_new(mqs_runtime_t *rt)
         free(s);
         return NULL;
     }
+    /* With transparent huge pages "always", a task's first touch of a
+     * 2 MiB stretch without page tables would fault in a huge page:
+     * 2 MiB of RSS for a page of struct and frames.  Advice only. */
+    madvise(s->base, bytes, MADV_NOHUGEPAGE);
     s->next = rt->slabs;
     rt->slabs = s;
     rt->nslabs++;

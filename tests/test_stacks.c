@@ -74,6 +74,11 @@ static void canary_check(int sig, siginfo_t *si, void *uctx)
 
 static volatile int depth_limit = 1 << 30;
 
+/* The frames must be plain stack frames: ASan would move big locals and
+ * allocas to its own fake stack (use-after-return detection) or pad them
+ * with redzones. */
+#define PLAIN_FRAMES __attribute__((no_sanitize("address")))
+
 /* Keep the compiler from dropping writes it cannot see used. */
 static void use(void *p)
 {
@@ -84,7 +89,7 @@ static void use(void *p)
  * the stack is full: the frame that crosses the bottom touches its lowest
  * byte first, up to 64 KiB below the stack, unless its pages were probed
  * from the top as it was made. */
-__attribute__((noinline)) static int big_frame(int depth)
+__attribute__((noinline)) PLAIN_FRAMES static int big_frame(int depth)
 {
     char buf[64 * 1024];
     memset(buf, depth, sizeof buf);
@@ -101,7 +106,8 @@ static void *big_frame_fn(void *arg)
 }
 
 /* alloca(1 MiB) in a 64 KiB stack, touched from its low end. */
-__attribute__((noinline)) static void *big_alloca_fn(void *arg)
+__attribute__((noinline)) PLAIN_FRAMES static void *
+big_alloca_fn(void *arg)
 {
     size_t n = (size_t)1 << 20;
     char *p = alloca(n);
