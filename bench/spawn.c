@@ -28,9 +28,26 @@
  * depth x F; breadth first: nearly all).  Stacks are 16 KiB, the
  * smallest mqs accepts, set as the runtime's DEFAULT stack size rather
  * than a per-task attribute because only default-size stacks go back to
- * a worker's stack cache.  Each stack is one mapping plus a guard page
- * (two VMAs), so vm.max_map_count (65530 by default) caps the live tasks
- * near 32 K whatever the RAM.
+ * a worker's stack cache (and are slots of shared slabs, src/stack.c).
+ * Stacks were one mapping each with a guard page (two VMAs), so
+ * vm.max_map_count (65530 by default) capped the live tasks near 32 K
+ * whatever the RAM; a slab of up to 1,024 slots is one mapping now.
+ *
+ * Live mode (--live N): N tasks alive at once instead of a tree.  A
+ * controller task spawns N detached tasks, each of which blocks on a
+ * gate (a wait group shared by SPAWN_LIVE_PER_GATE tasks: a wait queue's
+ * insertion walks its waiters, so one gate for 10^6 would be quadratic);
+ * once all have arrived it reads the peak RSS and the number of
+ * mappings, opens the gates and waits for every task to end.
+ *
+ *   value   ns per spawn = the spawn loop's wall time / N (each spawn
+ *           may run its child until it blocks: child first).
+ *   extra   rss_bytes_per_task: (peak RSS with all N alive - peak RSS
+ *           before the first spawn) / N, from ru_maxrss; page tables
+ *           per task the same way (VmPTE, /proc/self/status: RSS does
+ *           not count them); mappings: lines
+ *           of /proc/self/maps with all N alive (vm.max_map_count bounds
+ *           it, 65530 by default).
  *
  * Kernel row: the same tree on pthreads (64 KiB stacks), but only up to
  * --kernel-tasks leaves (default 10^4, 11,111 threads): 1.1 M threads do
@@ -49,8 +66,9 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "mqs.h"
 #include "expkit.h"
+#include "internal.h" /* mqs__count_mappings */
+#include "mqs.h"
 
 #define SPAWN_MAX_FANOUT 64
 #define SPAWN_STACK (16u * 1024u)
@@ -62,6 +80,13 @@ enum { SPAWN_X_RSS, SPAWN_X_COUNT };
 static const bench_extra_col_t spawn_extras[SPAWN_X_COUNT] = {
     [SPAWN_X_RSS] = {"peak_rss_kib", "RSS KiB", 0},
 };
+enum { SPAWN_L_RSS, SPAWN_L_PTE, SPAWN_L_MAPS, SPAWN_L_COUNT };
+static const bench_extra_col_t spawn_live_extras[SPAWN_L_COUNT] = {
+    [SPAWN_L_RSS] = {"rss_bytes_per_task", "RSS B/task", 0},
+    [SPAWN_L_PTE] = {"page_table_bytes_per_task", "PTE B/task", 0},
+    [SPAWN_L_MAPS] = {"mappings", "mappings", 0},
+};
+#define SPAWN_LIVE_PER_GATE 16
 
 static const bench_cli_t spawn_cli = {
     .name = "spawn",
@@ -73,7 +98,14 @@ static const bench_cli_t spawn_cli = {
         "\n"
         "                      every --tasks value must be a power of F\n"
         "  --kernel-tasks K    largest tree the kernel row runs "
-        "(default 10000)\n\n"
+        "(default 10000)\n"
+        "  --live N            instead of a tree: N tasks alive at once, "
+        "all blocked\n"
+        "                      (mqs rows only); ns per spawn, RSS and page-"
+        "table bytes\n"
+        "                      per task, mappings (/proc/self/maps lines) "
+        "while all\n"
+        "                      are alive\n\n"
         "--tasks is the number of leaves T; the tree has (F T - 1)/(F - 1) "
         "tasks.\n"
         "ns/task = wall time of the tree / all its tasks.  Each measurement "
@@ -91,7 +123,9 @@ static const bench_cli_t spawn_cli = {
         "--kernel-tasks\n"
         "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n\n"
         "example: mqs-bench spawn --policy mq,kernel --tasks 10000 "
-        "--repeats 3\n",
+        "--repeats 3\n"
+        "         mqs-bench spawn --live 1000000 --policy mq --workers 2 "
+        "--repeats 1\n",
     .default_tasks = "10000,1000000",
     .default_policy = "mq,kernel,go,fiber",
     .pseudo = spawn_pseudo,
@@ -218,11 +252,15 @@ struct spawn_out {
     double ns;
     uint64_t sum;
     long rss_kib;
+    /* live mode: tasks spawned, peak RSS growth while all were alive,
+     * mappings then */
+    long spawned, rss_grown_kib, pte_grown_kib, maps;
 };
 
 struct spawn_point {
     long leaves;
     int fanout, kernel_max;
+    long live; /* 0: the tree; else tasks alive at once */
     bench_peer_point_t peer;
 };
 
@@ -257,10 +295,121 @@ static int spawn_run_kernel(bench_point_t *p, struct spawn_node *root,
     return 0;
 }
 
-/* In the forked child: one tree, the result into *out. */
+/* ------------------------------------------------------------------ */
+/* Live mode, in the measuring child                                   */
+/* ------------------------------------------------------------------ */
+
+struct spawn_live {
+    long n, spawned;
+    mqs_waitgroup_t *gates, done;
+    atomic_long arrived;
+    int err;
+    uint64_t ns;
+    long rss_before_kib, rss_alive_kib, pte_before_kib, pte_alive_kib, maps;
+};
+
+/* The child's one run (its tasks find it here). */
+static struct spawn_live *spawn_live_cur;
+
+static long spawn_peak_rss_kib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* The page tables' size (VmPTE), in KiB; -1 if unknown. */
+static long spawn_pte_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[128];
+    long v = -1;
+    while (v < 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmPTE: %ld", &v) != 1)
+            v = -1;
+    fclose(f);
+    return v;
+}
+
+static void *spawn_live_task(void *gate)
+{
+    struct spawn_live *l = spawn_live_cur;
+    atomic_fetch_add(&l->arrived, 1);
+    mqs_waitgroup_wait(gate);
+    mqs_waitgroup_done(&l->done);
+    return NULL;
+}
+
+/* Spawn them all, wait until every one is in (none ends before its gate
+ * opens), read RSS and mappings, open the gates, wait for the ends. */
+static void *spawn_live_main(void *arg)
+{
+    struct spawn_live *l = arg;
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.detached = true;
+    l->rss_before_kib = spawn_peak_rss_kib();
+    l->pte_before_kib = spawn_pte_kib();
+    uint64_t t0 = bench_now_ns();
+    for (; l->spawned < l->n && !l->err; l->spawned++)
+        l->err = mqs_spawn(mqs_runtime_self(), NULL, &a, spawn_live_task,
+                           &l->gates[l->spawned / SPAWN_LIVE_PER_GATE]);
+    l->spawned -= l->err != 0;
+    l->ns = bench_now_ns() - t0;
+    while (atomic_load(&l->arrived) < l->spawned)
+        mqs_yield();
+    l->rss_alive_kib = spawn_peak_rss_kib();
+    l->pte_alive_kib = spawn_pte_kib();
+    l->maps = mqs__count_mappings();
+    mqs_waitgroup_add(&l->done, l->spawned - l->n);
+    for (long g = 0; g <= (l->n - 1) / SPAWN_LIVE_PER_GATE; g++)
+        mqs_waitgroup_done(&l->gates[g]);
+    mqs_waitgroup_wait(&l->done);
+    return NULL;
+}
+
+static int spawn_run_live(bench_point_t *p, long n, struct spawn_out *out)
+{
+    long ngates = (n - 1) / SPAWN_LIVE_PER_GATE + 1;
+    struct spawn_live l = {.n = n};
+    l.gates = calloc((size_t)ngates, sizeof *l.gates);
+    mqs_runtime_t *rt;
+    if (!l.gates || bench_runtime_open("spawn", p->row->spec, p->o->workers,
+                                       SPAWN_STACK, &rt)) {
+        free(l.gates);
+        return -1;
+    }
+    for (long g = 0; g < ngates; g++) {
+        mqs_waitgroup_init(&l.gates[g]);
+        mqs_waitgroup_add(&l.gates[g], 1);
+    }
+    mqs_waitgroup_init(&l.done);
+    mqs_waitgroup_add(&l.done, n);
+    spawn_live_cur = &l;
+    mqs_task_t *t;
+    int rc = mqs_spawn(rt, &t, NULL, spawn_live_main, &l);
+    if (rc == 0)
+        rc = mqs_join(t, NULL);
+    rc = bench_runtime_close("spawn", rt) || rc ? -1 : 0;
+    free(l.gates);
+    *out = (struct spawn_out){
+        .rc = rc || l.err ? -1 : 0, .err = l.err, .ns = (double)l.ns,
+        .spawned = l.spawned,
+        .rss_grown_kib = l.rss_alive_kib - l.rss_before_kib,
+        .pte_grown_kib = l.pte_alive_kib - l.pte_before_kib, .maps = l.maps};
+    return out->rc;
+}
+
+/* In the forked child: one tree (or the live run), the result into *out. */
 static void spawn_child(bench_point_t *p, struct spawn_out *out)
 {
     struct spawn_point *sp = p->ctx;
+    if (sp->live) {
+        spawn_run_live(p, sp->live, out);
+        return;
+    }
     struct spawn_tree tree = {.fanout = sp->fanout};
     struct spawn_node root = {&tree, 0, (uint64_t)sp->leaves, 0};
     uint64_t ns = 0;
@@ -339,9 +488,23 @@ static int spawn_measure(bench_point_t *p, double *value, double *extra)
                 p->note);
         return -1;
     }
+    if (o.rc != 0 && sp->live) {
+        snprintf(p->note, sizeof p->note, "failed: spawn %ld of %ld: %s",
+                 o.spawned + 1, sp->live, mqs_strerror(o.err));
+        fprintf(stderr, "mqs-bench spawn: %s %s: %s\n", p->row->spec,
+                p->param, p->note);
+        return -1;
+    }
     if (o.rc != 0) {
         spawn_explain(p, &o, spawn_expected_sum((uint64_t)sp->leaves));
         return -1;
+    }
+    if (sp->live) {
+        *value = o.ns / (double)sp->live;
+        extra[SPAWN_L_RSS] = (double)o.rss_grown_kib * 1024 / (double)sp->live;
+        extra[SPAWN_L_PTE] = (double)o.pte_grown_kib * 1024 / (double)sp->live;
+        extra[SPAWN_L_MAPS] = (double)o.maps;
+        return 0;
     }
     *value = o.ns / spawn_tree_tasks(sp->leaves, sp->fanout);
     extra[SPAWN_X_RSS] = (double)o.rss_kib;
@@ -353,6 +516,10 @@ static int spawn_open(bench_point_t *p)
     struct spawn_point *sp = p->ctx;
     if (p->row->pseudo) {
         p->workers = bench_kernel_cpus(p->o->workers, &(cpu_set_t){0});
+        if (sp->live) {
+            snprintf(p->note, sizeof p->note, "not run: --live is mqs only");
+            return BENCH_POINT_SKIP;
+        }
         if (sp->leaves <= sp->kernel_max)
             return 0;
         snprintf(p->note, sizeof p->note, "not run: above --kernel-tasks %d",
@@ -405,15 +572,17 @@ static void spawn_peer_args(struct spawn_point *sp)
 /* ------------------------------------------------------------------ */
 
 struct spawn_args {
-    int fanout, kernel_max;
+    int fanout, kernel_max, live;
     struct spawn_point cur; /* the point being measured */
 };
 
 static int spawn_options(int *argc, char **argv, struct spawn_args *a)
 {
-    const char *v[2] = {"10", "10000"};
-    const bench_xopt_t xo[] = {
-        {"fanout", &v[0]}, {"kernel-tasks", &v[1]}, {NULL, NULL}};
+    const char *v[3] = {"10", "10000", "0"};
+    const bench_xopt_t xo[] = {{"fanout", &v[0]},
+                               {"kernel-tasks", &v[1]},
+                               {"live", &v[2]},
+                               {NULL, NULL}};
     int rc = bench_take_options("spawn", argc, argv, xo, NULL);
     if (rc == 0)
         rc = bench_parse_int("spawn", "--fanout", v[0], 2, SPAWN_MAX_FANOUT,
@@ -421,6 +590,9 @@ static int spawn_options(int *argc, char **argv, struct spawn_args *a)
     if (rc == 0)
         rc = bench_parse_int("spawn", "--kernel-tasks", v[1], 1, 1000000,
                              &a->kernel_max);
+    if (rc == 0)
+        rc = bench_parse_int("spawn", "--live", v[2], 0, 100000000,
+                             &a->live);
     return rc;
 }
 
@@ -442,15 +614,22 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
     struct spawn_args *a = sw->arg;
     struct spawn_point *sp = &a->cur;
-    *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max, {0}};
-    bool peer = bench_peer_is(p->row->spec);
+    *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max,
+                               a->live, {0}};
+    bool peer = bench_peer_is(p->row->spec) && !a->live;
     if (peer)
         spawn_peer_args(sp);
     p->unit = "ns";
-    p->nextra = SPAWN_X_COUNT;
+    p->nextra = a->live ? SPAWN_L_COUNT : SPAWN_X_COUNT;
+    /* Each run is a cold child anyway; a warm-up of 10^6 tasks would
+     * only double the time. */
+    p->no_warm = a->live != 0;
     p->kind = peer ? &bench_peer_kind : &spawn_kind;
     p->ctx = peer ? (void *)&sp->peer : (void *)sp;
-    snprintf(p->param, sizeof p->param, "tasks=%d", sw->o->tasks[i]);
+    if (a->live)
+        snprintf(p->param, sizeof p->param, "live=%d", a->live);
+    else
+        snprintf(p->param, sizeof p->param, "tasks=%d", sw->o->tasks[i]);
     return 0;
 }
 
@@ -462,9 +641,14 @@ int bench_spawn_main(int argc, char **argv)
     if (rc == 0)
         rc = bench_parse_options(&spawn_cli, argc, argv, &o);
     if (rc == 0) {
-        rc = spawn_check_sizes(&o, a.fanout);
-        bench_sweep_t sw = {"spawn", &o, o.ntasks, spawn_setup, &a};
-        if (rc == 0)
+        rc = a.live ? 0 : spawn_check_sizes(&o, a.fanout);
+        /* live: one point per row, --tasks unused */
+        bench_sweep_t sw = {"spawn", &o, a.live ? 1 : o.ntasks, spawn_setup,
+                            &a};
+        if (rc == 0 && a.live)
+            rc = bench_sweep_report(&sw, "ns per spawn, all tasks alive",
+                                    spawn_live_extras, SPAWN_L_COUNT);
+        else if (rc == 0)
             rc = bench_sweep_report(&sw, "ns per task", spawn_extras,
                                     SPAWN_X_COUNT);
         bench_opts_free(&o);

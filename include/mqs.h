@@ -113,6 +113,7 @@ struct mqs_policy; /* mqs/policy.h */
  *   pin            MQS_PIN             0 or 1           0
  *   policy         MQS_POLICY          "name[:k=v,...]" "mq"
  *   stack_size     MQS_STACK_SIZE      16 KiB..1 GiB    256 KiB (suffix K, M, G ok)
+ *   guard_size     MQS_GUARD_SIZE      1 page..1 GiB    64 KiB (suffix ok; whole pages)
  *   idle_spin_ns   MQS_IDLE_SPIN_NS    0..1e9           50000
  *   stall_ns       MQS_STALL_NS        0 or 1e6..3.6e12 0 (off) with NDEBUG, else 10 s
  *   shuffle_seed   MQS_SHUFFLE         0..2^64-1        0 (off)
@@ -150,6 +151,14 @@ struct mqs_policy; /* mqs/policy.h */
  * same interleaving: the host still schedules the workers).  Off, it
  * costs a predictable branch on the spawn and wake-up paths only.
  *
+ * guard_size is the inaccessible region below every task stack: a task
+ * whose stack runs into it is reported ("task <name> overflowed its N KiB
+ * stack") and the process aborts.  A frame or alloca larger than the
+ * guard can jump over it into memory of another task unless the code
+ * that makes it was compiled with -fstack-clash-protection (README); on
+ * Linux 6.13 and later a guard costs address space and page-table
+ * markers only, no memory.
+ *
  * Errors from mqs_runtime_create() come with a message naming the field or
  * variable and its accepted range: written to errbuf when it is set, else
  * to stderr.
@@ -159,6 +168,7 @@ typedef struct mqs_config {
     int pin;              /* -1 = default; 1 pins worker i to the i-th allowed CPU */
     const char *policy;   /* NULL = default; "mq", "mq:rr_slice_ns=1000000" */
     size_t stack_size;    /* 0 = default */
+    size_t guard_size;    /* 0 = default; rounded up to whole pages */
     int64_t idle_spin_ns; /* -1 = default */
     int64_t stall_ns;     /* -1 = default; 0 = no stall watchdog */
     uint64_t shuffle_seed; /* 0 = off; else the random-schedule mode's seed */

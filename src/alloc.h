@@ -23,7 +23,8 @@
 #include <sys/mman.h>
 
 #ifdef MQS_FAULT_INJECT
-/* True when this call is the one armed to fail (then disarmed). */
+/* True when this call is the one armed to fail (then disarmed); sets
+ * errno to ENOMEM then, as the failing call would. */
 bool mqs__fault_fail(void);
 /* Fail the n-th allocation or mapping from now (0: none); returns how
  * many calls were counted since the last arm. */

@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -169,6 +170,26 @@ static int apply_stack(const mqs_config_t *cfg, mqs_config_t *out, char *err,
     return 0;
 }
 
+/* Whole pages, one at least; 1 GiB at most, like a stack. */
+static int apply_guard(const mqs_config_t *cfg, mqs_config_t *out, char *err,
+                       size_t n)
+{
+    const char *e = env(cfg, "MQS_GUARD_SIZE");
+    unsigned long long v = cfg->guard_size;
+    unsigned long long ps = (unsigned long long)sysconf(_SC_PAGESIZE);
+    if (e && !parse_size(e, &v))
+        v = 1;
+    if ((e || v) && (v < ps || v > MAX_STACK))
+        return fail(err, n, MQS_EINVAL,
+                    "%s%s: guard size must be from one page (%lluK) to 1G "
+                    "bytes (suffix K, M or G allowed)",
+                    e ? "MQS_GUARD_SIZE=" : "config.guard_size", e ? e : "",
+                    ps / 1024);
+    v = v ? v : MQS__DEFAULT_GUARD;
+    out->guard_size = (size_t)((v + ps - 1) / ps * ps);
+    return 0;
+}
+
 static int apply_spin(const mqs_config_t *cfg, mqs_config_t *out, char *err,
                       size_t n)
 {
@@ -237,6 +258,7 @@ int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
     if ((rc = apply_workers(cfg, out, err, n)) ||
         (rc = apply_pin(cfg, out, err, n)) ||
         (rc = apply_stack(cfg, out, err, n)) ||
+        (rc = apply_guard(cfg, out, err, n)) ||
         (rc = apply_spin(cfg, out, err, n)) ||
         (rc = apply_stall(cfg, out, err, n)) ||
         (rc = apply_shuffle(cfg, out, err, n)))

@@ -3,6 +3,7 @@
  * empty file in the library as shipped (MQS_FAULT_INJECT unset).
  */
 #ifdef MQS_FAULT_INJECT
+#include <errno.h>
 #include <stdatomic.h>
 
 #include "alloc.h"
@@ -15,8 +16,12 @@ bool mqs__fault_fail(void)
     atomic_fetch_add(&fault_seen, 1);
     long left = atomic_load(&fault_left);
     while (left > 0)
-        if (atomic_compare_exchange_weak(&fault_left, &left, left - 1))
-            return left == 1;
+        if (atomic_compare_exchange_weak(&fault_left, &left, left - 1)) {
+            if (left != 1)
+                return false;
+            errno = ENOMEM;
+            return true;
+        }
     return false;
 }
 

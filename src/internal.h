@@ -38,6 +38,8 @@
 #define MQS__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MQS__MASK_WORDS (MQS_MAX_WORKERS / 64)
 #define MQS__MIN_STACK (16u * 1024u)
+/* The guard below each task stack (config.guard_size's default). */
+#define MQS__DEFAULT_GUARD (64u * 1024u)
 #define MQS__NAME_MAX 32
 
 /* Counters written by one thread and read by others: the owner updates
@@ -146,9 +148,10 @@ struct mqs_task {
     void *result;
 
     /* Stack mapping (the task struct itself lives at its top). */
-    void *map_base;
+    void *map_base;          /* the slot (in a slab) or the lone mapping */
     size_t map_size;
-    void *stack_lo;          /* lowest usable byte (above the guard page) */
+    void *stack_lo;          /* lowest usable byte; the guard is below,
+                                from map_base                          */
     void *stack_hi;          /* initial stack pointer area                */
     size_t stack_size;       /* usable size requested                     */
 
@@ -251,6 +254,7 @@ struct mqs__stack_cache {
     unsigned n;
     struct mqs__cached_stack *head;
 };
+struct mqs__slab;
 
 /* Child runs first (runnext.c): spawners parked while their child runs,
  * the newest on top.  Owner pushes and pops; idle workers take the oldest
@@ -358,6 +362,7 @@ struct mqs_runtime {
     char policy_spec[128];
 
     size_t stack_size;
+    size_t guard_size;             /* whole pages                         */
     int64_t idle_spin_ns;
     int64_t stall_ns;              /* stall watchdog bound, 0 = off       */
     _Atomic uint64_t wd_next_scan; /* when the next watchdog scan is due  */
@@ -405,6 +410,16 @@ struct mqs_runtime {
     mqs__spinlock_t hpool_lock;
     struct mqs__hfree hpool;
     struct mqs__hchunk *hchunks;
+
+    /* Slabs of default-size stack slots, the newest first, and the slots
+     * that neither a worker's cache nor ext_stacks had room for; both
+     * under slab_lock, a mutex: a new slab is mapped while holding it
+     * (stack.c). */
+    pthread_mutex_t slab_lock;
+    struct mqs__slab *slabs;
+    unsigned nslabs;
+    struct mqs__stack_cache free_slots;
+    atomic_bool stack_err_reported; /* the map failure was reported once */
 };
 
 /* ------------------------------------------------------------------ */
@@ -657,9 +672,23 @@ struct mqs_task *mqs__stack_alloc(mqs_runtime_t *rt, struct mqs_worker *w,
 void mqs__stack_free(mqs_runtime_t *rt, struct mqs_worker *w,
                      struct mqs_task *t);
 void mqs__stack_cache_drain(struct mqs__stack_cache *c);
+/* Destroy: the stack of a task still tracked (a lone mapping is unmapped,
+ * a slot is left to its slab), then every slab, after the caches. */
+void mqs__stack_reap(mqs_runtime_t *rt, struct mqs_task *t);
+void mqs__stack_slabs_free(mqs_runtime_t *rt);
+/* Lines of /proc/self/maps (the mappings vm.max_map_count bounds), -1
+ * if it cannot be read; for the refusal message, tests and mqs-bench. */
+long mqs__count_mappings(void);
+/* Tests: 0 try MADV_GUARD_INSTALL first (the default), 1 use mprotect
+ * guards as on a kernel without it.  Process-wide. */
+void mqs__stack_guard_mprotect(bool on);
 int mqs__overflow_handler_install(void);
-int mqs__altstack_setup(struct mqs_worker *w);
+/* alloc/free: by the runtime's creator and destroyer; setup/teardown:
+ * by the worker thread, installing and removing it. */
+MQS__MUST_USE int mqs__altstack_alloc(struct mqs_worker *w);
+void mqs__altstack_setup(struct mqs_worker *w);
 void mqs__altstack_teardown(struct mqs_worker *w);
+void mqs__altstack_free(struct mqs_worker *w);
 
 /* task_ctl.c: apply a pending change (caller about to queue t). */
 enum { MQS__PEND_SCHED = 1, MQS__PEND_MASK = 2 };

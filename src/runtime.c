@@ -129,12 +129,15 @@ static struct mqs_worker *worker_new(mqs_runtime_t *rt, int i)
     atomic_init(&w->timers.next, UINT64_MAX);
     mqs__spin_init(&w->tasks_lock);
     mqs__list_init(&w->tasks);
-    if (rt->policy->rq_size) {
-        w->rq.pstate = aligned_zalloc(rt->policy->rq_size);
-        if (!w->rq.pstate) {
-            free(w);
-            return NULL;
-        }
+    if (rt->policy->rq_size &&
+        !(w->rq.pstate = aligned_zalloc(rt->policy->rq_size))) {
+        free(w);
+        return NULL;
+    }
+    if (mqs__altstack_alloc(w) != 0) {
+        free(w->rq.pstate);
+        free(w);
+        return NULL;
     }
     return w;
 }
@@ -145,6 +148,7 @@ static void worker_free(struct mqs_worker *w)
         return;
     mqs__stack_cache_drain(&w->stacks);
     mqs__timer_heap_free(&w->timers);
+    mqs__altstack_free(w);
     free(w->rq.pstate);
     free(w);
 }
@@ -161,6 +165,8 @@ static void runtime_free(mqs_runtime_t *rt)
         worker_free(rt->workers[i]);
     mqs__stack_cache_drain(&rt->ext_stacks);
     mqs__handle_table_free(rt);
+    mqs__stack_slabs_free(rt);
+    pthread_mutex_destroy(&rt->slab_lock);
     free(rt->workers);
     free(rt->pstate);
     free(rt);
@@ -217,6 +223,7 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     rt->fork_gen = atomic_load(&mqs__fork_gen);
     rt->nworkers = c->workers;
     rt->stack_size = c->stack_size;
+    rt->guard_size = c->guard_size;
     rt->idle_spin_ns = c->idle_spin_ns;
     rt->pin = c->pin;
     atomic_init(&rt->next_id, 1);
@@ -224,6 +231,7 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     mqs__spin_init(&rt->ext_lock);
     mqs__spin_init(&rt->ext_stacks_lock);
     mqs__spin_init(&rt->hpool_lock);
+    pthread_mutex_init(&rt->slab_lock, NULL);
     mqs__list_init(&rt->ext_tasks);
     mqs__clock_init(&rt->clock);
     rt->stall_ns = c->stall_ns;
@@ -354,9 +362,8 @@ static int reap_tasks(mqs_runtime_t *rt, struct mqs_list *list, FILE *out)
         if (t->held_mutexes)
             mqs__mutex_release_dead(t);
         mqs__fiber_destroy(t->tsan_fiber);
-        munmap(t->map_base, t->map_size);
+        mqs__stack_reap(rt, t);
     }
-    (void)rt;
     return alive;
 }
 

@@ -18,11 +18,11 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "mqs.h"
 
@@ -154,6 +154,47 @@ static inline void wait_count(atomic_int *c, int v)
 {
     while (atomic_load(c) < v)
         sched_yield();
+}
+
+/* Run fn in a forked child (60 s at most) with its stderr read into buf
+ * (printed too, for the log); returns its wait status.  fn should end
+ * with _exit; returning is exit 0. */
+static inline int child_stderr(void (*fn)(void), char *buf, size_t size)
+{
+    int pfd[2];
+    CHECK_EQ(pipe(pfd), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) {
+        alarm(60);
+        close(pfd[0]);
+        dup2(pfd[1], 2);
+        close(pfd[1]);
+        fn();
+        _exit(0);
+    }
+    close(pfd[1]);
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(pfd[0], buf + len, size - 1 - len)) > 0)
+        len += (size_t)n;
+    buf[len] = 0;
+    close(pfd[0]);
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    fprintf(stderr, "  child stderr:\n%s\n", buf);
+    return st;
+}
+
+/* The child died of SIGABRT (a report from mqs, then abort). */
+static inline void check_aborted(int st)
+{
+    if (WIFEXITED(st))
+        CHECK__FAIL("child exited with %d instead of dying of SIGABRT",
+                    WEXITSTATUS(st));
+    CHECK(WIFSIGNALED(st));
+    CHECK_EQ(WTERMSIG(st), SIGABRT);
 }
 
 /* splitmix64: a seeded stream, so a printed seed replays a run. */

@@ -112,6 +112,11 @@ TEST(config_bad_fields)
 
     mqs_config_init(&cfg);
     cfg.ignore_env = true;
+    cfg.guard_size = 1;
+    config_rejected(&cfg, MQS_EINVAL, "guard", "page");
+
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
     cfg.idle_spin_ns = -2;
     config_rejected(&cfg, MQS_EINVAL, "idle_spin", NULL);
     cfg.idle_spin_ns = 1000000001;

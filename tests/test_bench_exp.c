@@ -159,7 +159,7 @@ TEST(spawn_tree_arithmetic)
 
 TEST(spawn_peer_sum_is_checked)
 {
-    struct spawn_point sp = {100, 10, 10000, {0}};
+    struct spawn_point sp = {100, 10, 10000, 0, {0}};
     bench_peer_result_t r;
     CHECK_EQ(bench_peer_parse("ns_per_task=300 sum=4950", &r), 0);
     CHECK_EQ(spawn_peer_check(&r, &sp), 0);
@@ -246,7 +246,7 @@ TEST(spawn_small_tree_sums_right_on_mq_and_kernel)
     bench_opts_t o = small_opts();
     bench_result_t r;
     for (int k = 0; k < 2; k++) {
-        struct spawn_point sp = {1000, 10, 10000, {0}};
+        struct spawn_point sp = {1000, 10, 10000, 0, {0}};
         CHECK_EQ(run_point(&o, k ? "kernel" : "mq", k == 1, &spawn_kind, &sp,
                            SPAWN_X_COUNT, &r),
                  0);
@@ -255,11 +255,33 @@ TEST(spawn_small_tree_sums_right_on_mq_and_kernel)
     }
 }
 
+/* --live: every task alive at once, a few mappings for all of them (the
+ * stacks' slabs), RSS per task of about a page; the kernel row is not
+ * run. */
+TEST(spawn_live_holds_every_task)
+{
+    bench_opts_t o = small_opts();
+    bench_result_t r;
+    struct spawn_point sp = {1, 10, 10000, 5000, {0}};
+    CHECK_EQ(run_point(&o, "mq", false, &spawn_kind, &sp, SPAWN_L_COUNT, &r),
+             0);
+    CHECK(r.value > 0 && isfinite(r.value));
+    CHECK_GT(r.extra[SPAWN_L_RSS], 1024);
+    CHECK_LT(r.extra[SPAWN_L_RSS], 64 * 1024);
+    CHECK_GT(r.extra[SPAWN_L_MAPS], 0);
+    CHECK_LT(r.extra[SPAWN_L_MAPS], 200);
+    CHECK_EQ(run_point(&o, "kernel", true, &spawn_kind, &sp, SPAWN_L_COUNT,
+                       &r),
+             0);
+    CHECK(isnan(r.value));
+    CHECK(r.note && strstr(r.note, "--live"));
+}
+
 TEST(spawn_kernel_above_its_cap_is_skipped)
 {
     bench_opts_t o = small_opts();
     bench_result_t r;
-    struct spawn_point sp = {1000, 10, 100, {0}};
+    struct spawn_point sp = {1000, 10, 100, 0, {0}};
     CHECK_EQ(run_point(&o, "kernel", true, &spawn_kind, &sp, SPAWN_X_COUNT, &r),
              0);
     CHECK(isnan(r.value));

@@ -64,6 +64,7 @@ static void clear_env(void)
     unsetenv("MQS_PIN");
     unsetenv("MQS_POLICY");
     unsetenv("MQS_STACK_SIZE");
+    unsetenv("MQS_GUARD_SIZE");
     unsetenv("MQS_IDLE_SPIN_NS");
 }
 
@@ -76,6 +77,7 @@ TEST(config_init_defaults)
     CHECK_EQ(cfg.pin, -1);
     CHECK(cfg.policy == NULL);
     CHECK_EQ(cfg.stack_size, 0);
+    CHECK_EQ(cfg.guard_size, 0);
     CHECK_EQ(cfg.idle_spin_ns, -1);
     CHECK(!cfg.ignore_env);
     CHECK(cfg.errbuf == NULL);
@@ -97,7 +99,37 @@ TEST(config_resolve_defaults)
     CHECK(out.policy != NULL);
     CHECK_EQ(strcmp(out.policy, "mq"), 0);
     CHECK_EQ(out.stack_size, 256 * 1024);
+    CHECK_EQ(out.guard_size, 64 * 1024);
     CHECK_EQ(out.idle_spin_ns, 50000);
+}
+
+/* Guards are whole pages, one at least, set like a stack size. */
+TEST(config_guard_size)
+{
+    clear_env();
+    long ps = sysconf(_SC_PAGESIZE);
+    mqs_config_t cfg, out;
+    mqs_config_init(&cfg);
+    cfg.guard_size = (size_t)ps + 1; /* rounded up */
+    CHECK_OK(mqs_config_resolve(&cfg, &out));
+    CHECK_EQ(out.guard_size, 2 * (size_t)ps);
+    setenv("MQS_GUARD_SIZE", "1M", 1); /* the environment wins */
+    CHECK_OK(mqs_config_resolve(&cfg, &out));
+    CHECK_EQ(out.guard_size, 1024 * 1024);
+    setenv("MQS_GUARD_SIZE", "1K", 1); /* under a page */
+    CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+    setenv("MQS_GUARD_SIZE", "lots", 1);
+    CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+    unsetenv("MQS_GUARD_SIZE");
+    cfg.guard_size = ((size_t)1 << 30) + 1;
+    CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+    /* a runtime with a one-page guard runs tasks */
+    cfg.guard_size = (size_t)ps;
+    cfg.ignore_env = true;
+    cfg.workers = 1;
+    mqs_runtime_t *rt = rt_create(&cfg);
+    CHECK(join(spawn(rt, ret_arg, NULL)) == NULL);
+    CHECK_OK(mqs_runtime_destroy(rt));
 }
 
 TEST(config_resolve_keeps_struct_values)
@@ -1021,45 +1053,24 @@ static void *overflow_fn(void *arg)
     return (void *)(intptr_t)recurse(0);
 }
 
+static void overflow_child(void)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    mqs_task_attr_t attr;
+    mqs_task_attr_init(&attr);
+    attr.stack_size = 64 * 1024;
+    attr.name = "deep-recursion";
+    mqs_task_t *t = NULL;
+    if (mqs_spawn(rt, &t, &attr, overflow_fn, NULL) != 0)
+        _exit(3);
+    mqs_join(t, NULL);
+    _exit(4); /* must not get here */
+}
+
 TEST(stack_overflow_aborts_with_message)
 {
-    int pfd[2];
-    CHECK_EQ(pipe(pfd), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK_GE(pid, 0);
-    if (pid == 0) {
-        alarm(60);
-        close(pfd[0]);
-        dup2(pfd[1], 2);
-        close(pfd[1]);
-        mqs_runtime_t *rt = rt_new(2);
-        mqs_task_attr_t attr;
-        mqs_task_attr_init(&attr);
-        attr.stack_size = 64 * 1024;
-        attr.name = "deep-recursion";
-        mqs_task_t *t = NULL;
-        if (mqs_spawn(rt, &t, &attr, overflow_fn, NULL) != 0)
-            _exit(3);
-        mqs_join(t, NULL);
-        _exit(4); /* must not get here */
-    }
-    close(pfd[1]);
     char buf[8192];
-    size_t len = 0;
-    ssize_t n;
-    while ((n = read(pfd[0], buf + len, sizeof buf - 1 - len)) > 0)
-        len += (size_t)n;
-    buf[len] = 0;
-    close(pfd[0]);
-    int st;
-    CHECK_EQ(waitpid(pid, &st, 0), pid);
-    fprintf(stderr, "  child stderr:\n%s\n", buf);
-    if (WIFEXITED(st))
-        CHECK__FAIL("child exited with %d instead of dying of SIGABRT",
-                    WEXITSTATUS(st));
-    CHECK(WIFSIGNALED(st));
-    CHECK_EQ(WTERMSIG(st), SIGABRT);
+    check_aborted(child_stderr(overflow_child, buf, sizeof buf));
     CHECK_STR_CONTAINS(buf, "overflowed its");
     CHECK_STR_CONTAINS(buf, "deep-recursion");
 }

@@ -150,26 +150,76 @@ static bool faults_in_child(char *p)
     return WIFSIGNALED(st) || WEXITSTATUS(st) != 0;
 }
 
+/* Check a stack's guard: its whole range faults (both ends), the lowest
+ * usable byte does not. */
+static void check_guard(struct mqs_task *a, size_t guard)
+{
+    CHECK((char *)a->stack_lo == (char *)a->map_base + guard);
+    CHECK(faults_in_child((char *)a->map_base));
+    CHECK(faults_in_child((char *)a->stack_lo - 1));
+    CHECK(!faults_in_child((char *)a->stack_lo));
+}
+
 TEST(stack_layout_guard_and_stagger)
 {
     long ps = sysconf(_SC_PAGESIZE);
+    /* without a runtime: a mapping of its own, the default guard */
     struct mqs_task *a = mqs__stack_alloc(NULL, NULL, 64 * 1024, 1);
     struct mqs_task *b = mqs__stack_alloc(NULL, NULL, 64 * 1024, 2);
     CHECK(a != NULL && b != NULL);
-    /* usable stack starts one page above the mapping (the guard) */
-    CHECK((char *)a->stack_lo == (char *)a->map_base + ps);
+    check_guard(a, MQS__DEFAULT_GUARD);
     CHECK_GE((char *)a->stack_hi - (char *)a->stack_lo, 64 * 1024);
     /* the struct sits at the top, inside the mapping */
     CHECK((char *)a + sizeof *a <= (char *)a->map_base + a->map_size);
-    /* the guard page really faults; the lowest usable byte does not */
-    CHECK(faults_in_child((char *)a->map_base));
-    CHECK(!faults_in_child((char *)a->stack_lo));
     /* consecutive serials get different page offsets for their tops */
     CHECK_NE((uintptr_t)a->stack_hi % (uintptr_t)ps,
              (uintptr_t)b->stack_hi % (uintptr_t)ps);
     CHECK_EQ((uintptr_t)a->stack_hi % 64, 0);
     munmap(a->map_base, a->map_size);
     munmap(b->map_base, b->map_size);
+}
+
+/* A kernel without MADV_GUARD_INSTALL: mprotect'ed guards, same range. */
+TEST(stack_guard_mprotect_fallback)
+{
+    mqs__stack_guard_mprotect(true);
+    struct mqs_task *a = mqs__stack_alloc(NULL, NULL, 16 * 1024, 1);
+    CHECK(a != NULL);
+    check_guard(a, MQS__DEFAULT_GUARD);
+    munmap(a->map_base, a->map_size);
+    mqs__stack_guard_mprotect(false);
+}
+
+/* Default-size stacks are slots of shared slabs: 500 live tasks add a few
+ * mappings (the slabs doubling from 16 slots, adjacent ones merged), not
+ * two each, and a slot's whole guard (config.guard_size) faults. */
+static atomic_int slab_go;
+
+static void *wait_go(void *arg)
+{
+    while (!atomic_load(&slab_go))
+        CHECK_OK(mqs_yield());
+    return arg;
+}
+
+TEST(stack_slots_share_slabs)
+{
+    enum { N = 500 };
+    mqs_runtime_t *rt = rt_new(1);
+    static mqs_task_t *t[N];
+    long before = mqs__count_mappings();
+    for (int i = 0; i < N; i++)
+        t[i] = spawn(rt, wait_go, NULL);
+    long after = mqs__count_mappings();
+    /* 6 slabs (16 to 256 slots); ASan's allocator maps some of its own:
+     * far from the 1000 of two mappings a task */
+    CHECK_LE(after - before, 50);
+    CHECK_EQ(rt->guard_size, (size_t)MQS__DEFAULT_GUARD);
+    check_guard(mqs__task_of(t[N - 1]), rt->guard_size);
+    atomic_store(&slab_go, 1);
+    for (int i = 0; i < N; i++)
+        CHECK(join(t[i]) == NULL);
+    CHECK_OK(mqs_runtime_destroy(rt));
 }
 
 /* Map a stack for each of the serials and check that their tops cover
