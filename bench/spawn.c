@@ -35,8 +35,9 @@
  *
  * Live mode (--live N): N tasks alive at once instead of a tree.  A
  * controller task spawns N detached tasks, each of which blocks on a
- * gate (a wait group shared by SPAWN_LIVE_PER_GATE tasks: a wait queue's
- * insertion walks its waiters, so one gate for 10^6 would be quadratic);
+ * gate (a wait group shared by SPAWN_LIVE_PER_GATE tasks, 10^6: a wait
+ * queue's insertion walks its distinct priority levels, not its
+ * waiters, so one gate holds them all);
  * once all have arrived it reads the peak RSS and the number of
  * mappings, opens the gates and waits for every task to end.
  *
@@ -86,7 +87,7 @@ static const bench_extra_col_t spawn_live_extras[SPAWN_L_COUNT] = {
     [SPAWN_L_PTE] = {"page_table_bytes_per_task", "PTE B/task", 0},
     [SPAWN_L_MAPS] = {"mappings", "mappings", 0},
 };
-#define SPAWN_LIVE_PER_GATE 16
+#define SPAWN_LIVE_PER_GATE 1000000
 
 static const bench_cli_t spawn_cli = {
     .name = "spawn",
@@ -101,7 +102,7 @@ static const bench_cli_t spawn_cli = {
         "(default 10000)\n"
         "  --live N            instead of a tree: N tasks alive at once, "
         "all blocked\n"
-        "                      (mqs rows only); ns per spawn, RSS and page-"
+        "                      (mqs and go rows); ns per spawn, RSS and page-"
         "table bytes\n"
         "                      per task, mappings (/proc/self/maps lines) "
         "while all\n"
@@ -517,7 +518,8 @@ static int spawn_open(bench_point_t *p)
     if (p->row->pseudo) {
         p->workers = bench_kernel_cpus(p->o->workers, &(cpu_set_t){0});
         if (sp->live) {
-            snprintf(p->note, sizeof p->note, "not run: --live is mqs only");
+            snprintf(p->note, sizeof p->note,
+                     "not run: --live holds N threads (threads-max)");
             return BENCH_POINT_SKIP;
         }
         if (sp->leaves <= sp->kernel_max)
@@ -560,8 +562,30 @@ static const bench_peer_map_t spawn_peer_map = {
     .check = spawn_peer_check,
 };
 
+/* Live mode: the peer holds live=N tasks blocked at once and says how
+ * many it made. */
+static int spawn_live_peer_check(const bench_peer_result_t *r, void *ctx)
+{
+    const struct spawn_point *sp = ctx;
+    return bench_peer_get(r, "tasks_created") == (double)sp->live ? 0 : -1;
+}
+
+static const bench_peer_map_t spawn_live_peer_map = {
+    .value_key = "ns_per_task",
+    .extra_key = {[SPAWN_L_RSS] = "rss_bytes_per_task",
+                  [SPAWN_L_PTE] = "page_table_bytes_per_task",
+                  [SPAWN_L_MAPS] = "mappings"},
+    .check = spawn_live_peer_check,
+};
+
 static void spawn_peer_args(struct spawn_point *sp)
 {
+    if (sp->live) {
+        sp->peer = (bench_peer_point_t){.map = &spawn_live_peer_map,
+                                        .check_ctx = sp};
+        bench_peer_arg(&sp->peer, "live", (double)sp->live);
+        return;
+    }
     sp->peer = (bench_peer_point_t){.map = &spawn_peer_map, .check_ctx = sp};
     bench_peer_arg(&sp->peer, "tasks", (double)sp->leaves);
     bench_peer_arg(&sp->peer, "fanout", sp->fanout);
@@ -616,7 +640,7 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     struct spawn_point *sp = &a->cur;
     *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max,
                                a->live, {0}};
-    bool peer = bench_peer_is(p->row->spec) && !a->live;
+    bool peer = bench_peer_is(p->row->spec);
     if (peer)
         spawn_peer_args(sp);
     p->unit = "ns";

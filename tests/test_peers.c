@@ -167,6 +167,20 @@ static void spawn_case(const char *peer)
     run_ok(peer, "spawn", bin, &r);
     CHECK(val(&r, "sum", 0, 1e12) == 28);
     CHECK(val(&r, "tasks_created", 0, 1e12) == 15);
+    /* live mode: Go holds the tasks; Boost.Fiber says it has no such
+     * variant */
+    const char *live[] = {"live=2000", "workers=1", NULL};
+    if (strcmp(peer, "go") == 0) {
+        run_ok(peer, "spawn", live, &r);
+        CHECK(val(&r, "tasks_created", 0, 1e12) == 2000);
+        val(&r, "ns_per_task", 1e-3, 1e9);
+        val(&r, "rss_bytes_per_task", 0, 1e9);
+        val(&r, "mappings", 1, 1e9);
+    } else {
+        char why[64];
+        CHECK_EQ(bench_peer_run(peer, "spawn", live, &r, why, sizeof why),
+                 BENCH_PEER_UNSUPPORTED);
+    }
 }
 
 TEST(peer_spawn) { PEERS(spawn_case(peer)); }

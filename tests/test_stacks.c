@@ -203,9 +203,9 @@ TEST(alloca_of_1m_is_caught_by_mprotect_guards)
 #define LIVE_TASKS 100000
 #endif
 
-/* A wait queue's insertion walks past its waiters (waitq.c), so one gate
- * for 10^5 tasks is quadratic: they wait on gates of LIVE_PER_GATE. */
-#define LIVE_PER_GATE 16
+/* One gate for all of them: a wait queue takes any number of waiters at
+ * the cost of its distinct levels (waitq.c). */
+#define LIVE_PER_GATE LIVE_TASKS
 #define LIVE_GATES ((LIVE_TASKS + LIVE_PER_GATE - 1) / LIVE_PER_GATE)
 
 static atomic_int live_arrived, live_finished;

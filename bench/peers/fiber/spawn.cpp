@@ -46,6 +46,8 @@ static void skynet(sum_chan &up, std::uint64_t num, std::uint64_t size,
 
 pairs spawn_exp(args &a)
 {
+    if (a.integer("live", 0, 0, 1L << 30) > 0)
+        throw unsupported("live mode: not written for Boost.Fiber yet");
     long t = a.integer("tasks", 1000000, 1, 1L << 30);
     long fan = a.integer("fanout", 10, 2, 1L << 20);
     int w = a.workers();
