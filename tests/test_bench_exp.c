@@ -267,9 +267,13 @@ TEST(spawn_live_holds_every_task)
              0);
     CHECK(r.value > 0 && isfinite(r.value));
     CHECK_GT(r.extra[SPAWN_L_RSS], 1024);
-    CHECK_LT(r.extra[SPAWN_L_RSS], 64 * 1024);
     CHECK_GT(r.extra[SPAWN_L_MAPS], 0);
+#ifndef MQS_TSAN
+    /* TSan keeps a fiber's state per task (937 KB of RSS a task, and
+     * mappings of its own): the bounds hold in the other builds. */
+    CHECK_LT(r.extra[SPAWN_L_RSS], 64 * 1024);
     CHECK_LT(r.extra[SPAWN_L_MAPS], 200);
+#endif
     CHECK_EQ(run_point(&o, "kernel", true, &spawn_kind, &sp, SPAWN_L_COUNT,
                        &r),
              0);

@@ -195,9 +195,13 @@ TEST(alloca_of_1m_is_caught_by_mprotect_guards)
 /* ------------------------------------------------------------------ */
 
 /* Sanitizer builds keep a shadow (ASan) or a fiber (TSan) per task: fewer
- * there, still above the old limit. */
+ * there, above the old limit under ASan; TSan counts each fiber as a
+ * thread and dies past 8128 of them, so its build holds 4000 (the
+ * mapping count is the other builds' check). */
 #if defined(LIVE_TASKS)
-#elif defined(MQS_ASAN) || defined(MQS_TSAN)
+#elif defined(MQS_TSAN)
+#define LIVE_TASKS 4000
+#elif defined(MQS_ASAN)
 #define LIVE_TASKS 40000
 #else
 #define LIVE_TASKS 100000

@@ -212,8 +212,15 @@ TEST(stack_slots_share_slabs)
         t[i] = spawn(rt, wait_go, NULL);
     long after = mqs__count_mappings();
     /* 6 slabs (16 to 256 slots); ASan's allocator maps some of its own:
-     * far from the 1000 of two mappings a task */
+     * far from the 1000 of two mappings a task.  TSan maps state for
+     * every fiber (a task): there only the slabs are counted. */
+    CHECK_LE(rt->nslabs, 6u);
+#ifndef MQS_TSAN
     CHECK_LE(after - before, 50);
+#else
+    (void)before;
+    (void)after;
+#endif
     CHECK_EQ(rt->guard_size, (size_t)MQS__DEFAULT_GUARD);
     check_guard(mqs__task_of(t[N - 1]), rt->guard_size);
     atomic_store(&slab_go, 1);
