@@ -120,8 +120,6 @@ struct mqs_task {
     bool detached;
     /* Set when it yielded on a worker its new affinity excludes. */
     atomic_bool resched_move;
-    /* Home worker (its list of live tasks, for reports). */
-    int home;
 
     /* Counters of every switch (see MQS__STAT_ADD). */
     struct {
@@ -177,12 +175,12 @@ struct mqs_task {
 
     /* Join. */
     struct mqs__waitq joinq;
-    /* 0 running, MQS__DONE once DEAD, MQS__DONE_WAITED while an external
-     * joiner sleeps on it (only then does the exit make a system call). */
+    /* 0 running, MQS__DONE once DEAD (stored after joinq's lock is
+     * dropped); a joiner outside the runtime sleeps on it. */
     atomic_uint done_futex;
-
-    /* Membership in its home worker's list of live tasks (for reports). */
-    struct mqs_list all_node;
+    /* Such a joiner waits (under joinq.lock): only then does the exit
+     * make a system call. */
+    bool outside_joiner;
 
     /* The requested change that pend_flags announces. */
     mqs__spinlock_t pend_lock;      /* guards the three fields below       */
@@ -211,7 +209,7 @@ _Static_assert(offsetof(struct mqs_sched_entity, node) == 64 &&
                    offsetof(struct mqs_sched_entity, slept_at_ns) <= 192 - 16,
                "the entity's yield fields fill its lines 0-1, the load "
                "signal is on line 2");
-enum { MQS__DONE = 1, MQS__DONE_WAITED = 2 };
+enum { MQS__DONE = 1 };
 
 /* ------------------------------------------------------------------ */
 /* Run queues and workers                                             */
@@ -318,10 +316,6 @@ struct mqs_worker {
     atomic_uint park_futex MQS__ALIGNED;
     atomic_int parked;
 
-    /* Live tasks whose home is this worker (reports at destroy). */
-    mqs__spinlock_t tasks_lock;
-    struct mqs_list tasks;
-
     int index;
     mqs_runtime_t *rt;
     pthread_t thread;
@@ -391,9 +385,7 @@ struct mqs_runtime {
     bool key_used[MQS_KEYS_MAX];
     void (*key_dtor[MQS_KEYS_MAX])(void *);
 
-    /* Tasks spawned from outside the runtime (no home worker). */
-    mqs__spinlock_t ext_lock;
-    struct mqs_list ext_tasks;
+    /* Spawns from threads outside the runtime. */
     _Atomic uint64_t ext_spawns;
     /* Placements with no waker so far: their first candidate rotates
      * (sched.c, two_choices). */
@@ -715,6 +707,10 @@ struct mqs_task *mqs__handle_pin(const mqs_task_t *h);
 struct mqs_task *mqs__handle_claim_join(const mqs_task_t *h, int *err);
 void mqs__handle_unpin(struct mqs_task *t);
 void mqs__handle_table_free(mqs_runtime_t *rt);
+/* Call fn on every task of rt from spawn to release (in no particular
+ * order), each pinned for the call: fn must not free it or block. */
+void mqs__tasks_each(mqs_runtime_t *rt,
+                     void (*fn)(struct mqs_task *t, void *ctx), void *ctx);
 static inline mqs_task_t *mqs__handle_of(const struct mqs_task *t)
 {
     return (mqs_task_t *)(uintptr_t)t->handle;

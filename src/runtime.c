@@ -127,8 +127,6 @@ static struct mqs_worker *worker_new(mqs_runtime_t *rt, int i)
     w->rq.hint_prio = MQS_PRIO_NONE;
     mqs__spin_init(&w->timers.lock);
     atomic_init(&w->timers.next, UINT64_MAX);
-    mqs__spin_init(&w->tasks_lock);
-    mqs__list_init(&w->tasks);
     if (rt->policy->rq_size &&
         !(w->rq.pstate = aligned_zalloc(rt->policy->rq_size))) {
         free(w);
@@ -228,11 +226,9 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     rt->pin = c->pin;
     atomic_init(&rt->next_id, 1);
     mqs__spin_init(&rt->keys_lock);
-    mqs__spin_init(&rt->ext_lock);
     mqs__spin_init(&rt->ext_stacks_lock);
     mqs__spin_init(&rt->hpool_lock);
     pthread_mutex_init(&rt->slab_lock, NULL);
-    mqs__list_init(&rt->ext_tasks);
     mqs__clock_init(&rt->clock);
     rt->stall_ns = c->stall_ns;
     int rc = policy_setup(rt, c, err, n);
@@ -338,41 +334,39 @@ void mqs__task_describe(const struct mqs_task *t, char *buf, size_t n)
                  (unsigned long long)t->id, state_name(s));
 }
 
-/* Report (when out is set) and free every task still tracked; returns how
- * many were alive (not dead). */
-static int reap_tasks(mqs_runtime_t *rt, struct mqs_list *list, FILE *out)
+/* Report (when out is set) and free every task still registered;
+ * counts those that were alive (not dead).  Only from destroy, with the
+ * workers stopped: then fn may free what it visits. */
+struct reap {
+    mqs_runtime_t *rt;
+    FILE *out;
+    int alive;
+};
+
+static void reap_one(struct mqs_task *t, void *ctx)
 {
-    int alive = 0;
-    struct mqs_list *pos, *tmp;
-    char line[256];
-    mqs__list_for_each_safe(pos, tmp, list)
-    {
-        struct mqs_task *t = mqs_se_entry(pos, struct mqs_task, all_node);
-        bool dead = atomic_load(&t->state) == MQS__DEAD;
-        if (!dead) {
-            alive++;
-            mqs__task_describe(t, line, sizeof line);
-            if (out)
-                fprintf(out, "mqs: still alive at shutdown: %s\n", line);
-        }
-        mqs__list_del(pos);
-        /* Freed owning mutexes: released as its exit would have (their
-         * waiters of this runtime were taken off them already, so
-         * nobody is woken here). */
-        if (t->held_mutexes)
-            mqs__mutex_release_dead(t);
-        mqs__fiber_destroy(t->tsan_fiber);
-        mqs__stack_reap(rt, t);
+    struct reap *r = ctx;
+    if (atomic_load(&t->state) != MQS__DEAD) {
+        char line[256];
+        r->alive++;
+        mqs__task_describe(t, line, sizeof line);
+        if (r->out)
+            fprintf(r->out, "mqs: still alive at shutdown: %s\n", line);
     }
-    return alive;
+    /* Freed owning mutexes: released as its exit would have (their
+     * waiters of this runtime were taken off them already, so nobody is
+     * woken here). */
+    if (t->held_mutexes)
+        mqs__mutex_release_dead(t);
+    mqs__fiber_destroy(t->tsan_fiber);
+    mqs__stack_reap(r->rt, t);
 }
 
 static int reap_all(mqs_runtime_t *rt, FILE *out)
 {
-    int alive = reap_tasks(rt, &rt->ext_tasks, out);
-    for (int i = 0; i < rt->nworkers; i++)
-        alive += reap_tasks(rt, &rt->workers[i]->tasks, out);
-    return alive;
+    struct reap r = {rt, out, 0};
+    mqs__tasks_each(rt, reap_one, &r);
+    return r.alive;
 }
 
 /*
@@ -404,31 +398,18 @@ static uint64_t switches_sum(mqs_runtime_t *rt)
     return sum;
 }
 
-/* Every task on `list` dead or blocked with no timer (lock held). */
-static bool all_blocked(struct mqs_list *list)
+/* Every task dead or blocked with no timer. */
+static void check_blocked(struct mqs_task *t, void *ctx)
 {
-    struct mqs_list *pos;
-    mqs__list_for_each(pos, list)
-    {
-        struct mqs_task *t = mqs_se_entry(pos, struct mqs_task, all_node);
-        int s = atomic_load(&t->state);
-        if (s != MQS__DEAD && (s != MQS__BLOCKED || t->timer_index >= 0))
-            return false;
-    }
-    return true;
+    int s = atomic_load(&t->state);
+    if (s != MQS__DEAD && (s != MQS__BLOCKED || t->timer_index >= 0))
+        *(bool *)ctx = false;
 }
 
 static bool tasks_all_blocked(mqs_runtime_t *rt)
 {
-    mqs__spin_lock(&rt->ext_lock);
-    bool ok = all_blocked(&rt->ext_tasks);
-    mqs__spin_unlock(&rt->ext_lock);
-    for (int i = 0; ok && i < rt->nworkers; i++) {
-        struct mqs_worker *w = rt->workers[i];
-        mqs__spin_lock(&w->tasks_lock);
-        ok = all_blocked(&w->tasks);
-        mqs__spin_unlock(&w->tasks_lock);
-    }
+    bool ok = true;
+    mqs__tasks_each(rt, check_blocked, &ok);
     return ok;
 }
 
@@ -449,31 +430,19 @@ static bool settled(mqs_runtime_t *rt)
  * usable once the tasks are freed.  A task that a thread breaking the
  * hold contract woke meanwhile is not taken; it is stopped and reported
  * with the rest. */
-static void cancel_blocked(struct mqs_list *list)
+static void cancel_blocked(struct mqs_task *t, void *ctx)
 {
-    struct mqs_list *pos;
-    mqs__list_for_each(pos, list)
-    {
-        struct mqs_task *t = mqs_se_entry(pos, struct mqs_task, all_node);
-        /* Unlinked, it is destroy's alone: back to "blocked" for the
-         * report. */
-        if (atomic_load(&t->state) == MQS__BLOCKED &&
-            mqs__waitq_cancel(t, MQS_EDEADLK))
-            atomic_store(&t->state, MQS__BLOCKED);
-    }
+    (void)ctx;
+    /* Unlinked, it is destroy's alone: back to "blocked" for the
+     * report. */
+    if (atomic_load(&t->state) == MQS__BLOCKED &&
+        mqs__waitq_cancel(t, MQS_EDEADLK))
+        atomic_store(&t->state, MQS__BLOCKED);
 }
 
 static void cancel_all_blocked(mqs_runtime_t *rt)
 {
-    mqs__spin_lock(&rt->ext_lock);
-    cancel_blocked(&rt->ext_tasks);
-    mqs__spin_unlock(&rt->ext_lock);
-    for (int i = 0; i < rt->nworkers; i++) {
-        struct mqs_worker *w = rt->workers[i];
-        mqs__spin_lock(&w->tasks_lock);
-        cancel_blocked(&w->tasks);
-        mqs__spin_unlock(&w->tasks_lock);
-    }
+    mqs__tasks_each(rt, cancel_blocked, NULL);
 }
 
 /* Every task ended and no thread holds the runtime: an outside waker

@@ -100,14 +100,10 @@ static void dump_worker(FILE *f, int i, const mqs_worker_stats_t *s)
             (unsigned long long)s->exits);
 }
 
-static void dump_tasks(FILE *f, mqs__spinlock_t *lock, struct mqs_list *list)
+static void dump_task(struct mqs_task *t, void *ctx)
 {
-    struct mqs_list *pos;
-    mqs__spin_lock(lock);
-    mqs__list_for_each(pos, list)
+    FILE *f = ctx;
     {
-        const struct mqs_task *t =
-            mqs_se_entry(pos, struct mqs_task, all_node);
         mqs_task_stats_t s;
         task_stats(t, &s);
         fprintf(f,
@@ -119,7 +115,6 @@ static void dump_tasks(FILE *f, mqs__spinlock_t *lock, struct mqs_list *list)
                 (unsigned long long)s.wakeups,
                 (unsigned long long)s.migrations);
     }
-    mqs__spin_unlock(lock);
 }
 
 int mqs_stats_dump(const mqs_runtime_t *crt, FILE *out, bool tasks)
@@ -136,8 +131,6 @@ int mqs_stats_dump(const mqs_runtime_t *crt, FILE *out, bool tasks)
     }
     if (!tasks)
         return 0;
-    dump_tasks(out, &rt->ext_lock, &rt->ext_tasks);
-    for (int i = 0; i < rt->nworkers; i++)
-        dump_tasks(out, &rt->workers[i]->tasks_lock, &rt->workers[i]->tasks);
+    mqs__tasks_each(rt, dump_task, out);
     return 0;
 }

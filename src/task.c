@@ -158,29 +158,6 @@ static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
     t->tsan_fiber = NULL;
 }
 
-/* Record t in its home's list of live tasks (for destroy reports). */
-static void task_track(mqs_runtime_t *rt, struct mqs_worker *self,
-                       struct mqs_task *t)
-{
-    mqs__spinlock_t *lock = self ? &self->tasks_lock : &rt->ext_lock;
-    struct mqs_list *list = self ? &self->tasks : &rt->ext_tasks;
-    t->home = self ? self->index : -1;
-    mqs__spin_lock(lock);
-    mqs__list_add_tail(list, &t->all_node);
-    mqs__spin_unlock(lock);
-}
-
-static void task_untrack(struct mqs_task *t)
-{
-    mqs_runtime_t *rt = t->rt;
-    mqs__spinlock_t *lock =
-        t->home >= 0 ? &rt->workers[t->home]->tasks_lock : &rt->ext_lock;
-    mqs__spin_lock(lock);
-    mqs__list_del(&t->all_node);
-    mqs__spin_unlock(lock);
-}
-
-
 int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
               mqs_task_fn fn, void *arg)
 {
@@ -220,7 +197,6 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
         return MQS_ENOMEM;
     }
     t->tsan_fiber = mqs__fiber_create();
-    task_track(rt, self, t);
     mqs__live_get(rt, self);
     if (self)
         MQS__STAT_ADD(self->stats.spawns, 1);
@@ -276,16 +252,20 @@ void mqs__task_exit(struct mqs_task *t)
      * the context switched to restores its own depth. */
     mqs__rt_enter(w);
     mqs__waitq_lock_in(&t->joinq);
-    /* Readers look under joinq.lock, or at done_futex (below). */
+    /* Readers look under joinq.lock, or without it for DEAD (join's
+     * fast path, which then waits for on_cpu), or at done_futex. */
     atomic_store_explicit(&t->state, MQS__DEAD, memory_order_release);
     struct mqs_task *joiner = mqs__waitq_pop(&t->joinq, 0);
+    bool outside_joiner = t->outside_joiner;
     mqs__waitq_unlock(&t->joinq);
-    if (atomic_exchange(&t->done_futex, MQS__DONE) == MQS__DONE_WAITED)
+    /* Only a joiner outside the runtime, which announced itself under
+     * the lock above, sleeps on done_futex: one plain store otherwise
+     * (an exchange here was the dearest instruction of an exit). */
+    atomic_store_explicit(&t->done_futex, MQS__DONE, memory_order_release);
+    if (outside_joiner)
         mqs__futex_wake(&t->done_futex, 1 << 30);
     if (joiner)
         mqs__wake(joiner);
-    if (t->detached)
-        task_untrack(t);
     w = mqs__worker_self();
     mqs__schedule(w, t, MQS__SW_EXIT);
     mqs__panic("task %s ran after it exited", t->name);
@@ -331,7 +311,11 @@ int mqs_join(mqs_task_t *h, void **result)
         return rc;
     if (mqs__forked(t->rt))
         return MQS_ESTATE; /* its worker threads are not in this process */
-    if (self && self->rt == t->rt) {
+    /* Ended already (a child that ran first has): no lock; the exit is
+     * past its last use of the wait queue, and on_cpu below covers the
+     * rest. */
+    if (atomic_load_explicit(&t->state, memory_order_acquire) == MQS__DEAD) {
+    } else if (self && self->rt == t->rt) {
         if (mqs__waitq_lock(&t->joinq))
             mqs__panic("join of %s: inside the runtime", t->name);
         if (atomic_load(&t->state) != MQS__DEAD)
@@ -339,10 +323,14 @@ int mqs_join(mqs_task_t *h, void **result)
         else
             mqs__waitq_unlock(&t->joinq);
     } else {
-        unsigned v = 0;
-        atomic_compare_exchange_strong(&t->done_futex, &v, MQS__DONE_WAITED);
-        while (atomic_load(&t->done_futex) != MQS__DONE)
-            mqs__futex_wait(&t->done_futex, MQS__DONE_WAITED, UINT64_MAX);
+        if (mqs__waitq_lock(&t->joinq))
+            mqs__panic("join of %s: inside the runtime", t->name);
+        bool dead = atomic_load(&t->state) == MQS__DEAD;
+        t->outside_joiner = !dead;
+        mqs__waitq_unlock(&t->joinq);
+        while (!dead && atomic_load_explicit(&t->done_futex,
+                                             memory_order_acquire) != MQS__DONE)
+            mqs__futex_wait(&t->done_futex, 0, UINT64_MAX);
     }
     /* The exit's final switch also ran finish (live count): wait for the
      * worker that ran it to have left the stack entirely.  That is a few
@@ -360,7 +348,6 @@ int mqs_join(mqs_task_t *h, void **result)
     struct mqs_worker *w = mqs__worker_self(); /* after the block */
     if (w)
         mqs__rt_enter(w);
-    task_untrack(t);
     mqs__task_release(t);
     if (w)
         mqs__rt_leave(w);

@@ -108,27 +108,24 @@ static _Noreturn void watchdog_report(mqs_runtime_t *rt, struct mqs_task *t,
                (long long)rt->stall_ns);
 }
 
-static void watchdog_scan_list(mqs_runtime_t *rt, mqs__spinlock_t *lock,
-                               struct mqs_list *list, uint64_t now)
+struct wd_scan {
+    mqs_runtime_t *rt;
+    uint64_t now;
+};
+
+static void watchdog_scan_one(struct mqs_task *t, void *ctx)
 {
-    struct mqs_list *pos;
-    mqs__spin_lock(lock);
-    for (pos = list->next; pos != list; pos = pos->next) {
-        struct mqs_task *t = mqs_se_entry(pos, struct mqs_task, all_node);
-        int q = -1;
-        uint64_t waited = watchdog_stalled_for(rt, t, now, &q);
-        if (waited)
-            watchdog_report(rt, t, q, waited);
-    }
-    mqs__spin_unlock(lock);
+    struct wd_scan *sc = ctx;
+    int q = -1;
+    uint64_t waited = watchdog_stalled_for(sc->rt, t, sc->now, &q);
+    if (waited)
+        watchdog_report(sc->rt, t, q, waited);
 }
 
 static void watchdog_scan(mqs_runtime_t *rt, uint64_t now)
 {
-    watchdog_scan_list(rt, &rt->ext_lock, &rt->ext_tasks, now);
-    for (int i = 0; i < rt->nworkers; i++)
-        watchdog_scan_list(rt, &rt->workers[i]->tasks_lock,
-                           &rt->workers[i]->tasks, now);
+    struct wd_scan sc = {rt, now};
+    mqs__tasks_each(rt, watchdog_scan_one, &sc);
 }
 
 void mqs__watchdog_check(struct mqs_worker *w)
