@@ -89,6 +89,7 @@
  * near the stack pointer, which user-level stack switching defeats).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -171,16 +172,38 @@ static uintptr_t slot_top(const char *base, size_t bytes, unsigned serial)
            ~(uintptr_t)63;
 }
 
+/* Does the kernel really refuse access to p?  Asked once, of the first
+ * guard madvise installed: an emulator (qemu-user) answers 0 to advice
+ * it ignores, and a guard that is not there would let an overflow run
+ * into the next slot unreported.  A write(2) from p must fail with
+ * EFAULT when p is guarded; it fails the same way under the kernel and
+ * succeeds where the advice was ignored. */
+static bool guard_is_real(const void *p)
+{
+    int fd[2];
+    if (pipe2(fd, O_CLOEXEC) != 0)
+        return true; /* cannot tell: trust the kernel's answer */
+    ssize_t n = write(fd[1], p, 1);
+    int err = errno;
+    close(fd[0]);
+    close(fd[1]);
+    return n < 0 && err == EFAULT;
+}
+
 /* Make [p, p + len) fault on any access: 0 or an errno. */
 static int guard_install(void *p, size_t len)
 {
-    if (atomic_load_explicit(&guard_mode, memory_order_relaxed) != 2) {
+    int mode = atomic_load_explicit(&guard_mode, memory_order_relaxed);
+    if (mode != 2) {
         if (madvise(p, len, MADV_GUARD_INSTALL) == 0) {
-            atomic_store_explicit(&guard_mode, 1, memory_order_relaxed);
-            return 0;
-        }
-        if (errno != EINVAL)
+            if (mode == 1 || guard_is_real(p)) {
+                atomic_store_explicit(&guard_mode, 1, memory_order_relaxed);
+                return 0;
+            }
+            /* Accepted, not enforced (an emulator): mprotect from now on. */
+        } else if (errno != EINVAL) {
             return errno;
+        }
         atomic_store_explicit(&guard_mode, 2, memory_order_relaxed);
     }
     return mprotect(p, len, PROT_NONE) == 0 ? 0 : errno;

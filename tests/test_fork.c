@@ -95,7 +95,11 @@ TEST(fork_from_main_thread_old_runtime_refuses_new_one_works)
         CHECK_ERR(mqs_spawn(rt, &t, NULL, add_one, &r.spins), MQS_ESTATE);
         CHECK_ERR(mqs_runtime_destroy(rt), MQS_ESTATE);
 #if !defined(MQS_TSAN) /* TSan refuses threads after a threaded fork */
-        fresh_runtime_runs_tasks();
+        /* qemu-user aborts (its plugin and vCPU asserts) when a child of
+         * a threaded process starts threads: under emulation the fresh
+         * runtime is left to fork_without_runtimes_... */
+        if (!getenv("MQS_TEST_EMULATOR"))
+            fresh_runtime_runs_tasks();
 #endif
         _exit(0);
     }
