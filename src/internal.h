@@ -674,6 +674,10 @@ long mqs__count_mappings(void);
 /* Tests: 0 try MADV_GUARD_INSTALL first (the default), 1 use mprotect
  * guards as on a kernel without it.  Process-wide. */
 void mqs__stack_guard_mprotect(bool on);
+/* Whether guards are markers (one mapping a slab) rather than mprotect
+ * (two a slot): learned at the first guard, probed here if none was
+ * installed yet.  For tests whose bounds count mappings. */
+bool mqs__stack_guard_markers(void);
 int mqs__overflow_handler_install(void);
 /* alloc/free: by the runtime's creator and destroyer; setup/teardown:
  * by the worker thread, installing and removing it. */

@@ -221,6 +221,20 @@ void mqs__stack_guard_mprotect(bool on)
     atomic_store(&guard_mode, on ? 2 : 0);
 }
 
+bool mqs__stack_guard_markers(void)
+{
+    if (atomic_load(&guard_mode) == 0) {
+        size_t ps = page_size();
+        void *p = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            (void)guard_install(p, ps);
+            munmap(p, 2 * ps);
+        }
+    }
+    return atomic_load(&guard_mode) == 1;
+}
+
 /* Carve a slot into guard | stack | struct, struct placed at `top`. */
 static struct mqs_task *layout(void *base, size_t map_size, size_t guard,
                                size_t stack_size, uintptr_t top)

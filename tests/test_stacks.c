@@ -213,6 +213,10 @@ TEST(alloca_of_1m_is_caught_by_mprotect_guards)
 #define LIVE_GATES ((LIVE_TASKS + LIVE_PER_GATE - 1) / LIVE_PER_GATE)
 
 static atomic_int live_arrived, live_finished;
+/* LIVE_TASKS, or under the default map count where guards are mprotect
+ * (two mappings a task: before Linux 6.13, qemu-user), which then
+ * exercises the slabs without passing the old limit (said so). */
+static int live_tasks;
 static mqs_waitgroup_t live_gate[LIVE_GATES], live_done;
 
 static void *live_task(void *arg)
@@ -232,10 +236,10 @@ static void *live_controller(void *arg)
     mqs_task_attr_t a;
     mqs_task_attr_init(&a);
     a.detached = true;
-    for (int i = 0; i < LIVE_TASKS; i++)
+    for (int i = 0; i < live_tasks; i++)
         CHECK_OK(mqs_spawn(rt, NULL, &a, live_task,
                            &live_gate[i / LIVE_PER_GATE]));
-    while (atomic_load(&live_arrived) < LIVE_TASKS)
+    while (atomic_load(&live_arrived) < live_tasks)
         CHECK_OK(mqs_yield());
     CHECK_EQ(atomic_load(&live_finished), 0);
     for (int g = 0; g < LIVE_GATES; g++)
@@ -257,9 +261,15 @@ TEST(live_tasks_beyond_the_old_map_count_limit)
         CHECK_OK(mqs_waitgroup_add(&live_gate[g], 1));
     }
     CHECK_OK(mqs_waitgroup_init(&live_done));
-    CHECK_OK(mqs_waitgroup_add(&live_done, LIVE_TASKS));
+    live_tasks = LIVE_TASKS;
+    if (LIVE_TASKS > 30000 && !mqs__stack_guard_markers()) {
+        live_tasks = 30000;
+        printf("  mprotect guards here: %d live tasks, not %d\n", live_tasks,
+               LIVE_TASKS);
+    }
+    CHECK_OK(mqs_waitgroup_add(&live_done, live_tasks));
     CHECK(join(spawn(rt, live_controller, NULL)) == NULL);
-    CHECK_EQ(atomic_load(&live_finished), LIVE_TASKS);
+    CHECK_EQ(atomic_load(&live_finished), live_tasks);
     CHECK_OK(mqs_runtime_destroy(rt));
 }
 
@@ -321,23 +331,32 @@ static void fill_map_count(void)
 }
 
 /* fn's child exits 0 (its spawns saw MQS_ENOMEM) and says one thing, the
- * start of which is `says`. */
-static void check_refusal(void (*fn)(void), const char *says, char *buf,
+ * start of which is `says`; false when not checked (under emulation). */
+static bool check_refusal(void (*fn)(void), const char *says, char *buf,
                           size_t size)
 {
+    /* qemu-user reserves the guest's address space up front and counts
+     * its own mappings in the host's map count: neither limit looks
+     * there as it does to a program on the kernel. */
+    if (getenv("MQS_TEST_EMULATOR")) {
+        printf("  not checked under emulation (qemu-user's own mappings)\n");
+        return false;
+    }
     int st = child_stderr(fn, buf, size);
     CHECK(WIFEXITED(st));
     CHECK_EQ(WEXITSTATUS(st), 0);
     CHECK_STR_CONTAINS(buf, says);
     CHECK_EQ(count_of(buf, "mqs: "), 1);
+    return true;
 }
 
 TEST(map_count_refusal_is_reported_once_with_the_limit)
 {
     char buf[4096];
-    check_refusal(fill_map_count,
-                  "mqs: cannot map task stacks: vm.max_map_count=", buf,
-                  sizeof buf);
+    if (!check_refusal(fill_map_count,
+                       "mqs: cannot map task stacks: vm.max_map_count=", buf,
+                       sizeof buf))
+        return;
     CHECK_STR_CONTAINS(buf, "reached");
     CHECK_STR_CONTAINS(buf, "mprotect failed");
 }
@@ -364,8 +383,9 @@ static void limit_address_space(void)
 TEST(mmap_refusal_is_reported_with_its_size)
 {
     char buf[4096];
-    check_refusal(limit_address_space, "mqs: mmap of 1048", buf,
-                  sizeof buf);
+    if (!check_refusal(limit_address_space, "mqs: mmap of 1048", buf,
+                       sizeof buf))
+        return;
     CHECK_STR_CONTAINS(buf, "KiB for task stacks failed: ENOMEM "
                             "(vm.overcommit_memory=");
 }

@@ -216,7 +216,10 @@ TEST(stack_slots_share_slabs)
      * every fiber (a task): there only the slabs are counted. */
     CHECK_LE(rt->nslabs, 6u);
 #ifndef MQS_TSAN
-    CHECK_LE(after - before, 50);
+    /* With mprotect guards (a kernel before 6.13, or qemu-user) each
+     * slot is two mappings again. */
+    if (mqs__stack_guard_markers())
+        CHECK_LE(after - before, 50);
 #else
     (void)before;
     (void)after;
