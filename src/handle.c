@@ -271,3 +271,16 @@ void mqs__handle_table_free(mqs_runtime_t *rt)
     }
     rt->hchunks = NULL;
 }
+
+/* Free a dead task's stack and struct (from the worker where it ends, or
+ * from the joiner). */
+void mqs__task_release(struct mqs_task *t)
+{
+    mqs__fiber_destroy(t->tsan_fiber);
+    mqs_runtime_t *rt = t->rt;
+    struct mqs_worker *w = mqs__worker_self();
+    if (w && w->rt != rt)
+        w = NULL;
+    mqs__handle_retire(rt, w, t);
+    mqs__stack_free(rt, w, t);
+}

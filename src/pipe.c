@@ -52,6 +52,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "plist.h"
 
 #define PIPE_CAP_MAX ((size_t)1 << 30)
 

@@ -10,8 +10,7 @@
  * child from a task, under a policy with MQS_POLICY_CHILD_FIRST (mq; a
  * policy that sets tasks up in enqueue(NEW), or has its own child-first
  * rule as o1, leaves it out), therefore switches straight to the child
- * when it may (mqs__run_child
- * in sched.c: same worker allowed, not less urgent than the spawner nor
+ * when it may (mqs__run_child below: same worker allowed, not less urgent than the spawner nor
  * than anything queued anywhere) and parks the spawner here, on top of
  * the worker's run-next stack.  When the running task next blocks or
  * exits, the worker resumes the top of this stack before asking the
@@ -39,6 +38,8 @@
  * deque: the lock is owner-local almost always and simpler to prove.
  */
 #include "internal.h"
+#include "rq.h"
+#include "switch.h"
 
 /* The top entry, if it may run here now; else NULL (no lock held). */
 struct mqs_task *mqs__runnext_pop(struct mqs_worker *w)
@@ -147,4 +148,47 @@ struct mqs_task *mqs__runnext_steal(struct mqs_worker *w)
         return t;
     }
     return NULL;
+}
+
+/* The switch into the child: prev stops as at a scheduling point, but is
+ * parked on the stack instead of queued (mqs__child_first pushed it). */
+bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
+                      struct mqs_task *child)
+{
+    return prev && w->curr == prev && !child->detached &&
+           (w->rt->policy->flags & MQS_POLICY_CHILD_FIRST) &&
+           child->se.prio <= prev->se.prio &&
+           mqs__se_allowed(&child->se, w->index) &&
+           mqs__se_allowed(&prev->se, w->index) &&
+           !atomic_load_explicit(&prev->pend_flags, memory_order_relaxed) &&
+           !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) &&
+           child->se.prio <= mqs__best_prio_anywhere(w->rt) &&
+           !mqs__shuffle_coin(w, 1) && mqs__runnext_push(w, prev);
+}
+
+void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
+                    struct mqs_task *child)
+{
+    const struct mqs_policy *p = w->rt->policy;
+    unsigned depth = w->in_runtime; /* as in mqs__schedule */
+    w->in_runtime = depth + 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint64_t now = w->now = mqs__clock_ns(&w->clock);
+    uint64_t ran = mqs__account_run(w, prev, now);
+    prev->se.stall_ns = 0; /* not measured here (a spawn is short) */
+    if (p->put_prev) {
+        bool fast_lock = mqs__own_lock(w);
+        p->put_prev(&w->rq, &prev->se, ran);
+        mqs__own_unlock(w, fast_lock);
+    }
+    atomic_store_explicit(&prev->state, MQS__RUNNABLE, memory_order_relaxed);
+    prev->se.queued_at_ns = child->se.queued_at_ns = now;
+    MQS__STAT_ADD(w->stats.switches, 1);
+    w->prev = prev;
+    w->prev_why = MQS__SW_CHILD;
+    mqs__account_start(w, child, now);
+    w = mqs__switch_to(w, prev, child);
+    mqs__finish_switch(w);
+    atomic_signal_fence(memory_order_seq_cst);
+    w->in_runtime = depth;
 }

@@ -28,26 +28,6 @@
 #include "ctx.h"
 #include "internal.h"
 
-const uint32_t mqs_nice_weight[40] = {
-    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
-    9548,  7620,  6100,  4904,  3906,  3121,  2501,  1991,  1586,  1277,
-    1024,  820,   655,   526,   423,   335,   272,   215,   172,   137,
-    110,   87,    70,    56,    45,    36,    29,    23,    18,    15,
-};
-
-int mqs__prio_level(mqs_class_t cls, int prio)
-{
-    switch (cls) {
-    case MQS_CLASS_FIFO:
-    case MQS_CLASS_RR:
-        return 99 - prio;
-    case MQS_CLASS_IDLE:
-        return MQS_PRIO_IDLE;
-    default:
-        return MQS_PRIO_NICE0 + prio;
-    }
-}
-
 static int check_sched(mqs_class_t cls, int prio)
 {
     switch (cls) {
@@ -61,17 +41,6 @@ static int check_sched(mqs_class_t cls, int prio)
     default:
         return MQS_EINVAL;
     }
-}
-
-void mqs__se_set_class(struct mqs_sched_entity *se, mqs_class_t cls, int prio)
-{
-    se->cls = cls;
-    se->prio = (uint8_t)mqs__prio_level(cls, prio);
-    se->nice = (int8_t)(cls == MQS_CLASS_NORMAL ? prio : 0);
-    se->rt_priority = (uint8_t)(cls == MQS_CLASS_FIFO || cls == MQS_CLASS_RR
-                                    ? prio : 0);
-    se->weight = cls == MQS_CLASS_NORMAL ? mqs_nice_weight[prio + 20]
-                 : cls == MQS_CLASS_IDLE ? 3 : mqs_nice_weight[0];
 }
 
 void mqs_task_attr_init(mqs_task_attr_t *attr)
@@ -281,19 +250,6 @@ static void task_main(void *arg, void *worker)
     w->in_runtime = 0; /* a new context starts in its own code */
     t->result = t->fn(t->arg);
     mqs__task_exit(t);
-}
-
-/* Free a dead task's stack and struct (from the worker where it ends, or
- * from the joiner). */
-void mqs__task_release(struct mqs_task *t)
-{
-    mqs__fiber_destroy(t->tsan_fiber);
-    mqs_runtime_t *rt = t->rt;
-    struct mqs_worker *w = mqs__worker_self();
-    if (w && w->rt != rt)
-        w = NULL;
-    mqs__handle_retire(rt, w, t);
-    mqs__stack_free(rt, w, t);
 }
 
 int mqs_join(mqs_task_t *h, void **result)

@@ -30,29 +30,6 @@ static int valid_sched(mqs_class_t cls, int prio)
     return cls == MQS_CLASS_IDLE;
 }
 
-static void set_mask(struct mqs_task *t, const mqs_mask_t *m)
-{
-    int n = 0, nw = t->rt->nworkers;
-    mqs_mask_zero(&t->se.affinity);
-    for (int i = 0; i < nw; i++)
-        if (mqs_mask_isset(m, i)) {
-            mqs_mask_set(&t->se.affinity, i);
-            n++;
-        }
-    t->se.any_worker = n == nw;
-}
-
-void mqs__apply_pending_slow(struct mqs_task *t)
-{
-    mqs__spin_lock(&t->pend_lock);
-    int flags = atomic_exchange(&t->pend_flags, 0);
-    if (flags & MQS__PEND_SCHED)
-        mqs__se_set_class(&t->se, t->pend_cls, t->pend_prio);
-    if (flags & MQS__PEND_MASK)
-        set_mask(t, &t->pend_mask);
-    mqs__spin_unlock(&t->pend_lock);
-}
-
 /* Lock the rq t is queued on and return it, or NULL if t is not queued
  * (then nothing is locked). */
 static struct mqs_rq *lock_task_rq(struct mqs_task *t)

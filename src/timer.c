@@ -3,8 +3,10 @@
  *
  * A task that waits with a deadline goes into the binary min-heap of the
  * worker it blocks on, keyed by deadline, its slot index kept in the task
- * so a cancel is O(log n).  The owning worker runs due timers at every
- * scheduling point (it already reads the clock there) and parks no longer
+ * so a cancel is O(log n).  The owning worker expires due timers at every
+ * scheduling point (it already reads the clock there): mqs__timer_expire
+ * hands each task whose timer won back to the scheduling point, which
+ * queues it (this file calls nothing above it) and parks no longer
  * than its earliest deadline, published in `next` for a lock-free check.
  * A task woken by its wait queue cancels its own timer when it runs
  * again, under the heap lock; the timer side decides the race with a CAS
@@ -18,9 +20,19 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "plist.h"
 
-bool mqs__timer_claim(struct mqs_task *t);
-void mqs__timer_unlink(struct mqs_task *t);
+/* The timer's claim on t, with the heap lock held after it removed t:
+ * the same BLOCKED -> WAKING CAS as a waker's (waitq.c), so exactly one
+ * of them wakes it.  True if the timer won and must wake t. */
+static bool timer_claim(struct mqs_task *t)
+{
+    int expect = MQS__BLOCKED;
+    if (!atomic_compare_exchange_strong(&t->state, &expect, MQS__WAKING))
+        return false;
+    t->wait_result = t->wait_q ? MQS_ETIMEDOUT : 0;
+    return true;
+}
 
 static void heap_place(struct mqs__timer_heap *h, unsigned i, struct mqs_task *t)
 {
@@ -136,7 +148,7 @@ static struct mqs_task *pop_due(struct mqs__timer_heap *h, uint64_t now,
            h->v[0] != curr) {
         struct mqs_task *t = h->v[0];
         heap_remove(h, 0);
-        if (mqs__timer_claim(t))
+        if (timer_claim(t))
             won = t;
     }
     *more = h->n && h->v[0]->timer_deadline <= now && h->v[0] != curr;
@@ -145,23 +157,21 @@ static struct mqs_task *pop_due(struct mqs__timer_heap *h, uint64_t now,
     return won;
 }
 
-void mqs__timers_run(struct mqs_worker *w, uint64_t now)
+struct mqs_task *mqs__timer_expire(struct mqs_worker *w, uint64_t now,
+                                   bool *more)
 {
-    bool more = true;
-    while (more) {
-        struct mqs_task *t = pop_due(&w->timers, now, w->curr, &more);
-        if (!t)
-            break;
-        mqs__timer_unlink(t);
-        /* Not mqs__wake: this runs inside a scheduling point, which must
-         * not start another one. */
-        while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
-            mqs__cpu_relax();
-        MQS__STAT_ADD(t->events.wakeups, 1);
-        atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
-        t->se.woke_at_ns = now;
-        mqs__enqueue_task(w->rt, t, MQS_ENQ_WAKEUP);
-    }
+    struct mqs_task *t = pop_due(&w->timers, now, w->curr, more);
+    if (!t)
+        return NULL;
+    mqs__waitq_claimed_unlink(t);
+    /* Not mqs__wake: this runs inside a scheduling point, which must
+     * not start another one; the caller queues it. */
+    while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+        mqs__cpu_relax();
+    MQS__STAT_ADD(t->events.wakeups, 1);
+    atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
+    t->se.woke_at_ns = now;
+    return t;
 }
 
 void mqs__timer_heap_free(struct mqs__timer_heap *h)

@@ -39,6 +39,7 @@
  * run (mqs__wake), after its context is saved.
  */
 #include "internal.h"
+#include "plist.h"
 
 void mqs__waitq_init(struct mqs__waitq *q)
 {
@@ -46,53 +47,6 @@ void mqs__waitq_init(struct mqs__waitq *q)
     q->nwait = 0;
     mqs__list_init(&q->head);
     mqs__list_init(&q->levels);
-}
-
-static struct mqs_task *node_task(struct mqs_list *n)
-{
-    return mqs_se_entry(n, struct mqs_task, wait_node);
-}
-
-static struct mqs_task *level_task(struct mqs_list *n)
-{
-    return mqs_se_entry(n, struct mqs_task, wait_level_node);
-}
-
-/* Insert t after every waiter at least as urgent.  From the tail of the
- * level list, find the last level at least as urgent as t's: t goes in
- * front of the first node of the level after it, or at the tail. */
-static void waitq_insert(struct mqs__waitq *q, struct mqs_task *t)
-{
-    struct mqs_list *lv = q->levels.prev;
-    while (lv != &q->levels && level_task(lv)->se.prio > t->se.prio)
-        lv = lv->prev;
-    struct mqs_list *next_level = lv->next;
-    struct mqs_list *before = next_level == &q->levels
-                                  ? &q->head
-                                  : &level_task(next_level)->wait_node;
-    mqs__list_add_before(before, &t->wait_node);
-    if (lv == &q->levels || level_task(lv)->se.prio != t->se.prio)
-        mqs__list_add_before(next_level, &t->wait_level_node);
-    else
-        mqs__list_init(&t->wait_level_node);
-    t->wait_linked = true;
-    q->nwait++;
-}
-
-/* Take t out of both lists; a first of its level hands its place in the
- * level list to the next waiter of that level. */
-static void waitq_unlink(struct mqs__waitq *q, struct mqs_task *t)
-{
-    if (!mqs__list_empty(&t->wait_level_node)) {
-        struct mqs_list *n = t->wait_node.next;
-        if (n != &q->head && mqs__list_empty(&node_task(n)->wait_level_node))
-            mqs__list_add_head(&t->wait_level_node,
-                               &node_task(n)->wait_level_node);
-        mqs__list_del(&t->wait_level_node);
-    }
-    mqs__list_del(&t->wait_node);
-    t->wait_linked = false;
-    q->nwait--;
 }
 
 uint64_t mqs__deadline(uint64_t timeout_ns)
@@ -119,7 +73,7 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
     t->wait_obj = obj;
     t->wait_result = 0;
     if (q)
-        waitq_insert(q, t);
+        mqs__waitq_insert(q, t);
     atomic_store_explicit(&t->state, MQS__BLOCKED, memory_order_release);
     if (deadline_ns) {
         t->timer_deadline = deadline_ns;
@@ -139,18 +93,11 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
     return t->wait_result;
 }
 
-struct mqs_task *mqs__waitq_first(struct mqs__waitq *q)
-{
-    if (mqs__list_empty(&q->head))
-        return NULL;
-    return node_task(q->head.next);
-}
-
 struct mqs_task *mqs__waitq_pop(struct mqs__waitq *q, int result)
 {
     struct mqs_task *t;
     while ((t = mqs__waitq_first(q)) != NULL) {
-        waitq_unlink(q, t);
+        mqs__waitq_unlink(q, t);
         int expect = MQS__BLOCKED;
         if (atomic_compare_exchange_strong(&t->state, &expect, MQS__WAKING)) {
             t->wait_result = result;
@@ -161,44 +108,12 @@ struct mqs_task *mqs__waitq_pop(struct mqs__waitq *q, int result)
     return NULL;
 }
 
-/* Called by the timer code with the heap lock held, after it removed t:
- * returns true if the timer won and must wake t. */
-bool mqs__timer_claim(struct mqs_task *t);
-bool mqs__timer_claim(struct mqs_task *t)
-{
-    int expect = MQS__BLOCKED;
-    if (!atomic_compare_exchange_strong(&t->state, &expect, MQS__WAKING))
-        return false;
-    t->wait_result = t->wait_q ? MQS_ETIMEDOUT : 0;
-    return true;
-}
-
-/* t was claimed (BLOCKED -> WAKING) by its timer or a cancel: take it
- * off its wait queue (no heap lock held). */
-static void claimed_unlink(struct mqs_task *t)
-{
-    struct mqs__waitq *q = t->wait_q;
-    if (!q)
-        return;
-    mqs__waitq_lock_in(q);
-    if (t->wait_linked)
-        waitq_unlink(q, t);
-    mqs__waitq_unlock(q);
-}
-
-/* The timer won: take t off its wait queue (no heap lock held). */
-void mqs__timer_unlink(struct mqs_task *t);
-void mqs__timer_unlink(struct mqs_task *t)
-{
-    claimed_unlink(t);
-}
-
 bool mqs__waitq_cancel(struct mqs_task *t, int result)
 {
     int expect = MQS__BLOCKED;
     if (!atomic_compare_exchange_strong(&t->state, &expect, MQS__WAKING))
         return false;
-    claimed_unlink(t);
+    mqs__waitq_claimed_unlink(t);
     t->wait_result = result;
     return true;
 }

@@ -1,0 +1,252 @@
+/*
+ * layers.h - the core's internal calls, one section per layer, bottom up.
+ * A layer calls only the sections before its own (and header-only
+ * helpers: list.h, bitmap.h, plist.h, ...); the policy is reached only
+ * through its ops table.  docs/design.md has the table of layers and the
+ * life of a task through them.  Included by internal.h after the types.
+ */
+#ifndef MQS_LAYERS_H
+#define MQS_LAYERS_H
+
+/* ---- base.c: TLS, futexes, kicks, idle marks, batched counters ---- */
+void mqs__worker_set_self(struct mqs_worker *w);
+void mqs__futex_wait(atomic_uint *word, unsigned val, uint64_t timeout_ns);
+void mqs__futex_wake(atomic_uint *word, int n);
+/* Wake worker w if it sleeps (the analogue of an IPI). */
+void mqs__kick(struct mqs_worker *w);
+void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle);
+/* A new task's id; one live unit for it (spawn, w may be NULL). */
+uint64_t mqs__task_id_next(mqs_runtime_t *rt, struct mqs_worker *w);
+void mqs__live_get(mqs_runtime_t *rt, struct mqs_worker *w);
+/* Give n live units back to the runtime; the last one wakes destroy.
+ * A worker hands them back MQS__LIVE_BATCH at a time. */
+#define MQS__LIVE_BATCH 256
+void mqs__live_put(mqs_runtime_t *rt, int64_t n);
+
+/* ---- memory: stack.c, handle.c -------------------------------------- */
+/* stack.c */
+/* The stagger serial for a new task's stack, spawned by worker self (or
+ * NULL: from outside) with task id `id`. */
+unsigned mqs__stack_serial(const mqs_runtime_t *rt,
+                           const struct mqs_worker *self, uint64_t id);
+struct mqs_task *mqs__stack_alloc(mqs_runtime_t *rt, struct mqs_worker *w,
+                                  size_t size,
+                                  unsigned serial);
+void mqs__stack_free(mqs_runtime_t *rt, struct mqs_worker *w,
+                     struct mqs_task *t);
+void mqs__stack_cache_drain(struct mqs__stack_cache *c);
+/* Destroy: the stack of a task still tracked (a lone mapping is unmapped,
+ * a slot is left to its slab), then every slab, after the caches. */
+void mqs__stack_reap(mqs_runtime_t *rt, struct mqs_task *t);
+void mqs__stack_slabs_free(mqs_runtime_t *rt);
+/* Lines of /proc/self/maps (the mappings vm.max_map_count bounds), -1
+ * if it cannot be read; for the refusal message, tests and mqs-bench. */
+long mqs__count_mappings(void);
+/* Tests: 0 try MADV_GUARD_INSTALL first (the default), 1 use mprotect
+ * guards as on a kernel without it.  Process-wide. */
+void mqs__stack_guard_mprotect(bool on);
+/* Whether guards are markers (one mapping a slab) rather than mprotect
+ * (two a slot): learned at the first guard, probed here if none was
+ * installed yet.  For tests whose bounds count mappings. */
+bool mqs__stack_guard_markers(void);
+int mqs__overflow_handler_install(void);
+/* alloc/free: by the runtime's creator and destroyer; setup/teardown:
+ * by the worker thread, installing and removing it. */
+MQS__MUST_USE int mqs__altstack_alloc(struct mqs_worker *w);
+void mqs__altstack_setup(struct mqs_worker *w);
+void mqs__altstack_teardown(struct mqs_worker *w);
+void mqs__altstack_free(struct mqs_worker *w);
+
+/* handle.c.  attach: give t (just spawned by worker w, or NULL from
+ * outside) a slot and its handle; false when out of memory.  retire: the
+ * handle stops naming t (waits for calls that pinned it), before t is
+ * freed.  pin: the task a handle names, pinned against release until
+ * unpin, or NULL when the handle is stale. */
+MQS__MUST_USE bool mqs__handle_attach(mqs_runtime_t *rt, struct mqs_worker *w,
+                                      struct mqs_task *t);
+void mqs__handle_retire(mqs_runtime_t *rt, struct mqs_worker *w,
+                        struct mqs_task *t);
+struct mqs_task *mqs__handle_pin(const mqs_task_t *h);
+/* Claim the right to join the task a handle names (no pin needed: only
+ * its joiner frees a joinable task); NULL with *err MQS_EINVAL (stale,
+ * detached) or MQS_ESTATE (another join holds it). */
+struct mqs_task *mqs__handle_claim_join(const mqs_task_t *h, int *err);
+void mqs__handle_unpin(struct mqs_task *t);
+void mqs__handle_table_free(mqs_runtime_t *rt);
+/* Free a dead task: its handle retired, then its stack and struct (from
+ * the worker where it ends, or from the joiner). */
+void mqs__task_release(struct mqs_task *t);
+/* Call fn on every task of rt from spawn to release (in no particular
+ * order), each pinned for the call: fn must not free it or block. */
+void mqs__tasks_each(mqs_runtime_t *rt,
+                     void (*fn)(struct mqs_task *t, void *ctx), void *ctx);
+static inline mqs_task_t *mqs__handle_of(const struct mqs_task *t)
+{
+    return (mqs_task_t *)(uintptr_t)t->handle;
+}
+/* The task behind a handle the caller knows to be live (not yet joined,
+ * or detached and not ended), or NULL when stale: for tests and reports
+ * that look inside a task they keep alive. */
+static inline struct mqs_task *mqs__task_of(const mqs_task_t *h)
+{
+    struct mqs_task *t = mqs__handle_pin(h);
+    if (t)
+        mqs__handle_unpin(t);
+    return t;
+}
+
+/* ---- the scheduling entity: entity.c ------------------------------ */
+/* The level (se.prio) of a class and priority; fill se's class fields. */
+int mqs__prio_level(mqs_class_t cls, int prio);
+void mqs__se_set_class(struct mqs_sched_entity *se, mqs_class_t cls, int prio);
+/* Apply a pending change (caller about to queue t; task_ctl.c records
+ * it). */
+enum { MQS__PEND_SCHED = 1, MQS__PEND_MASK = 2 };
+void mqs__apply_pending_slow(struct mqs_task *t);
+static inline void mqs__apply_pending(struct mqs_task *t)
+{
+    if (atomic_load_explicit(&t->pend_flags, memory_order_acquire))
+        mqs__apply_pending_slow(t);
+}
+
+/* ---- the run queue: rq.c (the owner's lock side is in rq.h) -------- */
+bool mqs__bias_register(mqs_runtime_t *rt);
+
+/* ---- placement: place.c ------------------------------------------- */
+/* Random-schedule mode: splitmix64 of x (seeds the generators); the
+ * next draw of w's generator (w->shuffle != 0); a coin that comes up
+ * once in 2^bits on a worker in the mode, never when it is off (one
+ * predictable branch on an owner-only field). */
+uint64_t mqs__shuffle_mix(uint64_t x);
+uint64_t mqs__shuffle_next(struct mqs_worker *w);
+static inline bool mqs__shuffle_coin(struct mqs_worker *w, unsigned bits)
+{
+    return MQS__UNLIKELY(w->shuffle) &&
+           (mqs__shuffle_next(w) >> (64 - bits)) == 0;
+}
+/* Queue a runnable task where the policy places it; returns true when it
+ * went to the caller's own worker and should preempt the caller.  Any
+ * thread, no lock held. */
+bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);
+/* If some worker idles, kick it so that it comes and steals. */
+void mqs__kick_idle(mqs_runtime_t *rt);
+
+/* ---- timers: timer.c ---------------------------------------------- */
+/* timer.c.  reserve: room for one more timer on w's heap (w's own
+ * task, before it blocks, so add cannot fail: only w adds to its heap);
+ * MQS_ENOMEM when the heap cannot grow. */
+MQS__MUST_USE int mqs__timer_reserve(struct mqs_worker *w);
+void mqs__timer_add(struct mqs_worker *w, struct mqs_task *t);
+void mqs__timer_cancel(mqs_runtime_t *rt, struct mqs_task *t);
+/* The next task of w's heap whose timer is due by `now` and won its
+ * claim: off its wait queue, RUNNABLE, for the caller (w's scheduling
+ * point) to queue; NULL when none.  *more: whether another is due. */
+struct mqs_task *mqs__timer_expire(struct mqs_worker *w, uint64_t now,
+                                   bool *more);
+void mqs__timer_heap_free(struct mqs__timer_heap *h);
+
+/* ---- the switch: switch.h, switch.c ------------------------------- */
+/* The first call on a context switched to: finishes the switch away from
+ * the previous one (on_cpu 0, a move or an exit's release). */
+void mqs__finish_switch(struct mqs_worker *w);
+
+/* ---- child runs first: runnext.c ---------------------------------- */
+/* runnext.c.  pop: the top entry if it may run on w now (else the stack
+ * went to the policy); push: false when full; flush: every entry to the
+ * policy; steal: the oldest entry of another worker's stack that may run
+ * on w.  Owner-only except steal; no lock held. */
+struct mqs_task *mqs__runnext_pop(struct mqs_worker *w);
+bool mqs__runnext_push(struct mqs_worker *w, struct mqs_task *t);
+void mqs__runnext_flush(struct mqs_worker *w);
+struct mqs_task *mqs__runnext_steal(struct mqs_worker *w);
+/* Child runs first: may the running task prev give worker w to child, a
+ * RUNNABLE task it just spawned?  If so, run_child parks prev on w's
+ * run-next stack and switches to child (returns when prev runs again). */
+bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
+                      struct mqs_task *child);
+void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
+                    struct mqs_task *child);
+
+/* ---- the scheduling point: sched.c, watchdog.c -------------------- */
+void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why);
+/* For the worker loop: pick with w's lock taken; the policy's balancing
+ * then a parked spawner elsewhere; timers and the periodic work; a fresh
+ * stall-detection sample. */
+struct mqs_task *mqs__pick_locked(struct mqs_worker *w);
+struct mqs_task *mqs__balance_and_pick(struct mqs_worker *w, int why);
+void mqs__housekeeping(struct mqs_worker *w);
+void mqs__stall_sample(struct mqs_worker *w);
+/* Make a task that mqs__waitq_pop returned runnable; no lock held.
+ * From a task, may switch to the woken task when the policy says it should
+ * preempt (the caller must hold no spinlock).  flags: MQS_ENQ_SYNC when
+ * the waker is likely to block soon (a pipe or channel partner: Linux's
+ * WF_SYNC), so placement may keep the woken task on the waker's worker. */
+void mqs__wake(struct mqs_task *t);
+void mqs__wake_flags(struct mqs_task *t, int flags);
+/* watchdog.c: the stall watchdog.  mqs__watchdog_check is called by
+ * worker w from its periodic housekeeping (at most every millisecond,
+ * never on the plain yield path) and from its idle loop; it returns at
+ * once when the watchdog is off.  mqs__watchdog_park_ns caps how long an
+ * idle worker may park so that its checks keep coming. */
+void mqs__watchdog_check(struct mqs_worker *w);
+uint64_t mqs__watchdog_park_ns(const mqs_runtime_t *rt, uint64_t timeout_ns);
+
+/* ---- the worker loop: worker.c ------------------------------------ */
+void mqs__worker_loop(struct mqs_worker *w);
+
+/* ---- tasks: task.c ------------------------------------------------- */
+/* task.c */
+void mqs__task_exit(struct mqs_task *t);
+void mqs__task_describe(const struct mqs_task *t, char *buf, size_t n);
+
+/* ---- blocking objects: waitq.c, mutex.c (sync.c, chan.c, pipe.c:
+ * public calls only) ----------------------------------------------- */
+/* waitq.c (the lists themselves are in plist.h).  mqs__block: the caller holds q->lock (q may be NULL for a
+ * plain sleep) and has decided to wait; the task is queued on q and, with
+ * deadline_ns != 0, on its worker's timer heap; q->lock is released; the
+ * task blocks.  Returns the value its waker passed to mqs__waitq_pop, or
+ * MQS_ETIMEDOUT when the deadline came first, or MQS_ENOMEM (q->lock
+ * released, nothing queued) when the timer heap could not grow: callers
+ * hand that to their caller and leave their object as it was. */
+void mqs__waitq_init(struct mqs__waitq *q);
+int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
+               const void *obj);
+/* Remove the most urgent waiter that can still be woken (its timer may
+ * have won), set its block result to `result`; caller holds q->lock.
+ * Returns NULL when nobody waits.  Follow with mqs__wake() after
+ * unlocking. */
+struct mqs_task *mqs__waitq_pop(struct mqs__waitq *q, int result);
+/* Claim t, if it is BLOCKED, with the same BLOCKED -> WAKING CAS as the
+ * poppers and its timer, and on winning take it off t->wait_q (taking
+ * that queue's lock: the caller must not hold it) and set its block
+ * result to `result`.  Returns whether the claim won.  The task is not
+ * woken: the caller (runtime destroy) frees it, or must queue it itself.
+ * A timer it may have stays in its heap and loses its CAS when due. */
+bool mqs__waitq_cancel(struct mqs_task *t, int result);
+/* Deadline helper: now + timeout, saturating. */
+uint64_t mqs__deadline(uint64_t timeout_ns);
+
+/* mutex.c.  owned_by: whether t owns m; unlock_flags: unlock with the
+ * wake-up flags for the woken waiter (a cond wait passes MQS_ENQ_SYNC).
+ * Both for sync.c's condition variable. */
+bool mqs__mutex_owned_by(const mqs_mutex_t *m, const struct mqs_task *t);
+int mqs__mutex_unlock_flags(mqs_mutex_t *m, int wake_flags);
+/* Called by the exiting task t, before it is DEAD: releases every
+ * mutex t still holds, marked "owner died" (mqs.h), handing each to its
+ * first waiter if any.  May switch (it wakes tasks). */
+void mqs__mutex_release_dead(struct mqs_task *t);
+
+/* ---- the runtime: config.c (runtime.c, stats.c: public only) ------- */
+/* config.c */
+int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out,
+                      char *err, size_t errn);
+int mqs__policy_parse(const char *spec, const struct mqs_policy **pol,
+                      int64_t *values, char *err, size_t errn);
+/* The same with config.policy_ops: custom (NULL: registry only) is
+ * matched by name before the registry. */
+int mqs__policy_parse_ops(const char *spec, const struct mqs_policy *custom,
+                          const struct mqs_policy **pol, int64_t *values,
+                          char *err, size_t errn);
+void mqs__report_error(const mqs_config_t *cfg, const char *msg);
+
+#endif

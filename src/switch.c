@@ -1,0 +1,41 @@
+/*
+ * switch.c - the first thing that runs on a context after a switch to it:
+ * the context switched away from is saved now, so it may be run, placed
+ * or freed by others (on_cpu goes to 0), and what its switch asked for
+ * (a move to another worker, an exit's release) is done here, on the new
+ * context's stack.
+ */
+#include "internal.h"
+#include "switch.h"
+
+void mqs__finish_switch(struct mqs_worker *w)
+{
+    struct mqs_task *prev = w->prev;
+    if (!prev)
+        return;
+    w->prev = NULL;
+    int why = w->prev_why;
+    bool detached = prev->detached; /* prev may be freed once off-CPU */
+    atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+    if (MQS__LIKELY(why <= MQS__SW_BLOCK))
+        return; /* queued again, or waiting: nothing left to do */
+    if (why == MQS__SW_MOVE) {
+        /* It yielded on a worker its affinity no longer allows; its
+         * context is saved now, so it can be placed elsewhere. */
+        atomic_store_explicit(&prev->resched_move, false,
+                              memory_order_relaxed);
+        mqs__enqueue_task(w->rt, prev, MQS_ENQ_MIGRATED);
+    } else if (why == MQS__SW_CHILD) {
+        /* The parked spawner may move now: an idle worker may take it,
+         * as it would have taken the child before child-first. */
+        mqs__kick_idle(w->rt);
+    } else if (why == MQS__SW_EXIT) {
+        MQS__STAT_ADD(w->stats.exits, 1);
+        if (detached)
+            mqs__task_release(prev);
+        if (++w->live_units > 2 * MQS__LIVE_BATCH) {
+            w->live_units -= MQS__LIVE_BATCH;
+            mqs__live_put(w->rt, MQS__LIVE_BATCH);
+        }
+    }
+}
