@@ -29,7 +29,8 @@
  * still has) was the eighth line of each task's turn under mq: with 2048
  * tasks per worker that is 1 MiB, this machine's L2, and runs at 4096
  * tasks on two workers came out at 28 or at 60-80 ns depending on how
- * the lines fell into the sets (docs/benchmarks.md).  The main thread
+ * the lines fell into the sets (docs/notes.md, "Cache lines per turn").
+ * The main thread
  * (not a worker) sets start, lets every task reach the counting loop,
  * snapshots all counters, sleeps --seconds, snapshots again and sets
  * stop.  The yields counted are the differences between

@@ -48,7 +48,8 @@ static int allowed_from(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
  * 2048 tasks a worker, with their turns' lines about filling its L2,
  * some sets overflowed: in phases of the host, one worker then cost
  * 80-150 ns a yield instead of 25 under cfs, eevdf, o1 and ws
- * (benchmarks.md).  In turn, consecutive spawns alternate. */
+ * (notes.md, "One slow worker at 4096 tasks").  In turn, consecutive
+ * spawns alternate. */
 static int two_choices(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
                        int waker)
 {
