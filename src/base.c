@@ -12,12 +12,16 @@
  */
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
+
+/* The fork generation (runtime.c bumps it in a child of fork()). */
+atomic_uint mqs__fork_gen;
 
 _Thread_local struct mqs_worker *mqs__tls_worker;
 
@@ -137,3 +141,38 @@ void mqs__live_put(mqs_runtime_t *rt, int64_t n)
 }
 
 #undef SCHED_ID_BATCH
+
+/* A runtime error for the user: into the config's buffer if it has one,
+ * else on stderr (create and the stack mapper report this way). */
+void mqs__report_error(const mqs_config_t *cfg, const char *msg)
+{
+    if (cfg && cfg->errbuf && cfg->errbuf_size) {
+        snprintf(cfg->errbuf, cfg->errbuf_size, "%s", msg);
+        return;
+    }
+    fprintf(stderr, "mqs: %s\n", msg);
+}
+
+/* Revoke the bias of a run-queue lock (spinlock.h has the protocol; the
+ * owner side is in rq.c): every spinlock user may need it, so it is here. */
+bool mqs__spin_revoke(mqs__spinlock_t *l, bool wait)
+{
+    struct mqs_worker *self = mqs__worker_self();
+    if (self && &self->rq.own_lock == l)
+        return true; /* the owner itself: its own stores are in order */
+    atomic_store_explicit(&l->notes, MQS__LOCK_REMOTE | MQS__LOCK_UNBIAS,
+                          memory_order_relaxed);
+    /* Every thread of the process passes a full fence: the owner's
+     * owner_in store is visible now, or it will see v held. */
+#ifdef SYS_membarrier
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        mqs__panic("membarrier failed on a biased run-queue lock");
+#endif
+    for (unsigned i = 0;
+         atomic_load_explicit(&l->owner_in, memory_order_acquire); i++) {
+        if (!wait && i >= 4096)
+            return false;
+        mqs__cpu_relax();
+    }
+    return true;
+}

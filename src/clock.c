@@ -13,6 +13,7 @@
  * by far less).  Anything else falls back to clock_gettime.
  */
 #include "clock.h"
+#include "mqs.h"
 
 #include <string.h>
 
@@ -72,4 +73,9 @@ void mqs__clock_init(mqs__clock_t *c)
     c->mult = mqs__clock_choose_mult(frq, clock_measure(c, 1000000));
     c->counter = c->mult != 0;
 #endif
+}
+
+uint64_t mqs_now_ns(void)
+{
+    return mqs__mono_ns();
 }

@@ -305,15 +305,6 @@ int mqs_config_resolve(const mqs_config_t *cfg, mqs_config_t *out)
     return 0;
 }
 
-void mqs__report_error(const mqs_config_t *cfg, const char *msg)
-{
-    if (cfg && cfg->errbuf && cfg->errbuf_size) {
-        snprintf(cfg->errbuf, cfg->errbuf_size, "%s", msg);
-        return;
-    }
-    fprintf(stderr, "mqs: %s\n", msg);
-}
-
 /* ------------------------------------------------------------------ */
 /* Policy specs                                                        */
 /* ------------------------------------------------------------------ */

@@ -22,6 +22,8 @@ void mqs__live_get(mqs_runtime_t *rt, struct mqs_worker *w);
  * A worker hands them back MQS__LIVE_BATCH at a time. */
 #define MQS__LIVE_BATCH 256
 void mqs__live_put(mqs_runtime_t *rt, int64_t n);
+/* An error for the user: into cfg's errbuf if it has one, else stderr. */
+void mqs__report_error(const mqs_config_t *cfg, const char *msg);
 
 /* ---- memory: stack.c, handle.c -------------------------------------- */
 /* stack.c */
@@ -247,6 +249,5 @@ int mqs__policy_parse(const char *spec, const struct mqs_policy **pol,
 int mqs__policy_parse_ops(const char *spec, const struct mqs_policy *custom,
                           const struct mqs_policy **pol, int64_t *values,
                           char *err, size_t errn);
-void mqs__report_error(const mqs_config_t *cfg, const char *msg);
 
 #endif

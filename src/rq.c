@@ -56,28 +56,6 @@ bool mqs__bias_register(mqs_runtime_t *rt)
 #endif
 }
 
-bool mqs__spin_revoke(mqs__spinlock_t *l, bool wait)
-{
-    struct mqs_worker *self = mqs__worker_self();
-    if (self && &self->rq.own_lock == l)
-        return true; /* the owner itself: its own stores are in order */
-    atomic_store_explicit(&l->notes, MQS__LOCK_REMOTE | MQS__LOCK_UNBIAS,
-                          memory_order_relaxed);
-    /* Every thread of the process passes a full fence: the owner's
-     * owner_in store is visible now, or it will see v held. */
-#ifdef SYS_membarrier
-    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
-        mqs__panic("membarrier failed on a biased run-queue lock");
-#endif
-    for (unsigned i = 0;
-         atomic_load_explicit(&l->owner_in, memory_order_acquire); i++) {
-        if (!wait && i >= 4096)
-            return false;
-        mqs__cpu_relax();
-    }
-    return true;
-}
-
 /* The owner holds v: act on what non-owners noted, bias when quiet. */
 static void bias_upkeep(struct mqs_worker *w, mqs__spinlock_t *l)
 {

@@ -46,11 +46,6 @@ const char *mqs_strerror(int err)
     }
 }
 
-uint64_t mqs_now_ns(void)
-{
-    return mqs__mono_ns();
-}
-
 static void *aligned_zalloc(size_t size)
 {
     void *p = NULL;
@@ -193,12 +188,11 @@ static int policy_setup(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     return 0;
 }
 
-/* fork(): see mqs.h.  One word for the process, like the overflow
- * handler (design.md): a child of fork() bumps it, so every runtime it
+/* fork(): see mqs.h.  One word for the process, mqs__fork_gen (base.c),
+ * like the overflow handler (design.md): a child of fork() bumps it, so every runtime it
  * inherited compares unequal; and the forking thread, if a worker, is
  * marked inside the runtime for good, so a task that forked gets
  * MQS_ESTATE from its scheduling and blocking calls in the child. */
-atomic_uint mqs__fork_gen;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void fork_child(void)
