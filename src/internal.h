@@ -1,7 +1,8 @@
 /*
- * internal.h - the core's data structures and the internal calls between
- * core files (runtime.c, worker.c, task.c, sched.c, timer.c, stack.c,
- * sync.c, chan.c, stats.c).  Nothing here is public.
+ * internal.h - the core's data structures, and (through layers.h, which
+ * it includes at the end) the internal calls between the core's files,
+ * one section per layer.  Nothing here is public; policies see none of
+ * it (they include mqs/policy.h and their kit).
  *
  * Ownership in one paragraph: a runtime owns its workers; a worker owns
  * its run queue (struct mqs_rq, lock-protected, since other workers
@@ -287,7 +288,7 @@ struct mqs_worker {
     uint64_t next_balance;
     unsigned empties_seen;         /* rq.empties at the last period       */
     mqs__clock_t clock;
-    /* Owner bias of rq.lock (sched.c): allowed at all (own lock, and
+    /* Owner bias of rq.lock (rq.c): allowed at all (own lock, and
      * membarrier registered), and when a non-owner last took the lock. */
     bool bias_ok;
     uint64_t bias_quiet_since;
@@ -295,7 +296,7 @@ struct mqs_worker {
     /* Wall and thread CPU time at the last stall sample (sched.c);
      * stall_wall0 == 0: no sample yet (renewed after every park). */
     uint64_t stall_wall0, stall_cpu0;
-    /* Random-schedule mode (sched.c): xorshift state, 0 when off.
+    /* Random-schedule mode (place.c): xorshift state, 0 when off.
      * Owner-only. */
     uint64_t shuffle;
 
@@ -350,7 +351,7 @@ struct mqs_runtime {
     const struct mqs_policy *policy;
     void *pstate;
     /* Random-schedule mode: the seed (0 = off), and the draws of
-     * placements from outside the runtime (sched.c). */
+     * placements from outside the runtime (place.c). */
     uint64_t shuffle_seed;
     _Atomic uint64_t shuffle_ext;
     char policy_spec[128];
@@ -388,7 +389,7 @@ struct mqs_runtime {
     /* Spawns from threads outside the runtime. */
     _Atomic uint64_t ext_spawns;
     /* Placements with no waker so far: their first candidate rotates
-     * (sched.c, two_choices). */
+     * (place.c, two_choices). */
     atomic_uint place_rr;
 
     /* Stacks a worker's full cache or an outside joiner gave back, for

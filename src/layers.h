@@ -25,7 +25,7 @@ void mqs__live_put(mqs_runtime_t *rt, int64_t n);
 /* An error for the user: into cfg's errbuf if it has one, else stderr. */
 void mqs__report_error(const mqs_config_t *cfg, const char *msg);
 
-/* ---- memory: stack.c, handle.c -------------------------------------- */
+/* ---- memory: stack.c, overflow.c, handle.c --------------------------- */
 /* stack.c */
 /* The stagger serial for a new task's stack, spawned by worker self (or
  * NULL: from outside) with task id `id`. */
@@ -51,6 +51,9 @@ void mqs__stack_guard_mprotect(bool on);
  * (two a slot): learned at the first guard, probed here if none was
  * installed yet.  For tests whose bounds count mappings. */
 bool mqs__stack_guard_markers(void);
+/* overflow.c: the process-wide SIGSEGV/SIGBUS handler that names a task
+ * whose stack overflowed (installed once), and each worker's alternate
+ * signal stack it runs on. */
 int mqs__overflow_handler_install(void);
 /* alloc/free: by the runtime's creator and destroyer; setup/teardown:
  * by the worker thread, installing and removing it. */

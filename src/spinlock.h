@@ -18,7 +18,7 @@
  * by the rare side) before waiting for `owner_in` to clear.  It also asks
  * the owner to drop the bias (`notes`), so a stream of remote wake-ups
  * pays membarrier once; the owner biases again only after a quiet spell
- * with no remote locker (sched.c, which owns the owner side).  Every lock
+ * with no remote locker (rq.c and rq.h, which own the owner side).  Every lock
  * carries the three bias bytes so that code holding only a
  * `mqs__spinlock_t *` (a run queue's `lock` pointer) locks correctly
  * whatever it points at; on other locks `biased` stays 0 and they cost one
@@ -47,7 +47,7 @@ typedef struct mqs__spinlock {
 #define MQS__LOCK_REMOTE 1u
 #define MQS__LOCK_UNBIAS 2u
 
-/* The non-owner side of a biased lock, with v held (sched.c): returns
+/* The non-owner side of a biased lock, with v held (base.c): returns
  * true once the owner is out, false when `wait` is false and it stayed in
  * for a while (the caller then gives the lock up). */
 bool mqs__spin_revoke(mqs__spinlock_t *l, bool wait);

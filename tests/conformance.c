@@ -1,6 +1,6 @@
 /*
- * conformance.c - the invariants of DESIGN.md ("Invariants the core
- * enforces and tests prove") checked against one policy: the one named by
+ * conformance.c - the invariants of docs/design.md ("Invariants": the
+ * core enforces them and tests prove them) checked against one policy: the one named by
  * MQS_TEST_POLICY (default "mq").  ctest runs this program once per
  * policy it lists with --list-policies (every policy in the library's
  * registry, plus the minimal policy of tests/minimal_policy.h, which runs
@@ -750,8 +750,8 @@ TEST(rt_waits_at_most_one_step_on_two_workers)
  * An RT task queued on a worker that a more urgent RT task holds (it
  * spins without a scheduling point) while the other worker runs normal
  * hogs: that worker must take it at its next scheduling points, not run
- * hogs until the blocker is done (DESIGN.md invariant 2, "a worker it may
- * use").  R is placed there by making it last run on worker 0 and waking
+ * hogs until the blocker is done (invariant 2 in docs/design.md, "a worker it
+ * may use").  R is placed there by making it last run on worker 0 and waking
  * it from outside the runtime (the default placement then prefers its
  * last worker; a policy that places it on worker 1 directly passes).  The
  * count is of hog scheduling points on worker 1 between the post and R

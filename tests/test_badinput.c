@@ -1,6 +1,6 @@
 /*
  * test_badinput.c - every public runtime/task call given bad input returns
- * the documented error and changes nothing (DESIGN.md invariant 6).
+ * the documented error and changes nothing (invariant 6, docs/design.md).
  *
  * "Changes nothing" is checked through what can be observed: out-
  * parameters keep their old value, counters (spawns) do not move, a task

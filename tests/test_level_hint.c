@@ -1,6 +1,6 @@
 /*
  * test_level_hint.c - the runtime-wide "levels queued somewhere" hint
- * (mqs_rq_publish in sched.c): a queued task's level always counts, and
+ * (mqs_rq_publish in rq.c): a queued task's level always counts, and
  * an emptied queue's count, which the hint keeps while its worker is
  * busy (so a ping-pong pays no shared atomics), is dropped once the
  * worker idles.  A stale-high hint is allowed (readers look and find

@@ -90,7 +90,7 @@ TEST(sync_wake_respects_affinity)
 /* From outside the runtime (no waker), consecutive new tasks take turns
  * while the queues are within one task of each other, so that a batch
  * of spawns splits by spawn order: a worker's tasks then cover the stack
- * tops' staggered cache offsets evenly (sched.c, two_choices).  A queue
+ * tops' staggered cache offsets evenly (place.c, two_choices).  A queue
  * shorter by two or more still wins. */
 TEST(outside_placements_take_turns)
 {

@@ -1,6 +1,6 @@
 /*
  * test_rqlock.c - the run-queue lock and its owner bias (spinlock.h,
- * sched.c): mutual exclusion of the plain lock between threads; the bias
+ * rq.c): mutual exclusion of the plain lock between threads; the bias
  * engaging on a worker whose queue only its owner touches; remote
  * enqueues onto a biased queue (each revokes the bias and none is lost);
  * and an idle worker stealing, through a biased lock, tasks queued behind

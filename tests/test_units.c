@@ -256,7 +256,7 @@ static void check_covers(const unsigned *serial, int n, int rounds)
 
 /* A new stack's stagger serial (mqs__stack_serial) lets each worker's
  * tasks cover the offsets evenly: spawns from outside are placed in turns
- * (sched.c), the k-th of n workers getting the ids k mod n, also when n
+ * (place.c), the k-th of n workers getting the ids k mod n, also when n
  * is a multiple of the 61 steps, where id x 7 gave all of them one
  * offset. */
 TEST(stack_outside_turns_cover_the_offsets)

@@ -1,0 +1,146 @@
+/*
+ * overflow.c - a task that overflows its stack is reported by name.
+ *
+ * Overflow: a task that runs into its guard faults; the SIGSEGV handler
+ * runs on the worker's alternate signal stack (the task's own stack is the
+ * one that is full), recognises an address anywhere in the current task's
+ * guard (madvise marker or mprotect'ed, the same range) and reports "task
+ * <name> overflowed its N KiB stack" before aborting.  Faults elsewhere go
+ * to the previous handler.  The handler's disposition is process-wide by
+ * nature: the only state mqs keeps outside a runtime is the previous
+ * handler, to chain to, and whether the kernel has guard markers.
+ * The alternate signal stack is per worker, mapped when the runtime is
+ * created (stack.c has the guards themselves).
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static struct sigaction old_segv, old_bus;
+static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
+static int handler_rc;
+
+static void write_str(const char *s)
+{
+    ssize_t r = write(2, s, strlen(s));
+    (void)r;
+}
+
+static void write_num(size_t v)
+{
+    char buf[24];
+    int i = (int)sizeof buf;
+    buf[--i] = 0;
+    do {
+        buf[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && i > 0);
+    write_str(buf + i);
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uctx)
+{
+    struct mqs_worker *w = mqs__worker_self();
+    struct mqs_task *t = w ? w->curr : NULL;
+    char *a = si->si_addr;
+    /* The whole guard, however large (madvise marker or mprotect). */
+    if (t && a >= (char *)t->map_base && a < (char *)t->stack_lo) {
+        write_str("mqs: task ");
+        write_str(t->name);
+        write_str(" overflowed its ");
+        write_num(t->stack_size / 1024);
+        write_str(" KiB stack\n");
+        signal(SIGABRT, SIG_DFL);
+        abort();
+    }
+    /* Not ours: hand over to whoever was there before. */
+    struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
+    if (old->sa_flags & SA_SIGINFO) {
+        old->sa_sigaction(sig, si, uctx);
+        return;
+    }
+    if (old->sa_handler == SIG_IGN)
+        return;
+    if (old->sa_handler != SIG_DFL) {
+        old->sa_handler(sig);
+        return;
+    }
+    signal(sig, SIG_DFL); /* re-fault with the default action */
+}
+
+static void install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old_segv) != 0 ||
+        sigaction(SIGBUS, &sa, &old_bus) != 0)
+        handler_rc = MQS_ESYS;
+}
+
+int mqs__overflow_handler_install(void)
+{
+    pthread_once(&handler_once, install);
+    return handler_rc;
+}
+
+/* 64 KiB, or what the kernel says a signal frame may need if that is
+ * more: aarch64's frame grows with the vector length (SVE registers, and
+ * SME's ZA array alone is 64 KiB at the largest length), and glibc's
+ * _SC_SIGSTKSZ reads it from the kernel's AT_MINSIGSTKSZ. */
+static size_t stack_altstack_size(void)
+{
+    size_t size = 64 * 1024;
+#if defined(_SC_SIGSTKSZ)
+    long need = sysconf(_SC_SIGSTKSZ);
+    if (need > 0 && (size_t)need > size) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size = ((size_t)need + page - 1) / page * page;
+    }
+#endif
+    return size;
+}
+
+/* The alternate signal stack is mapped by the thread that creates the
+ * runtime, so that a refusal fails mqs_runtime_create instead of leaving
+ * a worker without overflow reports; the worker thread installs it. */
+int mqs__altstack_alloc(struct mqs_worker *w)
+{
+    size_t size = stack_altstack_size();
+    void *mem = mqs__mmap(size, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS);
+    if (mem == MAP_FAILED)
+        return MQS_ENOMEM;
+    w->altstack = mem;
+    w->altstack_size = size;
+    return 0;
+}
+
+void mqs__altstack_setup(struct mqs_worker *w)
+{
+    stack_t ss = {.ss_sp = w->altstack, .ss_size = w->altstack_size,
+                  .ss_flags = 0};
+    /* Only an invalid size fails, and the size is SIGSTKSZ's or more. */
+    (void)sigaltstack(&ss, NULL);
+}
+
+void mqs__altstack_teardown(struct mqs_worker *w)
+{
+    (void)w;
+    stack_t ss = {.ss_flags = SS_DISABLE};
+    sigaltstack(&ss, NULL);
+}
+
+void mqs__altstack_free(struct mqs_worker *w)
+{
+    if (w->altstack)
+        munmap(w->altstack, w->altstack_size);
+    w->altstack = NULL;
+}
