@@ -564,13 +564,12 @@ static int chat_krun(int workers, struct chat_krun *run, double *secs)
 }
 
 /* ------------------------------------------------------------------ */
-/* Row kinds                                                           */
+/* The row kind (policy and kernel rows)                               */
 /* ------------------------------------------------------------------ */
 
 struct chat_point {
     struct chat_shape s;
     mqs_runtime_t *rt;
-    bench_peer_point_t peer;
 };
 
 static int chat_open(bench_point_t *p)
@@ -618,17 +617,18 @@ static const bench_point_kind_t chat_kind = {chat_open, chat_measure,
 
 static const bench_peer_map_t chat_peer_map = {.value_key = "msgs_per_s"};
 
-static void chat_peer_args(struct chat_point *cp)
+/* What a peer row is told about the point. */
+static void chat_peer_args(bench_point_t *p, const struct chat_shape *s)
 {
-    cp->peer = (bench_peer_point_t){.map = &chat_peer_map};
-    bench_peer_arg(&cp->peer, "rooms", cp->s.rooms);
-    bench_peer_arg(&cp->peer, "users", cp->s.users);
-    bench_peer_arg(&cp->peer, "messages", cp->s.messages);
-    bench_peer_arg(&cp->peer, "msg_bytes", cp->s.bytes);
+    p->peer_map = &chat_peer_map;
+    bench_peer_args_add(&p->peer_args, "rooms", "%d", s->rooms);
+    bench_peer_args_add(&p->peer_args, "users", "%d", s->users);
+    bench_peer_args_add(&p->peer_args, "messages", "%d", s->messages);
+    bench_peer_args_add(&p->peer_args, "msg_bytes", "%d", s->bytes);
 }
 
 /* ------------------------------------------------------------------ */
-/* Options and the run                                                 */
+/* Options and the table entry                                         */
 /* ------------------------------------------------------------------ */
 
 struct chat_args {
@@ -637,13 +637,13 @@ struct chat_args {
     struct chat_point cur; /* the point being measured */
 };
 
-static int chat_options(int *argc, char **argv, struct chat_args *a)
+static int chat_options(bench_sweep_t *sw, int *argc, char **argv)
 {
+    struct chat_args *a = sw->arg;
     const char *v[4] = {"1,10", "20", "100", "100"};
     const bench_xopt_t xo[] = {{"rooms", &v[0]}, {"users", &v[1]},
                                {"messages", &v[2]}, {"msg-bytes", &v[3]},
                                {NULL, NULL}};
-    *a = (struct chat_args){0};
     int rc = bench_take_options("chat", argc, argv, xo, NULL);
     if (rc == 0)
         rc = bench_parse_int_list("chat", "--rooms", v[0], 1, 1000, &a->rooms,
@@ -659,36 +659,48 @@ static int chat_options(int *argc, char **argv, struct chat_args *a)
     return rc;
 }
 
+static int chat_prepare(bench_sweep_t *sw)
+{
+    sw->nparams = ((struct chat_args *)sw->arg)->nrooms;
+    return 0;
+}
+
 static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
     struct chat_args *a = sw->arg;
     struct chat_point *cp = &a->cur;
     *cp = (struct chat_point){.s = a->s};
     cp->s.rooms = a->rooms[i];
-    bool peer = bench_peer_is(p->row->spec);
-    if (peer)
-        chat_peer_args(cp);
+    chat_peer_args(p, &cp->s);
     p->unit = "msgs/s";
     p->nextra = CHAT_X_COUNT;
-    p->kind = peer ? &bench_peer_kind : &chat_kind;
-    p->ctx = peer ? (void *)&cp->peer : (void *)cp;
+    p->ctx = cp;
     snprintf(p->param, sizeof p->param, "rooms=%d", cp->s.rooms);
     return 0;
 }
 
+static void chat_done(bench_sweep_t *sw)
+{
+    free(((struct chat_args *)sw->arg)->rooms);
+}
+
+static const bench_row_kind_t chat_kinds[] = {
+    {NULL, &chat_kind}, {"kernel", &chat_kind}, {NULL, NULL}};
+
+static const bench_exp_t chat_exp = {
+    .cli = &chat_cli,
+    .title = "messages delivered per second",
+    .extras = chat_extras,
+    .nextra = CHAT_X_COUNT,
+    .kinds = chat_kinds,
+    .options = chat_options,
+    .prepare = chat_prepare,
+    .setup = chat_setup,
+    .done = chat_done,
+};
+
 int bench_chat_main(int argc, char **argv)
 {
-    struct chat_args a;
-    int rc = chat_options(&argc, argv, &a);
-    bench_opts_t o;
-    if (rc == 0)
-        rc = bench_parse_options(&chat_cli, argc, argv, &o);
-    if (rc == 0) {
-        bench_sweep_t sw = {"chat", &o, a.nrooms, chat_setup, &a};
-        rc = bench_sweep_report(&sw, "messages delivered per second",
-                                chat_extras, CHAT_X_COUNT);
-        bench_opts_free(&o);
-    }
-    free(a.rooms);
-    return rc == BENCH_HELP_SHOWN ? 0 : rc;
+    struct chat_args a = {0};
+    return bench_exp_main(&chat_exp, &a, argc, argv);
 }

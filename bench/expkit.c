@@ -1,6 +1,6 @@
 /*
- * expkit.c - the experiment toolkit's options and rows (expkit.h; the
- * data-point driver is point.c).
+ * expkit.c - the experiment toolkit's options, rows and sample window
+ * (expkit.h; the data-point driver is point.c).
  *
  * Experiment options: bench_parse_options() knows only the common set
  * and rejects anything else, which keeps every experiment's CLI uniform.
@@ -169,25 +169,10 @@ int bench_kernel_cpus(int workers, cpu_set_t *set)
     return n;
 }
 
-/* ------------------------------------------------------------------ */
-/* Peers                                                               */
-/* ------------------------------------------------------------------ */
-
-int bench_peer_sample(const char *peer, const char *exp,
-                      const char *const *args, int workers, double seconds,
-                      bench_peer_result_t *r, char *why, size_t whylen)
+void bench_window(_Atomic int *started, _Atomic int *stop, double seconds)
 {
-    enum { KIT_MAX_ARGS = 16 };
-    const char *argv[KIT_MAX_ARGS + 3];
-    char w[32], s[48];
-    int n = 0;
-    for (; args && args[n] && n < KIT_MAX_ARGS; n++)
-        argv[n] = args[n];
-    snprintf(w, sizeof w, "workers=%d",
-             workers > 0 ? workers : bench_cpus_allowed());
-    snprintf(s, sizeof s, "seconds=%g", seconds);
-    argv[n++] = w;
-    argv[n++] = s;
-    argv[n] = NULL;
-    return bench_peer_run(peer, exp, argv, r, why, whylen);
+    while (!atomic_load_explicit(started, memory_order_relaxed))
+        bench_sleep_ns(50000);
+    bench_sleep_ns((uint64_t)(seconds * 1e9));
+    atomic_store(stop, 1);
 }

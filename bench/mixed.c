@@ -297,7 +297,6 @@ struct mixed_point {
     mqs_task_t **tasks;
     pthread_t *threads;
     int nthreads;
-    bench_peer_point_t peer;
 };
 
 static void mixed_reset(struct mixed_point *mp)
@@ -575,20 +574,21 @@ static const bench_point_kind_t mixed_kernel_kind = {
 
 /* ----- peers ----- */
 
-static void mixed_peer_args(const bench_opts_t *o, struct mixed_point *mp,
+/* What a peer row is told, and its wait (ns over the window) in ms/s. */
+static void mixed_peer_args(bench_point_t *p, const struct mixed_point *mp,
                             bench_peer_map_t *map)
 {
     *map = (bench_peer_map_t){.value_key = "records_per_s"};
     map->extra_key[MIXED_X_WAIT] = "wait_ns";
-    map->extra_scale[MIXED_X_WAIT] = 1e-6 / o->seconds; /* -> ms/s */
-    mp->peer = (bench_peer_point_t){.map = map};
-    bench_peer_arg(&mp->peer, "short", mp->nshort);
-    bench_peer_arg(&mp->peer, "long", mp->nlong);
-    bench_peer_arg(&mp->peer, "burst_records", (double)mp->burst);
+    map->extra_scale[MIXED_X_WAIT] = 1e-6 / p->o->seconds;
+    p->peer_map = map;
+    bench_peer_args_add(&p->peer_args, "short", "%d", mp->nshort);
+    bench_peer_args_add(&p->peer_args, "long", "%d", mp->nlong);
+    bench_peer_args_add(&p->peer_args, "burst_records", "%ld", mp->burst);
 }
 
 /* ------------------------------------------------------------------ */
-/* Options and the run                                                 */
+/* Options and the table entry                                         */
 /* ------------------------------------------------------------------ */
 
 struct mixed_args {
@@ -599,12 +599,12 @@ struct mixed_args {
     bench_peer_map_t map;   /* ... and its peer mapping */
 };
 
-static int mixed_options(int *argc, char **argv, struct mixed_args *a)
+static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
 {
+    struct mixed_args *a = sw->arg;
     const char *v[2] = {"5,4,16", "5,2,0"};
     const bench_xopt_t xo[] = {{"short", &v[0]}, {"long", &v[1]}, {NULL, NULL}};
     int ns = 0, nl = 0;
-    *a = (struct mixed_args){0};
     int rc = bench_take_options("mixed", argc, argv, xo, NULL);
     if (rc == 0)
         rc = bench_parse_int_list("mixed", "--short", v[0], 0, MIXED_MAX_TASKS,
@@ -628,11 +628,12 @@ static int mixed_options(int *argc, char **argv, struct mixed_args *a)
     return rc;
 }
 
-static const bench_point_kind_t *mixed_kind_of(const bench_row_spec_t *row)
+static int mixed_prepare(bench_sweep_t *sw)
 {
-    if (bench_peer_is(row->spec))
-        return &bench_peer_kind;
-    return row->pseudo ? &mixed_kernel_kind : &mixed_policy_kind;
+    struct mixed_args *a = sw->arg;
+    a->burst = mixed_calibrate();
+    sw->nparams = a->n;
+    return 0;
 }
 
 static int mixed_setup(bench_sweep_t *sw, int i, bench_point_t *p)
@@ -645,31 +646,37 @@ static int mixed_setup(bench_sweep_t *sw, int i, bench_point_t *p)
                                .burst = a->burst};
     p->unit = "records/s";
     p->nextra = MIXED_X_COUNT;
-    p->kind = mixed_kind_of(p->row);
     p->ctx = mp;
-    if (p->kind == &bench_peer_kind) {
-        mixed_peer_args(sw->o, mp, &a->map);
-        p->ctx = &mp->peer;
-    }
+    mixed_peer_args(p, mp, &a->map);
     mixed_param(p->param, sizeof p->param, mp->nshort, mp->nlong);
     return 0;
 }
 
+static void mixed_done(bench_sweep_t *sw)
+{
+    struct mixed_args *a = sw->arg;
+    free(a->shorts);
+    free(a->longs);
+}
+
+static const bench_row_kind_t mixed_kinds[] = {{NULL, &mixed_policy_kind},
+                                               {"kernel", &mixed_kernel_kind},
+                                               {NULL, NULL}};
+
+static const bench_exp_t mixed_exp = {
+    .cli = &mixed_cli,
+    .title = "records per second",
+    .extras = mixed_extras,
+    .nextra = MIXED_X_COUNT,
+    .kinds = mixed_kinds,
+    .options = mixed_options,
+    .prepare = mixed_prepare,
+    .setup = mixed_setup,
+    .done = mixed_done,
+};
+
 int bench_mixed_main(int argc, char **argv)
 {
-    struct mixed_args a;
-    int rc = mixed_options(&argc, argv, &a);
-    bench_opts_t o;
-    if (rc == 0)
-        rc = bench_parse_options(&mixed_cli, argc, argv, &o);
-    if (rc == 0) {
-        a.burst = mixed_calibrate();
-        bench_sweep_t sw = {"mixed", &o, a.n, mixed_setup, &a};
-        rc = bench_sweep_report(&sw, "records per second", mixed_extras,
-                                MIXED_X_COUNT);
-        bench_opts_free(&o);
-    }
-    free(a.shorts);
-    free(a.longs);
-    return rc == BENCH_HELP_SHOWN ? 0 : rc;
+    struct mixed_args a = {0};
+    return bench_exp_main(&mixed_exp, &a, argc, argv);
 }

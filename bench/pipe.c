@@ -78,15 +78,10 @@ static const bench_cli_t pipe_cli = {
 
 /* One data point: a row at one mode. */
 struct pipe_point {
-    const bench_opts_t *o;
-    const char *row;
     int mode;
     size_t msg; /* bytes per message (bw)          */
-    int workers; /* workers the two tasks could use */
     mqs_runtime_t *rt;
     int cpus[2]; /* kernel: same uses cpus[0]; cross both */
-    char param[32];
-    char note[96];
 };
 
 /* What the two sides share during one sample. */
@@ -114,23 +109,14 @@ static void pipe_start(struct pipe_run *r)
     atomic_store_explicit(&r->started, 1, memory_order_relaxed);
 }
 
-/* Once the sample has started (a loaded host may take a while to run
- * it), let it run for `seconds`, then tell it to stop. */
-static void pipe_window(struct pipe_run *r, double seconds)
-{
-    while (!atomic_load_explicit(&r->started, memory_order_relaxed))
-        bench_sleep_ns(50000);
-    bench_sleep_ns((uint64_t)(seconds * 1e9));
-    atomic_store(&r->stop, 1);
-}
-
 /* The sample's value from what the tasks recorded. */
-static int pipe_value(const struct pipe_point *pt, const struct pipe_run *r,
+static int pipe_value(const bench_point_t *p, const struct pipe_run *r,
                       double *value)
 {
+    const struct pipe_point *pt = p->ctx;
     double ns = (double)(r->t1 - r->t0);
     if (r->err || ns <= 0 || (pt->mode == PIPE_BW ? !r->bytes : !r->trips)) {
-        fprintf(stderr, "mqs-bench pipe: %s %s: %s\n", pt->row, pt->param,
+        fprintf(stderr, "mqs-bench pipe: %s %s: %s\n", p->row->spec, p->param,
                 r->err ? strerror(r->err) : "nothing measured");
         return -1;
     }
@@ -199,9 +185,10 @@ static void *pipe_mq_reader(void *arg)
 }
 
 /* Spawn fn on worker `w` (-1: anywhere). */
-static int pipe_spawn(const struct pipe_point *pt, int w, mqs_task_fn fn,
+static int pipe_spawn(const bench_point_t *p, int w, mqs_task_fn fn,
                       struct pipe_run *r, mqs_task_t **t)
 {
+    const struct pipe_point *pt = p->ctx;
     mqs_mask_t m;
     mqs_task_attr_t a;
     mqs_task_attr_init(&a);
@@ -212,14 +199,14 @@ static int pipe_spawn(const struct pipe_point *pt, int w, mqs_task_fn fn,
     }
     int rc = mqs_spawn(pt->rt, t, &a, fn, r);
     if (rc)
-        fprintf(stderr, "mqs-bench pipe: %s: mqs_spawn: %s\n", pt->row,
+        fprintf(stderr, "mqs-bench pipe: %s: mqs_spawn: %s\n", p->row->spec,
                 mqs_strerror(rc));
     return rc;
 }
 
-static int pipe_mq_sample(void *arg, double seconds, double *value)
+static int pipe_mq_measure(bench_point_t *p, double *value, double *extra)
 {
-    struct pipe_point *pt = arg;
+    struct pipe_point *pt = p->ctx;
     struct pipe_run r = {.msg = pt->msg};
     bool bw = pt->mode == PIPE_BW;
     int wa = bw ? -1 : 0, wb = bw ? -1 : pt->mode == PIPE_CROSS;
@@ -229,11 +216,12 @@ static int pipe_mq_sample(void *arg, double seconds, double *value)
         mqs_pipe_destroy(r.a);
         return -1;
     }
-    int rc = pipe_spawn(pt, wb, bw ? pipe_mq_reader : pipe_mq_pong, &r, &tb);
+    int rc = pipe_spawn(p, wb, bw ? pipe_mq_reader : pipe_mq_pong, &r, &tb);
     if (rc == 0)
-        rc = pipe_spawn(pt, wa, bw ? pipe_mq_writer : pipe_mq_ping, &r, &ta);
+        rc = pipe_spawn(p, wa, bw ? pipe_mq_writer : pipe_mq_ping, &r, &ta);
+    (void)extra;
     if (rc == 0)
-        pipe_window(&r, seconds);
+        bench_window(&r.started, &r.stop, bench_point_seconds(p));
     else
         mqs_pipe_close(r.a); /* the reader, if started, ends */
     if (ta)
@@ -242,20 +230,28 @@ static int pipe_mq_sample(void *arg, double seconds, double *value)
         mqs_join(tb, NULL);
     mqs_pipe_destroy(r.a);
     mqs_pipe_destroy(r.b);
-    return rc ? -1 : pipe_value(pt, &r, value);
+    return rc ? -1 : pipe_value(p, &r, value);
 }
 
-static int pipe_mq_open(struct pipe_point *pt)
+static int pipe_mq_open(bench_point_t *p)
 {
-    if (bench_runtime_open("pipe", pt->row, pt->o->workers, 0, &pt->rt))
+    struct pipe_point *pt = p->ctx;
+    if (bench_runtime_open("pipe", p->row->spec, p->o->workers, 0, &pt->rt))
         return -1;
     int w = mqs_runtime_workers(pt->rt);
-    pt->workers = pt->mode == PIPE_SAME ? 1 : pt->mode == PIPE_CROSS ? 2 : w;
+    p->workers = pt->mode == PIPE_SAME ? 1 : pt->mode == PIPE_CROSS ? 2 : w;
     if (pt->mode == PIPE_CROSS && w < 2) {
-        snprintf(pt->note, sizeof pt->note, "needs 2 workers");
+        snprintf(p->note, sizeof p->note, "needs 2 workers");
         return -1;
     }
     return 0;
+}
+
+static void pipe_mq_close(bench_point_t *p)
+{
+    struct pipe_point *pt = p->ctx;
+    bench_runtime_close("pipe", pt->rt);
+    pt->rt = NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -357,13 +353,11 @@ static int pipe_thread(pthread_t *t, const cpu_set_t *set, void *(*fn)(void *),
 }
 
 /* The CPU sets of the two threads: same, cross, or bw's shared mask. */
-static void pipe_k_sets(const struct pipe_point *pt, cpu_set_t *a,
-                        cpu_set_t *b)
+static void pipe_k_sets(const bench_point_t *p, cpu_set_t *a, cpu_set_t *b)
 {
+    const struct pipe_point *pt = p->ctx;
     if (pt->mode == PIPE_BW) {
-        int cpus[MQS_MAX_WORKERS];
-        int n = bench_cpu_list(pt->o->workers, cpus, MQS_MAX_WORKERS);
-        bench_cpuset_of(cpus, n, a);
+        bench_kernel_cpus(p->o->workers, a);
         *b = *a;
         return;
     }
@@ -371,14 +365,15 @@ static void pipe_k_sets(const struct pipe_point *pt, cpu_set_t *a,
     bench_cpuset_of(&pt->cpus[pt->mode == PIPE_CROSS], 1, b);
 }
 
-static int pipe_k_sample(void *arg, double seconds, double *value)
+static int pipe_k_measure(bench_point_t *p, double *value, double *extra)
 {
-    struct pipe_point *pt = arg;
+    struct pipe_point *pt = p->ctx;
     struct pipe_run r = {.msg = pt->msg, .fa = {-1, -1}, .fb = {-1, -1}};
     bool bw = pt->mode == PIPE_BW;
     cpu_set_t sa, sb;
     pthread_t ta, tb;
-    pipe_k_sets(pt, &sa, &sb);
+    pipe_k_sets(p, &sa, &sb);
+    (void)extra;
     if (pipe(r.fa) || pipe(r.fb)) {
         perror("mqs-bench pipe: kernel: pipe");
         pipe_fds_close(&r);
@@ -388,7 +383,7 @@ static int pipe_k_sample(void *arg, double seconds, double *value)
     int rc2 = rc ? rc : pipe_thread(&ta, &sa, bw ? pipe_k_writer : pipe_k_ping,
                                     &r);
     if (rc2 == 0) {
-        pipe_window(&r, seconds);
+        bench_window(&r.started, &r.stop, bench_point_seconds(p));
         pthread_join(ta, NULL);
     } else if (r.fa[1] >= 0) {
         close(r.fa[1]);
@@ -397,110 +392,67 @@ static int pipe_k_sample(void *arg, double seconds, double *value)
     if (rc == 0)
         pthread_join(tb, NULL);
     pipe_fds_close(&r);
-    return rc2 ? -1 : pipe_value(pt, &r, value);
+    return rc2 ? -1 : pipe_value(p, &r, value);
 }
 
-static int pipe_k_open(struct pipe_point *pt)
+static int pipe_k_open(bench_point_t *p)
 {
-    int n = bench_cpu_list(pt->o->workers, pt->cpus, 2);
-    pt->workers = pt->mode == PIPE_SAME ? 1 : pt->mode == PIPE_CROSS ? 2 : 0;
+    struct pipe_point *pt = p->ctx;
+    int n = bench_cpu_list(p->o->workers, pt->cpus, 2);
+    p->workers = pt->mode == PIPE_SAME ? 1 : pt->mode == PIPE_CROSS ? 2 : 0;
     if (pt->mode == PIPE_BW) {
-        int cpus[MQS_MAX_WORKERS];
-        pt->workers = bench_cpu_list(pt->o->workers, cpus, MQS_MAX_WORKERS);
+        cpu_set_t set;
+        p->workers = bench_kernel_cpus(p->o->workers, &set);
     }
     if (pt->mode == PIPE_CROSS && n < 2) {
-        snprintf(pt->note, sizeof pt->note, "needs 2 CPUs");
+        snprintf(p->note, sizeof p->note, "needs 2 CPUs");
         return -1;
     }
     return 0;
 }
 
 /* ------------------------------------------------------------------ */
-/* Peer rows                                                           */
+/* Row kinds and the table entry                                       */
 /* ------------------------------------------------------------------ */
 
-static int pipe_peer_sample(void *arg, double seconds, double *value)
+static const bench_point_kind_t pipe_mq_kind = {pipe_mq_open, pipe_mq_measure,
+                                                pipe_mq_close};
+static const bench_point_kind_t pipe_k_kind = {pipe_k_open, pipe_k_measure,
+                                               NULL};
+
+static const bench_peer_map_t pipe_peer_lat = {.value_key = "rtt_ns",
+                                               .value_scale = 1e-3};
+static const bench_peer_map_t pipe_peer_bw = {.value_key = "mb_per_s"};
+
+struct pipe_args {
+    bool modes[PIPE_NMODES];
+    int list[PIPE_NMODES]; /* the modes asked, in order */
+    size_t msg;
+    struct pipe_point cur; /* the point being measured */
+};
+
+static int pipe_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
-    struct pipe_point *pt = arg;
-    char kib[32];
-    const char *lat[] = {"mode=latency", pt->param, NULL};
-    const char *bw[] = {"mode=bandwidth", kib, NULL};
-    snprintf(kib, sizeof kib, "msg_kib=%zu", pt->msg / 1024);
-    bench_peer_result_t res;
-    int rc = bench_peer_sample(pt->row, "pipe", pt->mode == PIPE_BW ? bw : lat,
-                               pt->o->workers, seconds, &res, pt->note,
-                               sizeof pt->note);
-    if (rc)
-        return rc;
-    *value = pt->mode == PIPE_BW ? bench_peer_get(&res, "mb_per_s")
-                                 : bench_peer_get(&res, "rtt_ns") / 1000.0;
-    if (isnan(*value)) {
-        snprintf(pt->note, sizeof pt->note, "failed: key missing");
-        return BENCH_PEER_FAILED;
+    struct pipe_args *a = sw->arg;
+    int m = a->list[i];
+    a->cur = (struct pipe_point){.mode = m, .msg = a->msg};
+    bench_peer_args_t *pa = &p->peer_args;
+    if (m == PIPE_BW) {
+        snprintf(p->param, sizeof p->param, "msg_kib=%zu", a->msg / 1024);
+        bench_peer_args_add(pa, "mode", "bandwidth");
+        bench_peer_args_add(pa, "msg_kib", "%zu", a->msg / 1024);
+    } else {
+        snprintf(p->param, sizeof p->param, "placement=%s",
+                 pipe_mode_names[m]);
+        bench_peer_args_add(pa, "mode", "latency");
+        bench_peer_args_add(pa, "placement", "%s", pipe_mode_names[m]);
     }
+    p->peer_map = m == PIPE_BW ? &pipe_peer_bw : &pipe_peer_lat;
+    p->workers = m == PIPE_SAME; /* a peer's same runs on one worker */
+    p->unit = m == PIPE_BW ? "MiB/s" : "us";
+    p->nextra = PX_COUNT;
+    p->ctx = &a->cur;
     return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Driver                                                              */
-/* ------------------------------------------------------------------ */
-
-static int pipe_point_run(struct pipe_point *pt, bench_progress_t *pg,
-                          bench_result_t *res)
-{
-    bench_estimate_t est;
-    bool peer = bench_peer_is(pt->row), kernel = !strcmp(pt->row, "kernel");
-    bench_sample_fn fn = peer     ? pipe_peer_sample
-                         : kernel ? pipe_k_sample
-                                  : pipe_mq_sample;
-    int rc = 0;
-    if (peer)
-        pt->workers = pt->mode == PIPE_SAME ? 1
-                      : pt->o->workers      ? pt->o->workers
-                                            : bench_cpus_allowed();
-    else
-        rc = kernel ? pipe_k_open(pt) : pipe_mq_open(pt);
-    if (rc == 0)
-        rc = bench_point_estimate(pt->o, pg, pt->row, pt->param, !peer, fn,
-                                  pt, &est);
-    bench_runtime_close("pipe", pt->rt);
-    pt->rt = NULL;
-    const char *unit = pt->mode == PIPE_BW ? "MiB/s" : "us";
-    *res = bench_result_of(pt->row, pt->param, pt->workers, unit, rc, &est,
-                           pt->note[0] ? pt->note : "failed");
-    res->extra[PX_REPEATS] = rc ? NAN : est.n;
-    /* A peer that is absent or lacks the mode is not a failure. */
-    return rc == BENCH_PEER_MISSING || rc == BENCH_PEER_UNSUPPORTED ? 0 : rc;
-}
-
-static int pipe_run_all(const bench_opts_t *o, const bool *modes, size_t msg,
-                        bench_results_t *rs)
-{
-    int nmodes = 0, failed = 0;
-    for (int m = 0; m < PIPE_NMODES; m++)
-        nmodes += modes[m];
-    bench_progress_t pg;
-    bench_progress_init(&pg, o->nrows * nmodes);
-    for (int r = 0; r < o->nrows; r++) {
-        for (int m = 0; m < PIPE_NMODES; m++) {
-            if (!modes[m])
-                continue;
-            struct pipe_point pt = {.o = o, .row = o->rows[r].spec,
-                                    .mode = m, .msg = msg};
-            if (m == PIPE_BW)
-                snprintf(pt.param, sizeof pt.param, "msg_kib=%zu", msg / 1024);
-            else
-                snprintf(pt.param, sizeof pt.param, "placement=%s",
-                         pipe_mode_names[m]);
-            pg.index++;
-            bench_result_t res;
-            failed |= pipe_point_run(&pt, &pg, &res) != 0;
-            if (bench_results_add(rs, &res) != 0)
-                return -1;
-        }
-    }
-    bench_progress_done(&pg);
-    return failed ? -1 : 0;
 }
 
 /* --modes: a comma list of same, cross, bw. */
@@ -532,33 +484,52 @@ static int pipe_parse_modes(const char *s, bool *modes)
     return rc;
 }
 
-int bench_pipe_main(int argc, char **argv)
+static int pipe_options(bench_sweep_t *sw, int *argc, char **argv)
 {
+    struct pipe_args *a = sw->arg;
     const char *modes_s = "same,cross,bw", *kib_s = "64";
     const bench_xopt_t xo[] = {{"modes", &modes_s}, {"msg-kib", &kib_s},
                                {NULL, NULL}};
-    bool modes[PIPE_NMODES] = {false};
     int kib = 0;
-    int rc = bench_take_options("pipe", &argc, argv, xo, pipe_refused);
+    int rc = bench_take_options("pipe", argc, argv, xo, pipe_refused);
     if (rc == 0)
-        rc = pipe_parse_modes(modes_s, modes);
+        rc = pipe_parse_modes(modes_s, a->modes);
     if (rc == 0)
         rc = bench_parse_int("pipe", "--msg-kib", kib_s, 1, 65536, &kib);
-    bench_opts_t o;
-    if (rc == 0)
-        rc = bench_parse_options(&pipe_cli, argc, argv, &o);
-    if (rc == BENCH_HELP_SHOWN)
-        return 0;
-    if (rc)
-        return rc;
-    bench_results_t rs;
-    bench_results_init(&rs, "pipe",
-                       "us per one-byte round trip (placement=*), MiB/s "
-                       "(msg_kib=*)",
-                       pipe_extras, PX_COUNT);
-    int failed = pipe_run_all(&o, modes, (size_t)kib * 1024, &rs);
-    int out = bench_output(&rs, &o);
-    bench_results_free(&rs);
-    bench_opts_free(&o);
-    return failed || out ? 1 : 0;
+    a->msg = (size_t)kib * 1024;
+    return rc;
+}
+
+static int pipe_prepare(bench_sweep_t *sw)
+{
+    struct pipe_args *a = sw->arg;
+    sw->nparams = 0;
+    for (int m = 0; m < PIPE_NMODES; m++)
+        if (a->modes[m])
+            a->list[sw->nparams++] = m;
+    return 0;
+}
+
+static const unsigned char pipe_fold[PX_COUNT] = {[PX_REPEATS] =
+                                                      BENCH_FOLD_REPEATS};
+
+static const bench_row_kind_t pipe_kinds[] = {
+    {NULL, &pipe_mq_kind}, {"kernel", &pipe_k_kind}, {NULL, NULL}};
+
+static const bench_exp_t pipe_exp = {
+    .cli = &pipe_cli,
+    .title = "us per one-byte round trip (placement=*), MiB/s (msg_kib=*)",
+    .extras = pipe_extras,
+    .nextra = PX_COUNT,
+    .fold = pipe_fold,
+    .kinds = pipe_kinds,
+    .options = pipe_options,
+    .prepare = pipe_prepare,
+    .setup = pipe_setup,
+};
+
+int bench_pipe_main(int argc, char **argv)
+{
+    struct pipe_args a = {0};
+    return bench_exp_main(&pipe_exp, &a, argc, argv);
 }

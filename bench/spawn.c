@@ -262,7 +262,6 @@ struct spawn_point {
     long leaves;
     int fanout, kernel_max;
     long live; /* 0: the tree; else tasks alive at once */
-    bench_peer_point_t peer;
 };
 
 static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
@@ -578,21 +577,21 @@ static const bench_peer_map_t spawn_live_peer_map = {
     .check = spawn_live_peer_check,
 };
 
-static void spawn_peer_args(struct spawn_point *sp)
+/* What a peer row is told about the point. */
+static void spawn_peer_args(bench_point_t *p, const struct spawn_point *sp)
 {
+    bench_peer_args_t *a = &p->peer_args;
+    p->peer_map = sp->live ? &spawn_live_peer_map : &spawn_peer_map;
     if (sp->live) {
-        sp->peer = (bench_peer_point_t){.map = &spawn_live_peer_map,
-                                        .check_ctx = sp};
-        bench_peer_arg(&sp->peer, "live", (double)sp->live);
+        bench_peer_args_add(a, "live", "%ld", sp->live);
         return;
     }
-    sp->peer = (bench_peer_point_t){.map = &spawn_peer_map, .check_ctx = sp};
-    bench_peer_arg(&sp->peer, "tasks", (double)sp->leaves);
-    bench_peer_arg(&sp->peer, "fanout", sp->fanout);
+    bench_peer_args_add(a, "tasks", "%ld", sp->leaves);
+    bench_peer_args_add(a, "fanout", "%d", sp->fanout);
 }
 
 /* ------------------------------------------------------------------ */
-/* Options and the run                                                 */
+/* Options and the table entry                                         */
 /* ------------------------------------------------------------------ */
 
 struct spawn_args {
@@ -600,8 +599,9 @@ struct spawn_args {
     struct spawn_point cur; /* the point being measured */
 };
 
-static int spawn_options(int *argc, char **argv, struct spawn_args *a)
+static int spawn_options(bench_sweep_t *sw, int *argc, char **argv)
 {
+    struct spawn_args *a = sw->arg;
     const char *v[3] = {"10", "10000", "0"};
     const bench_xopt_t xo[] = {{"fanout", &v[0]},
                                {"kernel-tasks", &v[1]},
@@ -634,22 +634,32 @@ static int spawn_check_sizes(const bench_opts_t *o, int fanout)
     return 0;
 }
 
+/* --live: one point per row (--tasks unused), and its own columns. */
+static int spawn_prepare(bench_sweep_t *sw)
+{
+    struct spawn_args *a = sw->arg;
+    if (!a->live)
+        return spawn_check_sizes(sw->o, a->fanout);
+    sw->nparams = 1;
+    sw->title = "ns per spawn, all tasks alive";
+    sw->extras = spawn_live_extras;
+    sw->nextra = SPAWN_L_COUNT;
+    return 0;
+}
+
 static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
     struct spawn_args *a = sw->arg;
     struct spawn_point *sp = &a->cur;
     *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max,
-                               a->live, {0}};
-    bool peer = bench_peer_is(p->row->spec);
-    if (peer)
-        spawn_peer_args(sp);
+                               a->live};
+    spawn_peer_args(p, sp);
     p->unit = "ns";
-    p->nextra = a->live ? SPAWN_L_COUNT : SPAWN_X_COUNT;
+    p->nextra = sw->nextra;
     /* Each run is a cold child anyway; a warm-up of 10^6 tasks would
      * only double the time. */
     p->no_warm = a->live != 0;
-    p->kind = peer ? &bench_peer_kind : &spawn_kind;
-    p->ctx = peer ? (void *)&sp->peer : (void *)sp;
+    p->ctx = sp;
     if (a->live)
         snprintf(p->param, sizeof p->param, "live=%d", a->live);
     else
@@ -657,25 +667,22 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     return 0;
 }
 
+static const bench_row_kind_t spawn_kinds[] = {
+    {NULL, &spawn_kind}, {"kernel", &spawn_kind}, {NULL, NULL}};
+
+static const bench_exp_t spawn_exp = {
+    .cli = &spawn_cli,
+    .title = "ns per task",
+    .extras = spawn_extras,
+    .nextra = SPAWN_X_COUNT,
+    .kinds = spawn_kinds,
+    .options = spawn_options,
+    .prepare = spawn_prepare,
+    .setup = spawn_setup,
+};
+
 int bench_spawn_main(int argc, char **argv)
 {
-    struct spawn_args a;
-    int rc = spawn_options(&argc, argv, &a);
-    bench_opts_t o;
-    if (rc == 0)
-        rc = bench_parse_options(&spawn_cli, argc, argv, &o);
-    if (rc == 0) {
-        rc = a.live ? 0 : spawn_check_sizes(&o, a.fanout);
-        /* live: one point per row, --tasks unused */
-        bench_sweep_t sw = {"spawn", &o, a.live ? 1 : o.ntasks, spawn_setup,
-                            &a};
-        if (rc == 0 && a.live)
-            rc = bench_sweep_report(&sw, "ns per spawn, all tasks alive",
-                                    spawn_live_extras, SPAWN_L_COUNT);
-        else if (rc == 0)
-            rc = bench_sweep_report(&sw, "ns per task", spawn_extras,
-                                    SPAWN_X_COUNT);
-        bench_opts_free(&o);
-    }
-    return rc == BENCH_HELP_SHOWN ? 0 : rc;
+    struct spawn_args a = {0};
+    return bench_exp_main(&spawn_exp, &a, argc, argv);
 }

@@ -128,18 +128,14 @@ struct wake_run {
 
 /* A data point: one row, all seven statistics. */
 struct wake_point {
-    const bench_opts_t *o;
+    bench_point_t *p; /* the driver's, whose ctx this is */
     const struct wake_cfg *cfg;
-    const char *row;
-    int workers;
     mqs_runtime_t *rt;
     struct wake_client *c;
     bench_hist_t one, pooled; /* this repeat's wake-ups, all repeats' */
     double *stat[WS_N];       /* per repeat                           */
     int n, cap, calls;
-    bool warm;
     double samples;
-    char note[128];
 };
 
 static bool wake_stopped(const struct wake_run *r)
@@ -240,15 +236,6 @@ static void *wake_hog_fn(void *arg)
     return NULL;
 }
 
-/* Let the sample run `seconds` from the waker's start. */
-static void wake_window(struct wake_run *r, double seconds)
-{
-    while (!atomic_load_explicit(&r->started, memory_order_relaxed))
-        bench_sleep_ns(50000);
-    bench_sleep_ns((uint64_t)(seconds * 1e9));
-    atomic_store(&r->stop, 1);
-}
-
 /* ------------------------------------------------------------------ */
 /* Policy rows                                                         */
 /* ------------------------------------------------------------------ */
@@ -265,7 +252,8 @@ static int wake_mq_spawn(struct wake_point *pt, bool urgent, mqs_task_fn fn,
     }
     int rc = mqs_spawn(pt->rt, t, &a, fn, arg);
     if (rc)
-        fprintf(stderr, "mqs-bench wake: %s: mqs_spawn: %s\n", pt->row,
+        fprintf(stderr, "mqs-bench wake: %s: mqs_spawn: %s\n",
+                pt->p->row->spec,
                 mqs_strerror(rc));
     return rc;
 }
@@ -314,7 +302,7 @@ static int wake_mq_run(struct wake_point *pt, struct wake_run *r,
     }
     int rc = wake_mq_start(pt, r, hogs, &waker);
     if (rc == 0)
-        wake_window(r, seconds);
+        bench_window(&r->started, &r->stop, seconds);
     else
         atomic_store(&r->stop, 1);
     wake_mq_join(pt, hogs, waker);
@@ -333,10 +321,8 @@ static int wake_mq_run(struct wake_point *pt, struct wake_run *r,
 static void wake_k_attr(const struct wake_point *pt, bool urgent,
                         pthread_attr_t *a)
 {
-    int cpus[MQS_MAX_WORKERS];
     cpu_set_t set;
-    bench_cpuset_of(cpus, bench_cpu_list(pt->workers, cpus, MQS_MAX_WORKERS),
-                    &set);
+    bench_kernel_cpus(pt->p->workers, &set);
     pthread_attr_init(a);
     pthread_attr_setaffinity_np(a, sizeof set, &set);
     if (urgent && pt->cfg->rt) {
@@ -355,7 +341,7 @@ static int wake_k_spawn(struct wake_point *pt, bool urgent,
     int rc = pthread_create(t, &a, fn, arg);
     pthread_attr_destroy(&a);
     if (rc == EPERM && urgent && pt->cfg->rt)
-        snprintf(pt->note, sizeof pt->note,
+        snprintf(pt->p->note, sizeof pt->p->note,
                  "SCHED_FIFO not permitted (needs CAP_SYS_NICE or "
                  "RLIMIT_RTPRIO)");
     else if (rc)
@@ -380,7 +366,7 @@ static int wake_k_run(struct wake_point *pt, struct wake_run *r,
         atomic_store(&r->stop, 1);
     int rw = wake_k_spawn(pt, rc == 0, wake_waker_fn, r, &waker);
     if (rc == 0 && rw == 0)
-        wake_window(r, seconds);
+        bench_window(&r->started, &r->stop, seconds);
     if (rw == 0)
         pthread_join(waker, NULL);
     else /* nobody posts: end the clients here */
@@ -393,6 +379,8 @@ static int wake_k_run(struct wake_point *pt, struct wake_run *r,
     for (int i = 0; i < cfg->clients; i++)
         sem_destroy(&pt->c[i].ksem);
     free(hogs);
+    if (pt->p->note[0]) /* SCHED_FIFO refused: not a failure */
+        return BENCH_POINT_SKIP;
     return rc || rw ? -1 : 0;
 }
 
@@ -427,84 +415,72 @@ static void wake_stats_of(const bench_hist_t *h, double *v)
     v[WS_STDEV] = bench_hist_stdev(h) / 1000.0;
 }
 
-/* The warm-up is the first call: forget it when the second begins. */
-static void wake_forget_warmup(struct wake_point *pt)
+/* The statistics of one repeat: kept, and pooled (not the warm-up's). */
+static int wake_record(struct wake_point *pt, const double *v, double n)
 {
-    if (pt->calls++ == 1 && pt->warm) {
-        bench_hist_reset(&pt->pooled);
-        pt->n = 0;
-        pt->samples = 0;
-    }
+    if (pt->p->warmup)
+        return 0;
+    pt->samples += n;
+    return wake_keep(pt, v);
 }
 
-static int wake_sample(void *arg, double seconds, double *value)
+static int wake_measure(bench_point_t *p, double *value, double *extra)
 {
-    struct wake_point *pt = arg;
+    struct wake_point *pt = p->ctx;
     struct wake_run r = {.cfg = pt->cfg, .c = pt->c,
-                         .rng = (uint64_t)pt->calls * 7919u + 1,
-                         .kernel = !strcmp(pt->row, "kernel")};
-    wake_forget_warmup(pt);
+                         .rng = (uint64_t)pt->calls++ * 7919u + 1,
+                         .kernel = p->row->pseudo};
+    (void)extra;
     for (int i = 0; i < pt->cfg->clients; i++) {
         atomic_store(&pt->c[i].waiting, 0);
         pt->c[i].run = &r;
         bench_hist_reset(&pt->c[i].hist);
     }
-    int rc = r.kernel ? wake_k_run(pt, &r, seconds)
-                      : wake_mq_run(pt, &r, seconds);
+    double secs = bench_point_seconds(p);
+    int rc = r.kernel ? wake_k_run(pt, &r, secs) : wake_mq_run(pt, &r, secs);
     if (rc)
-        return -1;
+        return rc;
     bench_hist_reset(&pt->one);
     for (int i = 0; i < pt->cfg->clients; i++)
         bench_hist_merge(&pt->one, &pt->c[i].hist);
     if (pt->one.n < 2) {
         fprintf(stderr, "mqs-bench wake: %s: fewer than 2 wake-ups\n",
-                pt->row);
+                p->row->spec);
         return -1;
     }
-    bench_hist_merge(&pt->pooled, &pt->one);
-    pt->samples += (double)pt->one.n;
+    if (!p->warmup)
+        bench_hist_merge(&pt->pooled, &pt->one);
     double v[WS_N];
     wake_stats_of(&pt->one, v);
     *value = v[WS_MEAN];
-    return wake_keep(pt, v);
+    return wake_record(pt, v, (double)pt->one.n);
 }
 
-static int wake_peer_sample(void *arg, double seconds, double *value)
+static int wake_peer_convert(bench_point_t *p, const bench_peer_result_t *r,
+                             double *value, double *extra)
 {
-    struct wake_point *pt = arg;
-    char c[32], h[32], u[32];
-    snprintf(c, sizeof c, "clients=%d", pt->cfg->clients);
-    snprintf(h, sizeof h, "hogs=%d", pt->cfg->hogs);
-    snprintf(u, sizeof u, "hog_slice_us=%d", pt->cfg->hog_slice_us);
-    const char *args[] = {c, h, u, pt->cfg->rt ? "class=rt" : "class=normal",
-                          NULL};
-    bench_peer_result_t res;
-    int rc = bench_peer_sample(pt->row, "wake", args, pt->o->workers, seconds,
-                               &res, pt->note, sizeof pt->note);
-    if (rc)
-        return rc;
     double v[WS_N];
+    (void)extra;
     for (int s = 0; s < WS_N; s++)
-        v[s] = bench_peer_get(&res, wake_peer_keys[s]) / 1000.0;
-    if (isnan(v[WS_MEAN])) {
-        snprintf(pt->note, sizeof pt->note, "failed: key mean_ns missing");
-        return BENCH_PEER_FAILED;
-    }
-    double n = bench_peer_get(&res, "samples");
-    pt->samples += isnan(n) ? 0 : n;
+        v[s] = bench_peer_get(r, wake_peer_keys[s]) / 1000.0;
+    if (isnan(v[WS_MEAN]))
+        return -1;
+    double n = bench_peer_get(r, "samples");
     *value = v[WS_MEAN];
-    return wake_keep(pt, v);
+    return wake_record(p->ctx, v, isnan(n) ? 0 : n);
 }
+
+static const bench_peer_map_t wake_peer_map = {.convert = wake_peer_convert};
 
 /* ------------------------------------------------------------------ */
-/* Driver                                                              */
+/* Row kinds and the table entry                                       */
 /* ------------------------------------------------------------------ */
 
 static int wake_alloc(struct wake_point *pt)
 {
     int n = pt->cfg->clients;
     pt->c = aligned_alloc(WAKE_CACHELINE, (size_t)n * sizeof *pt->c);
-    if (!pt->c || bench_hist_init(&pt->one) || bench_hist_init(&pt->pooled))
+    if (!pt->c)
         return -1;
     memset(pt->c, 0, (size_t)n * sizeof *pt->c);
     for (int i = 0; i < n; i++)
@@ -513,79 +489,105 @@ static int wake_alloc(struct wake_point *pt)
     return 0;
 }
 
-static void wake_free(struct wake_point *pt)
+static int wake_k_open(bench_point_t *p)
 {
+    cpu_set_t set;
+    p->workers = bench_kernel_cpus(p->o->workers, &set);
+    return wake_alloc(p->ctx);
+}
+
+static int wake_mq_open(bench_point_t *p)
+{
+    struct wake_point *pt = p->ctx;
+    if (wake_alloc(pt) ||
+        bench_runtime_open("wake", p->row->spec, p->o->workers, 0, &pt->rt))
+        return -1;
+    p->workers = mqs_runtime_workers(pt->rt);
+    return 0;
+}
+
+static void wake_close(bench_point_t *p)
+{
+    struct wake_point *pt = p->ctx;
+    bench_runtime_close("wake", pt->rt);
+    pt->rt = NULL;
     for (int i = 0; pt->c && i < pt->cfg->clients; i++)
         bench_hist_free(&pt->c[i].hist);
     free(pt->c);
+    pt->c = NULL;
+}
+
+static const bench_point_kind_t wake_mq_kind = {wake_mq_open, wake_measure,
+                                                wake_close};
+static const bench_point_kind_t wake_k_kind = {wake_k_open, wake_measure,
+                                               wake_close};
+
+/* One of the seven results of a row from the statistic's repeats (the
+ * driver's estimate is the one of stat=mean). */
+static int wake_emit_one(bench_point_t *p, int s, const double *pooled,
+                         bench_result_t r, bench_results_t *rs)
+{
+    struct wake_point *pt = p->ctx;
+    bench_estimate_t est = {.mean = NAN, .ci95 = NAN};
+    if (p->ok)
+        bench_estimate_of(pt->stat[s], (size_t)pt->n, p->o->prec.ci_target,
+                          &est);
+    r.param = (char *)wake_params[s];
+    r.value = p->ok ? est.mean : NAN;
+    r.ci95 = p->ok ? est.ci95 : NAN;
+    r.frc = p->ok && est.frc;
+    r.extra[WX_POOLED] = p->ok && pt->pooled.n ? pooled[s] : NAN;
+    r.extra[WX_SAMPLES] = p->ok ? pt->samples : NAN;
+    r.extra[WX_REPEATS] = p->ok ? pt->n : NAN;
+    return bench_results_add(rs, &r);
+}
+
+/* The seven results of a row; frees what the point kept for them. */
+static int wake_emit(bench_point_t *p, bench_result_t *res,
+                     bench_results_t *rs)
+{
+    struct wake_point *pt = p->ctx;
+    double pooled[WS_N];
+    wake_stats_of(&pt->pooled, pooled);
+    int rc = 0;
+    for (int s = 0; s < WS_N && rc == 0; s++)
+        rc = wake_emit_one(p, s, pooled, *res, rs);
     bench_hist_free(&pt->one);
     bench_hist_free(&pt->pooled);
     for (int s = 0; s < WS_N; s++)
         free(pt->stat[s]);
-}
-
-static int wake_open(struct wake_point *pt, bool peer, bool kernel)
-{
-    int rc = wake_alloc(pt);
-    int cpus[MQS_MAX_WORKERS];
-    pt->workers = pt->o->workers ? pt->o->workers : bench_cpus_allowed();
-    if (rc == 0 && kernel)
-        pt->workers = bench_cpu_list(pt->o->workers, cpus, MQS_MAX_WORKERS);
-    if (rc == 0 && !peer && !kernel) {
-        rc = bench_runtime_open("wake", pt->row, pt->o->workers, 0, &pt->rt);
-        pt->workers = rc ? pt->workers : mqs_runtime_workers(pt->rt);
-    }
     return rc;
 }
 
-/* The seven results of a row that ran (or failed with rc). */
-static int wake_emit(struct wake_point *pt, int rc, bench_results_t *rs)
+struct wake_args {
+    struct wake_cfg cfg;
+    struct wake_point cur; /* the point being measured */
+};
+
+static int wake_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
-    bool peer = bench_peer_is(pt->row);
-    double pooled[WS_N];
-    wake_stats_of(&pt->pooled, pooled);
-    for (int s = 0; s < WS_N; s++) {
-        bench_estimate_t est = {.mean = NAN, .ci95 = NAN};
-        if (rc == 0)
-            bench_estimate_of(pt->stat[s], (size_t)pt->n, pt->o->prec.ci_target,
-                              &est);
-        bench_result_t res =
-            bench_result_of(pt->row, wake_params[s], pt->workers, "us", rc,
-                            &est, pt->note[0] ? pt->note : "failed");
-        res.extra[WX_POOLED] = rc == 0 && !peer ? pooled[s] : NAN;
-        res.extra[WX_SAMPLES] = rc == 0 ? pt->samples : NAN;
-        res.extra[WX_REPEATS] = rc == 0 ? pt->n : NAN;
-        if (bench_results_add(rs, &res) != 0)
-            return -1;
-    }
+    struct wake_args *a = sw->arg;
+    const struct wake_cfg *cfg = &a->cfg;
+    bench_peer_args_t *pa = &p->peer_args;
+    (void)i;
+    a->cur = (struct wake_point){.p = p, .cfg = cfg};
+    if (bench_hist_init(&a->cur.one) || bench_hist_init(&a->cur.pooled))
+        return -1;
+    snprintf(p->param, sizeof p->param, "all");
+    p->unit = "us";
+    p->ctx = &a->cur;
+    p->emit = wake_emit;
+    p->peer_map = &wake_peer_map;
+    bench_peer_args_add(pa, "clients", "%d", cfg->clients);
+    bench_peer_args_add(pa, "hogs", "%d", cfg->hogs);
+    bench_peer_args_add(pa, "hog_slice_us", "%d", cfg->hog_slice_us);
+    bench_peer_args_add(pa, "class", "%s", cfg->rt ? "rt" : "normal");
     return 0;
 }
 
-static int wake_point_run(struct wake_point *pt, bench_progress_t *pg,
-                          bench_results_t *rs)
+static int wake_options(bench_sweep_t *sw, int *argc, char **argv)
 {
-    bench_estimate_t est;
-    bool peer = bench_peer_is(pt->row), kernel = !strcmp(pt->row, "kernel");
-    pt->warm = !peer;
-    int rc = wake_open(pt, peer, kernel);
-    if (rc == 0)
-        rc = bench_point_estimate(pt->o, pg, pt->row, "all", pt->warm,
-                                  peer ? wake_peer_sample : wake_sample, pt,
-                                  &est);
-    bench_runtime_close("wake", pt->rt);
-    pt->rt = NULL;
-    int out = wake_emit(pt, rc, rs);
-    wake_free(pt);
-    if (out)
-        return -1;
-    return rc == BENCH_PEER_MISSING || rc == BENCH_PEER_UNSUPPORTED ||
-                   (kernel && pt->note[0])
-               ? 0
-               : rc;
-}
-
-static int wake_parse(int *argc, char **argv, struct wake_cfg *cfg)
-{
+    struct wake_cfg *cfg = &((struct wake_args *)sw->arg)->cfg;
     const char *c = "4", *h = "0", *u = "1000", *cls = "normal";
     const bench_xopt_t xo[] = {{"clients", &c}, {"hogs", &h},
                                {"hog-slice", &u}, {"class", &cls},
@@ -607,31 +609,29 @@ static int wake_parse(int *argc, char **argv, struct wake_cfg *cfg)
     return rc;
 }
 
+/* One point per row: its seven statistics come from the same repeats. */
+static int wake_prepare(bench_sweep_t *sw)
+{
+    sw->nparams = 1;
+    return 0;
+}
+
+static const bench_row_kind_t wake_kinds[] = {
+    {NULL, &wake_mq_kind}, {"kernel", &wake_k_kind}, {NULL, NULL}};
+
+static const bench_exp_t wake_exp = {
+    .cli = &wake_cli,
+    .title = "us from wake-up to running",
+    .extras = wake_extras,
+    .nextra = WX_COUNT,
+    .kinds = wake_kinds,
+    .options = wake_options,
+    .prepare = wake_prepare,
+    .setup = wake_setup,
+};
+
 int bench_wake_main(int argc, char **argv)
 {
-    struct wake_cfg cfg;
-    bench_opts_t o;
-    int rc = wake_parse(&argc, argv, &cfg);
-    if (rc == 0)
-        rc = bench_parse_options(&wake_cli, argc, argv, &o);
-    if (rc == BENCH_HELP_SHOWN)
-        return 0;
-    if (rc)
-        return rc;
-    bench_results_t rs;
-    bench_results_init(&rs, "wake", "us from wake-up to running",
-                       wake_extras, WX_COUNT);
-    bench_progress_t pg;
-    bench_progress_init(&pg, o.nrows);
-    int failed = 0;
-    for (int r = 0; r < o.nrows; r++) {
-        struct wake_point pt = {.o = &o, .cfg = &cfg, .row = o.rows[r].spec};
-        pg.index++;
-        failed |= wake_point_run(&pt, &pg, &rs) != 0;
-    }
-    bench_progress_done(&pg);
-    int out = bench_output(&rs, &o);
-    bench_results_free(&rs);
-    bench_opts_free(&o);
-    return failed || out ? 1 : 0;
+    struct wake_args a = {0};
+    return bench_exp_main(&wake_exp, &a, argc, argv);
 }
