@@ -176,3 +176,74 @@ void bench_window(_Atomic int *started, _Atomic int *stop, double seconds)
     bench_sleep_ns((uint64_t)(seconds * 1e9));
     atomic_store(stop, 1);
 }
+
+/* ------------------------------------------------------------------ */
+/* A measurement's tasks                                               */
+/* ------------------------------------------------------------------ */
+
+static int group_spawn(bench_group_t *g, int n, void *(*fn)(void *),
+                       char *arg, size_t stride)
+{
+    int rc = 0;
+    for (; g->started < n && rc == 0; g->started += rc == 0)
+        rc = mqs_spawn(g->rt, &g->tasks[g->started], NULL, fn,
+                       arg + (size_t)g->started * stride);
+    return rc;
+}
+
+static int group_threads(bench_group_t *g, int n, void *(*fn)(void *),
+                         char *arg, size_t stride)
+{
+    pthread_attr_t attr;
+    cpu_set_t set;
+    bench_kernel_cpus(g->workers, &set);
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, g->stack);
+    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    int rc = 0;
+    for (; g->started < n && rc == 0; g->started += rc == 0)
+        rc = pthread_create(&g->threads[g->started], &attr, fn,
+                            arg + (size_t)g->started * stride);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+int bench_group_start(bench_group_t *g, const char *exp, const char *row,
+                      int n, void *(*fn)(void *), void *arg, size_t stride)
+{
+    g->exp = exp;
+    g->started = 0;
+    if (g->rt)
+        g->tasks = calloc((size_t)n, sizeof *g->tasks);
+    else
+        g->threads = calloc((size_t)n, sizeof *g->threads);
+    if (!g->tasks && !g->threads)
+        return -1;
+    int rc = g->rt ? group_spawn(g, n, fn, arg, stride)
+                   : group_threads(g, n, fn, arg, stride);
+    if (rc)
+        fprintf(stderr, "mqs-bench %s: %s: %s: %s\n", exp, row,
+                g->rt ? "mqs_spawn" : "pthread_create",
+                g->rt ? mqs_strerror(rc) : strerror(rc));
+    return rc ? -1 : 0;
+}
+
+int bench_group_join(bench_group_t *g)
+{
+    int rc = 0;
+    for (int i = 0; i < g->started; i++) {
+        int r = g->rt ? mqs_join(g->tasks[i], NULL)
+                      : pthread_join(g->threads[i], NULL);
+        rc = rc ? rc : r;
+    }
+    free(g->tasks);
+    free(g->threads);
+    g->tasks = NULL;
+    g->threads = NULL;
+    g->started = 0;
+    if (rc)
+        fprintf(stderr, "mqs-bench %s: %s: %s\n", g->exp,
+                g->rt ? "mqs_join" : "pthread_join",
+                g->rt ? mqs_strerror(rc) : strerror(rc));
+    return rc ? -1 : 0;
+}

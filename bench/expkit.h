@@ -23,6 +23,7 @@
 #ifndef MQS_BENCH_EXPKIT_H
 #define MQS_BENCH_EXPKIT_H
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -76,6 +77,28 @@ void bench_cpuset_of(const int *cpus, int n, cpu_set_t *set);
 /* The CPUs kernel threads of a kernel row may use, as one shared mask:
  * bench_cpu_list(workers) as a set.  Returns how many. */
 int bench_kernel_cpus(int workers, cpu_set_t *set);
+
+/*
+ * The n tasks of one measurement: mqs tasks on rt, or (rt NULL) kernel
+ * threads of `stack` bytes sharing the mask of the first `workers` CPUs
+ * (bench_kernel_cpus).  Task i runs fn(arg + i * stride).
+ */
+typedef struct bench_group {
+    const char *exp; /* for messages, set by bench_group_start */
+    mqs_runtime_t *rt;
+    int workers;
+    size_t stack;
+    int started;
+    mqs_task_t **tasks; /* policy rows: the tasks, for mqs_task_stats() */
+    pthread_t *threads;
+} bench_group_t;
+
+/* Start them; 0, or -1 with the reason on stderr ("mqs-bench <exp>:
+ * <row>: ..."), those started still to be joined. */
+int bench_group_start(bench_group_t *g, const char *exp, const char *row,
+                      int n, void *(*fn)(void *), void *arg, size_t stride);
+/* Join those started and free the group; 0, or -1 when a join failed. */
+int bench_group_join(bench_group_t *g);
 
 /* The window of a sample whose tasks stamp their own start: wait for
  * *started (a loaded host may take a while to run the first task), let

@@ -293,10 +293,7 @@ struct mixed_point {
     long burst;
     struct mixed_flags *flags;
     struct mixed_slot *slots;
-    mqs_runtime_t *rt;
-    mqs_task_t **tasks;
-    pthread_t *threads;
-    int nthreads;
+    bench_group_t g; /* the tasks (policy rows: g.rt) or threads */
 };
 
 static void mixed_reset(struct mixed_point *mp)
@@ -363,12 +360,12 @@ static void mixed_mq_snap(const struct mixed_point *mp, struct mixed_snap *s)
 {
     for (int i = 0; i < mp->n; i++) {
         mqs_task_stats_t ts;
-        if (mqs_task_stats(mp->tasks[i], &ts) == 0) {
+        if (mqs_task_stats(mp->g.tasks[i], &ts) == 0) {
             s->wait += ts.wait_ns;
             s->migr += ts.migrations;
         }
     }
-    mqs_runtime_stats(mp->rt, &s->rs);
+    mqs_runtime_stats(mp->g.rt, &s->rs);
     s->wait_ok = s->migr_ok = true;
 }
 
@@ -432,18 +429,9 @@ static int mixed_window(bench_point_t *p, double *value, double *extra)
     return 0;
 }
 
-/* ----- policy rows ----- */
+/* ----- policy and kernel rows ----- */
 
-static int mixed_mq_join(struct mixed_point *mp, int n)
-{
-    int rc = 0;
-    for (int i = 0; i < n; i++)
-        if (mqs_join(mp->tasks[i], NULL) != 0)
-            rc = -1;
-    return rc;
-}
-
-/* The flags and slots of a point (policy and kernel rows). */
+/* The flags and slots of a point. */
 static int mixed_point_alloc(struct mixed_point *mp)
 {
     size_t n = (size_t)mp->n;
@@ -452,125 +440,61 @@ static int mixed_point_alloc(struct mixed_point *mp)
     return mp->flags && mp->slots ? 0 : -1;
 }
 
-static void mixed_point_free(struct mixed_point *mp)
-{
-    free(mp->flags);
-    free(mp->slots);
-    mp->flags = NULL;
-    mp->slots = NULL;
-}
-
 static int mixed_mq_open(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
-    if (mixed_point_alloc(mp) ||
-        bench_runtime_open("mixed", p->row->spec, p->o->workers, 0, &mp->rt))
+    if (mixed_point_alloc(mp) || bench_runtime_open("mixed", p->row->spec,
+                                                    p->o->workers, 0,
+                                                    &mp->g.rt))
         return -1;
-    p->workers = mqs_runtime_workers(mp->rt);
-    mp->tasks = calloc((size_t)mp->n, sizeof *mp->tasks);
-    return mp->tasks ? 0 : -1;
+    p->workers = mqs_runtime_workers(mp->g.rt);
+    return 0;
 }
-
-static int mixed_mq_measure(bench_point_t *p, double *value, double *extra)
-{
-    struct mixed_point *mp = p->ctx;
-    mixed_reset(mp);
-    for (int i = 0; i < mp->n; i++) {
-        int r = mqs_spawn(mp->rt, &mp->tasks[i], NULL, mixed_mq_task,
-                          &mp->slots[i]);
-        if (r != 0) {
-            fprintf(stderr, "mqs-bench mixed: %s: mqs_spawn: %s\n",
-                    p->row->spec, mqs_strerror(r));
-            atomic_store(&mp->flags->stop, 1);
-            atomic_store(&mp->flags->start, 1);
-            mixed_mq_join(mp, i);
-            return -1;
-        }
-    }
-    int rc = mixed_window(p, value, extra);
-    return mixed_mq_join(mp, mp->n) ? -1 : rc;
-}
-
-static void mixed_mq_close(bench_point_t *p)
-{
-    struct mixed_point *mp = p->ctx;
-    bench_runtime_close("mixed", mp->rt);
-    free(mp->tasks);
-    mp->rt = NULL;
-    mp->tasks = NULL;
-    mixed_point_free(mp);
-}
-
-static const bench_point_kind_t mixed_policy_kind = {
-    mixed_mq_open, mixed_mq_measure, mixed_mq_close};
-
-/* ----- kernel row ----- */
 
 static int mixed_kernel_open(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
     cpu_set_t set;
     p->workers = bench_kernel_cpus(p->o->workers, &set);
-    mp->threads = calloc((size_t)mp->n, sizeof *mp->threads);
-    return mp->threads && mixed_point_alloc(mp) == 0 ? 0 : -1;
+    mp->g = (bench_group_t){.workers = p->o->workers,
+                            .stack = MIXED_KERNEL_STACK};
+    return mixed_point_alloc(mp);
 }
 
-static void mixed_kernel_join(struct mixed_point *mp)
-{
-    for (int i = 0; i < mp->nthreads; i++)
-        pthread_join(mp->threads[i], NULL);
-    mp->nthreads = 0;
-}
-
-static int mixed_kernel_spawn(bench_point_t *p)
-{
-    struct mixed_point *mp = p->ctx;
-    pthread_attr_t attr;
-    cpu_set_t set;
-    bench_kernel_cpus(p->o->workers, &set);
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, MIXED_KERNEL_STACK);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    int rc = 0;
-    for (int i = 0; i < mp->n && rc == 0; i++) {
-        rc = pthread_create(&mp->threads[i], &attr, mixed_kernel_thread,
-                            &mp->slots[i]);
-        mp->nthreads += rc == 0;
-    }
-    pthread_attr_destroy(&attr);
-    if (rc)
-        fprintf(stderr, "mqs-bench mixed: kernel: pthread_create: %s\n",
-                strerror(rc));
-    /* Every thread has published its tid before the window reads /proc. */
-    for (int i = 0; i < mp->nthreads; i++)
-        while (atomic_load(&mp->slots[i].tid) == 0)
-            sched_yield();
-    return rc ? -1 : 0;
-}
-
-static int mixed_kernel_measure(bench_point_t *p, double *value, double *extra)
+/* Start the tasks (or threads), measure the window, stop and join. */
+static int mixed_measure(bench_point_t *p, double *value, double *extra)
 {
     struct mixed_point *mp = p->ctx;
     mixed_reset(mp);
-    int rc = mixed_kernel_spawn(p);
+    int rc = bench_group_start(&mp->g, "mixed", p->row->spec, mp->n,
+                               mp->g.rt ? mixed_mq_task : mixed_kernel_thread,
+                               mp->slots, sizeof *mp->slots);
+    /* Every thread has published its tid before the window reads /proc. */
+    for (int i = 0; !mp->g.rt && i < mp->g.started; i++)
+        while (atomic_load(&mp->slots[i].tid) == 0)
+            sched_yield();
     if (rc == 0)
         rc = mixed_window(p, value, extra);
     atomic_store(&mp->flags->stop, 1);
     atomic_store(&mp->flags->start, 1);
-    mixed_kernel_join(mp);
-    return rc;
+    return bench_group_join(&mp->g) ? -1 : rc;
 }
 
-static void mixed_kernel_close(bench_point_t *p)
+static void mixed_close(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
-    free(mp->threads);
-    mp->threads = NULL;
-    mixed_point_free(mp);
+    bench_runtime_close("mixed", mp->g.rt);
+    mp->g.rt = NULL;
+    free(mp->flags);
+    free(mp->slots);
+    mp->flags = NULL;
+    mp->slots = NULL;
 }
 
+static const bench_point_kind_t mixed_policy_kind = {
+    mixed_mq_open, mixed_measure, mixed_close};
 static const bench_point_kind_t mixed_kernel_kind = {
-    mixed_kernel_open, mixed_kernel_measure, mixed_kernel_close};
+    mixed_kernel_open, mixed_measure, mixed_close};
 
 /* ----- peers ----- */
 

@@ -158,12 +158,8 @@ struct point {
     /* per-task yields in the last window, and counters at its start */
     double *work;
     uint64_t *snap;
-    /* policy rows */
-    mqs_runtime_t *rt;
-    mqs_task_t **tasks;
-    /* kernel row */
-    pthread_t *threads;
-    int nthreads;
+    /* policy rows (g.rt) and the kernel row: the tasks */
+    bench_group_t g;
     /* floor row: one mapping holding the N stacks */
     char *stacks;
     size_t stacks_len;
@@ -296,98 +292,46 @@ static int run_window(bench_point_t *p, double *ns, double *extra)
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows: mqs tasks                                              */
+/* Policy and kernel rows: mqs tasks, or pthreads and sched_yield      */
 /* ------------------------------------------------------------------ */
 
-static void *mq_task(void *arg)
+/* A task's life: yield until start, then yield and count until stop.
+ * Inlined into each caller, so the yield is a direct call. */
+static inline __attribute__((always_inline)) void
+count_yields(struct slot *s, int (*yield_fn)(void))
 {
-    struct slot *s = arg;
     const struct flags *f = s->flags;
     _Atomic uint64_t count = 0;
     atomic_store_explicit(&s->count, &count, memory_order_release);
     while (!flag(&f->start))
-        mqs_yield();
+        yield_fn();
     while (!flag(&f->stop)) {
-        mqs_yield();
+        yield_fn();
         count_one(&count);
     }
+}
+
+static void *mq_task(void *arg)
+{
+    count_yields(arg, mqs_yield);
+    return NULL;
+}
+
+static void *kernel_thread(void *arg)
+{
+    count_yields(arg, sched_yield);
     return NULL;
 }
 
 static int mq_open(bench_point_t *p)
 {
     struct point *pt = p->ctx;
-    if (point_alloc(pt) ||
-        bench_runtime_open("yield", p->row->spec, p->o->workers, 0, &pt->rt))
+    if (point_alloc(pt) || bench_runtime_open("yield", p->row->spec,
+                                              p->o->workers, 0, &pt->g.rt))
         return -1;
-    p->workers = mqs_runtime_workers(pt->rt);
+    p->workers = mqs_runtime_workers(pt->g.rt);
     pt->busy = pt->ntasks < p->workers ? pt->ntasks : p->workers;
-    pt->tasks = calloc((size_t)pt->ntasks, sizeof *pt->tasks);
-    return pt->tasks ? 0 : -1;
-}
-
-/* Join the first n tasks; returns the first error. */
-static int mq_join(struct point *pt, int n)
-{
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
-        int r = mqs_join(pt->tasks[i], NULL);
-        if (r && !rc) {
-            fprintf(stderr, "mqs-bench yield: mqs_join: %s\n", mqs_strerror(r));
-            rc = -1;
-        }
-    }
-    return rc;
-}
-
-static int mq_measure(bench_point_t *p, double *ns, double *extra)
-{
-    struct point *pt = p->ctx;
-    reset_counters(pt);
-    for (int i = 0; i < pt->ntasks; i++) {
-        int r = mqs_spawn(pt->rt, &pt->tasks[i], NULL, mq_task, &pt->slots[i]);
-        if (r != 0) {
-            fprintf(stderr, "mqs-bench yield: %s %s: mqs_spawn: %s\n",
-                    p->row->spec, p->param, mqs_strerror(r));
-            atomic_store(&pt->flags->stop, 1);
-            atomic_store(&pt->flags->start, 1);
-            mq_join(pt, i);
-            return -1;
-        }
-    }
-    int rc = run_window(p, ns, extra);
-    return mq_join(pt, pt->ntasks) ? -1 : rc;
-}
-
-static void mq_close(bench_point_t *p)
-{
-    struct point *pt = p->ctx;
-    bench_runtime_close("yield", pt->rt);
-    free(pt->tasks);
-    pt->rt = NULL;
-    pt->tasks = NULL;
-    point_free(pt);
-}
-
-static const bench_point_kind_t kind_policy = {mq_open, mq_measure, mq_close};
-
-/* ------------------------------------------------------------------ */
-/* kernel row: pthreads and sched_yield                                */
-/* ------------------------------------------------------------------ */
-
-static void *kernel_thread(void *arg)
-{
-    struct slot *s = arg;
-    const struct flags *f = s->flags;
-    _Atomic uint64_t count = 0;
-    atomic_store_explicit(&s->count, &count, memory_order_release);
-    while (!flag(&f->start))
-        sched_yield();
-    while (!flag(&f->stop)) {
-        sched_yield();
-        count_one(&count);
-    }
-    return NULL;
+    return 0;
 }
 
 static int kernel_open(bench_point_t *p)
@@ -396,65 +340,39 @@ static int kernel_open(bench_point_t *p)
     cpu_set_t set;
     p->workers = bench_kernel_cpus(p->o->workers, &set);
     pt->busy = pt->ntasks < p->workers ? pt->ntasks : p->workers;
-    pt->threads = calloc((size_t)pt->ntasks, sizeof *pt->threads);
-    return pt->threads && point_alloc(pt) == 0 ? 0 : -1;
+    pt->g = (bench_group_t){.workers = p->o->workers, .stack = KERNEL_STACK};
+    return point_alloc(pt);
 }
 
-static void kernel_join(struct point *pt)
-{
-    for (int i = 0; i < pt->nthreads; i++)
-        pthread_join(pt->threads[i], NULL);
-    pt->nthreads = 0;
-}
-
-static int kernel_spawn(bench_point_t *p)
-{
-    struct point *pt = p->ctx;
-    pthread_attr_t attr;
-    cpu_set_t set;
-    bench_kernel_cpus(p->o->workers, &set);
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, KERNEL_STACK);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    int rc = 0;
-    for (int i = 0; i < pt->ntasks && rc == 0; i++) {
-        rc = pthread_create(&pt->threads[i], &attr, kernel_thread,
-                            &pt->slots[i]);
-        if (rc == 0)
-            pt->nthreads++;
-    }
-    pthread_attr_destroy(&attr);
-    if (rc)
-        fprintf(stderr, "mqs-bench yield: kernel %s: pthread_create: %s\n",
-                p->param, strerror(rc));
-    return rc ? -1 : 0;
-}
-
-static int kernel_measure(bench_point_t *p, double *ns, double *extra)
+/* Start the tasks (or threads), count over the window, join them. */
+static int tasks_measure(bench_point_t *p, double *ns, double *extra)
 {
     struct point *pt = p->ctx;
     reset_counters(pt);
-    if (kernel_spawn(p) != 0) {
+    int rc = bench_group_start(&pt->g, "yield", p->row->spec, pt->ntasks,
+                               pt->g.rt ? mq_task : kernel_thread, pt->slots,
+                               sizeof *pt->slots);
+    if (rc) { /* release those started */
         atomic_store(&pt->flags->stop, 1);
         atomic_store(&pt->flags->start, 1);
-        kernel_join(pt);
-        return -1;
+    } else {
+        rc = run_window(p, ns, extra);
     }
-    int rc = run_window(p, ns, extra);
-    kernel_join(pt);
-    return rc;
+    return bench_group_join(&pt->g) ? -1 : rc;
 }
 
-static void kernel_close(bench_point_t *p)
+static void tasks_close(bench_point_t *p)
 {
     struct point *pt = p->ctx;
-    free(pt->threads);
-    pt->threads = NULL;
+    bench_runtime_close("yield", pt->g.rt);
+    pt->g.rt = NULL;
     point_free(pt);
 }
 
-static const bench_point_kind_t kind_kernel = {kernel_open, kernel_measure,
-                                        kernel_close};
+static const bench_point_kind_t kind_policy = {mq_open, tasks_measure,
+                                               tasks_close};
+static const bench_point_kind_t kind_kernel = {kernel_open, tasks_measure,
+                                               tasks_close};
 
 /* ------------------------------------------------------------------ */
 /* floor row: a bare ring of contexts                                  */
