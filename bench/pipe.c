@@ -91,6 +91,7 @@ struct pipe_run {
     uint64_t trips, bytes;
     size_t msg;
     int err;
+    bool kernel; /* which of the two below */
     /* mqs rows */
     mqs_pipe_t *a, *b; /* a: ping -> pong (or writer -> reader); b: back */
     /* kernel row */
@@ -128,61 +129,113 @@ static int pipe_value(const bench_point_t *p, const struct pipe_run *r,
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows: mqs_pipe_t between tasks                               */
+/* The two sides, on mqs_pipe_t (policy rows) or pipe(2) (kernel)      */
 /* ------------------------------------------------------------------ */
 
-static void *pipe_mq_ping(void *arg)
+/* Write all of buf to fd; 0 or an errno. */
+static int pipe_fd_write(int fd, const void *buf, size_t n)
+{
+    const unsigned char *p = buf;
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return errno ? errno : EIO;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Write all of buf into pipe a (back: b); 0 or an errno. */
+static int pipe_put(struct pipe_run *r, bool back, const void *buf, size_t n)
+{
+    if (r->kernel)
+        return pipe_fd_write(back ? r->fb[1] : r->fa[1], buf, n);
+    return mqs_pipe_write(back ? r->b : r->a, buf, n, NULL) ? EIO : 0;
+}
+
+/* Read up to n bytes from pipe a (back: b); 0 at the end or an error. */
+static size_t pipe_get(struct pipe_run *r, bool back, void *buf, size_t n)
+{
+    size_t got = 0;
+    ssize_t k;
+    if (!r->kernel)
+        return mqs_pipe_read(back ? r->b : r->a, buf, n, &got) ? 0 : got;
+    while ((k = read(back ? r->fb[0] : r->fa[0], buf, n)) < 0 &&
+           errno == EINTR)
+        ;
+    return k > 0 ? (size_t)k : 0;
+}
+
+/* Close the writing end of pipe a: the reader sees its end. */
+static void pipe_end(struct pipe_run *r)
+{
+    if (!r->kernel) {
+        mqs_pipe_close(r->a);
+        return;
+    }
+    close(r->fa[1]);
+    r->fa[1] = -1;
+}
+
+static void *pipe_ping(void *arg)
 {
     struct pipe_run *r = arg;
     unsigned char c = 'p';
-    size_t n;
     pipe_start(r);
     while (!pipe_stopped(r)) {
-        if (mqs_pipe_write(r->a, &c, 1, &n) || mqs_pipe_read(r->b, &c, 1, &n))
+        if (pipe_put(r, false, &c, 1) || pipe_get(r, true, &c, 1) != 1) {
+            r->err = EIO;
             break;
+        }
         r->trips++;
     }
     r->t1 = bench_now_ns();
-    mqs_pipe_close(r->a);
+    pipe_end(r);
     return NULL;
 }
 
-static void *pipe_mq_pong(void *arg)
+static void *pipe_pong(void *arg)
 {
     struct pipe_run *r = arg;
     unsigned char c;
-    size_t n;
-    while (mqs_pipe_read(r->a, &c, 1, &n) == 0)
-        if (mqs_pipe_write(r->b, &c, 1, &n) != 0)
+    while (pipe_get(r, false, &c, 1) == 1)
+        if (pipe_put(r, true, &c, 1) != 0)
             break;
     return NULL;
 }
 
-static void *pipe_mq_writer(void *arg)
+static void *pipe_writer(void *arg)
 {
     struct pipe_run *r = arg;
     unsigned char *buf = calloc(1, r->msg);
     pipe_start(r);
     while (buf && !pipe_stopped(r))
-        if (mqs_pipe_write(r->a, buf, r->msg, NULL) != 0)
+        if ((r->err = pipe_put(r, false, buf, r->msg)) != 0)
             break;
-    mqs_pipe_close(r->a);
+    pipe_end(r);
     free(buf);
     return NULL;
 }
 
-static void *pipe_mq_reader(void *arg)
+static void *pipe_reader(void *arg)
 {
     struct pipe_run *r = arg;
     unsigned char *buf = malloc(r->msg);
     size_t n;
-    while (buf && mqs_pipe_read(r->a, buf, r->msg, &n) == 0)
+    while (buf && (n = pipe_get(r, false, buf, r->msg)) > 0)
         r->bytes += n;
     r->t1 = bench_now_ns();
     free(buf);
     r->err = buf ? 0 : ENOMEM;
     return NULL;
 }
+
+/* ------------------------------------------------------------------ */
+/* Policy rows: tasks placed by affinity masks                         */
+/* ------------------------------------------------------------------ */
 
 /* Spawn fn on worker `w` (-1: anywhere). */
 static int pipe_spawn(const bench_point_t *p, int w, mqs_task_fn fn,
@@ -216,9 +269,9 @@ static int pipe_mq_measure(bench_point_t *p, double *value, double *extra)
         mqs_pipe_destroy(r.a);
         return -1;
     }
-    int rc = pipe_spawn(p, wb, bw ? pipe_mq_reader : pipe_mq_pong, &r, &tb);
+    int rc = pipe_spawn(p, wb, bw ? pipe_reader : pipe_pong, &r, &tb);
     if (rc == 0)
-        rc = pipe_spawn(p, wa, bw ? pipe_mq_writer : pipe_mq_ping, &r, &ta);
+        rc = pipe_spawn(p, wa, bw ? pipe_writer : pipe_ping, &r, &ta);
     (void)extra;
     if (rc == 0)
         bench_window(&r.started, &r.stop, bench_point_seconds(p));
@@ -257,77 +310,6 @@ static void pipe_mq_close(bench_point_t *p)
 /* ------------------------------------------------------------------ */
 /* kernel row: pipe(2) between pthreads                                */
 /* ------------------------------------------------------------------ */
-
-/* Write all of buf; 0 or an errno. */
-static int pipe_fd_write(int fd, const void *buf, size_t n)
-{
-    const unsigned char *p = buf;
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return errno ? errno : EIO;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static void *pipe_k_ping(void *arg)
-{
-    struct pipe_run *r = arg;
-    unsigned char c = 'p';
-    pipe_start(r);
-    while (!pipe_stopped(r)) {
-        if (pipe_fd_write(r->fa[1], &c, 1) || read(r->fb[0], &c, 1) != 1) {
-            r->err = EIO;
-            break;
-        }
-        r->trips++;
-    }
-    r->t1 = bench_now_ns();
-    close(r->fa[1]);
-    r->fa[1] = -1;
-    return NULL;
-}
-
-static void *pipe_k_pong(void *arg)
-{
-    struct pipe_run *r = arg;
-    unsigned char c;
-    while (read(r->fa[0], &c, 1) == 1)
-        if (pipe_fd_write(r->fb[1], &c, 1) != 0)
-            break;
-    return NULL;
-}
-
-static void *pipe_k_writer(void *arg)
-{
-    struct pipe_run *r = arg;
-    unsigned char *buf = calloc(1, r->msg);
-    pipe_start(r);
-    while (buf && !pipe_stopped(r))
-        if ((r->err = pipe_fd_write(r->fa[1], buf, r->msg)) != 0)
-            break;
-    close(r->fa[1]);
-    r->fa[1] = -1;
-    free(buf);
-    return NULL;
-}
-
-static void *pipe_k_reader(void *arg)
-{
-    struct pipe_run *r = arg;
-    unsigned char *buf = malloc(r->msg);
-    ssize_t k;
-    while (buf && ((k = read(r->fa[0], buf, r->msg)) > 0 ||
-                   (k < 0 && errno == EINTR)))
-        r->bytes += k > 0 ? (uint64_t)k : 0;
-    r->t1 = bench_now_ns();
-    free(buf);
-    return NULL;
-}
 
 static void pipe_fds_close(struct pipe_run *r)
 {
@@ -368,7 +350,8 @@ static void pipe_k_sets(const bench_point_t *p, cpu_set_t *a, cpu_set_t *b)
 static int pipe_k_measure(bench_point_t *p, double *value, double *extra)
 {
     struct pipe_point *pt = p->ctx;
-    struct pipe_run r = {.msg = pt->msg, .fa = {-1, -1}, .fb = {-1, -1}};
+    struct pipe_run r = {.msg = pt->msg, .fa = {-1, -1}, .fb = {-1, -1},
+                         .kernel = true};
     bool bw = pt->mode == PIPE_BW;
     cpu_set_t sa, sb;
     pthread_t ta, tb;
@@ -379,8 +362,8 @@ static int pipe_k_measure(bench_point_t *p, double *value, double *extra)
         pipe_fds_close(&r);
         return -1;
     }
-    int rc = pipe_thread(&tb, &sb, bw ? pipe_k_reader : pipe_k_pong, &r);
-    int rc2 = rc ? rc : pipe_thread(&ta, &sa, bw ? pipe_k_writer : pipe_k_ping,
+    int rc = pipe_thread(&tb, &sb, bw ? pipe_reader : pipe_pong, &r);
+    int rc2 = rc ? rc : pipe_thread(&ta, &sa, bw ? pipe_writer : pipe_ping,
                                     &r);
     if (rc2 == 0) {
         bench_window(&r.started, &r.stop, bench_point_seconds(p));
