@@ -125,13 +125,18 @@ static bool chat_valid(const struct chat_head *h, uint32_t room, uint32_t user,
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows: tasks over channels                                    */
+/* The tasks, over mqs channels (policy rows) or sockets (kernel)      */
 /* ------------------------------------------------------------------ */
 
 struct chat_run;
 
 /* A user's four tasks; each writes only its own failure flag. */
 enum { CHAT_SENDER, CHAT_READER, CHAT_WRITER, CHAT_RECEIVER, CHAT_ROLES };
+
+/* The three hops of a message: sender to reader (the connection's up
+ * direction), readers to writer (the out-queue), writer to receiver (the
+ * connection's down direction). */
+enum chat_hop { CHAT_UP, CHAT_OUTQ, CHAT_DOWN, CHAT_HOPS };
 
 /* Did any of a user's tasks fail? */
 static bool chat_any(const bool *bad)
@@ -145,8 +150,10 @@ static bool chat_any(const bool *bad)
 struct chat_user {
     struct chat_run *run;
     uint32_t room, user;
-    mqs_chan_t *up, *outq, *down;
-    uint64_t got;
+    mqs_chan_t *chan[CHAT_HOPS]; /* policy rows: a channel per hop */
+    int fd[2]; /* kernel: the connection: [0] client end, [1] server end */
+    int q[2];  /* kernel: the out-queue, a pipe: [0] read, [1] write */
+    uint64_t got; /* bytes received */
     bool bad[CHAT_ROLES];
 };
 
@@ -156,213 +163,10 @@ struct chat_run {
     int n;
     _Atomic int receivers_left;
     _Atomic uint64_t t_end;
-    mqs_runtime_t *rt;
-    mqs_task_t **tasks; /* 4 per user */
-    int ntasks;
-};
-
-static void chat_done_one(struct chat_run *run)
-{
-    if (atomic_fetch_sub(&run->receivers_left, 1) == 1)
-        atomic_store(&run->t_end, bench_now_ns());
-}
-
-static void *chat_sender(void *arg)
-{
-    struct chat_user *u = arg;
-    char *msg = calloc(1, (size_t)u->run->s.bytes);
-    if (!msg) {
-        u->bad[CHAT_SENDER] = true;
-        return NULL;
-    }
-    struct chat_head h = {u->room, u->user, 0};
-    for (int m = 0; m < u->run->s.messages; m++) {
-        h.seq = (uint32_t)m;
-        memcpy(msg, &h, sizeof h);
-        if (mqs_chan_send(u->up, msg) != 0)
-            u->bad[CHAT_SENDER] = true;
-    }
-    free(msg);
-    return NULL;
-}
-
-/* The room's reading side of one user's connection: every message it
- * reads goes to the out-queue of every other user of the room. */
-static void *chat_reader(void *arg)
-{
-    struct chat_user *u = arg;
-    const struct chat_shape *s = &u->run->s;
-    struct chat_user *room = u - u->user;
-    char *msg = malloc((size_t)s->bytes);
-    if (!msg) {
-        u->bad[CHAT_READER] = true;
-        return NULL;
-    }
-    for (int m = 0; m < s->messages; m++) {
-        if (mqs_chan_recv(u->up, msg) != 0) {
-            u->bad[CHAT_READER] = true;
-            break;
-        }
-        for (int v = 0; v < s->users; v++)
-            if (v != (int)u->user && mqs_chan_send(room[v].outq, msg) != 0)
-                u->bad[CHAT_READER] = true;
-    }
-    free(msg);
-    return NULL;
-}
-
-/* The room's writing side: the user's out-queue onto its connection. */
-static void *chat_writer(void *arg)
-{
-    struct chat_user *u = arg;
-    const struct chat_shape *s = &u->run->s;
-    long n = (long)s->messages * (s->users - 1);
-    char *msg = malloc((size_t)s->bytes);
-    for (long m = 0; msg && m < n && !u->bad[CHAT_WRITER]; m++)
-        u->bad[CHAT_WRITER] = mqs_chan_recv(u->outq, msg) != 0 ||
-                              mqs_chan_send(u->down, msg) != 0;
-    u->bad[CHAT_WRITER] |= !msg;
-    free(msg);
-    return NULL;
-}
-
-static void *chat_receiver(void *arg)
-{
-    struct chat_user *u = arg;
-    const struct chat_shape *s = &u->run->s;
-    uint64_t want = (uint64_t)s->messages * (uint64_t)(s->users - 1);
-    char *msg = malloc((size_t)s->bytes);
-    while (msg && u->got < want) {
-        struct chat_head h;
-        if (mqs_chan_recv(u->down, msg) != 0)
-            break;
-        memcpy(&h, msg, sizeof h);
-        u->bad[CHAT_RECEIVER] |= !chat_valid(&h, u->room, u->user, s->users);
-        u->got++;
-    }
-    u->bad[CHAT_RECEIVER] |= !msg || u->got != want;
-    free(msg);
-    chat_done_one(u->run);
-    return NULL;
-}
-
-/* Destroy (or, when close is set, close) every channel there is. */
-static void chat_channels(struct chat_run *run, bool close)
-{
-    for (int i = 0; run->u && i < run->n; i++) {
-        mqs_chan_t *c[3] = {run->u[i].up, run->u[i].outq, run->u[i].down};
-        for (int k = 0; k < 3; k++)
-            if (c[k] && close)
-                mqs_chan_close(c[k]);
-            else if (c[k])
-                mqs_chan_destroy(c[k]);
-    }
-}
-
-static void chat_free_users(struct chat_run *run)
-{
-    chat_channels(run, false);
-    free(run->u);
-    free(run->tasks);
-    run->u = NULL;
-    run->tasks = NULL;
-}
-
-static int chat_make_users(struct chat_run *run)
-{
-    run->n = run->s.rooms * run->s.users;
-    run->u = calloc((size_t)run->n, sizeof *run->u);
-    run->tasks = calloc((size_t)run->n * 4, sizeof *run->tasks);
-    if (!run->u || !run->tasks)
-        return -1;
-    size_t b = (size_t)run->s.bytes;
-    for (int i = 0; i < run->n; i++) {
-        struct chat_user *u = &run->u[i];
-        *u = (struct chat_user){.run = run,
-                                .room = (uint32_t)(i / run->s.users),
-                                .user = (uint32_t)(i % run->s.users)};
-        if (mqs_chan_create(&u->up, b, CHAT_CAPACITY) ||
-            mqs_chan_create(&u->outq, b, CHAT_CAPACITY) ||
-            mqs_chan_create(&u->down, b, CHAT_CAPACITY))
-            return -1;
-    }
-    return 0;
-}
-
-/* Spawn fn for every user; false on the first failure. */
-static bool chat_spawn_all(struct chat_run *run, mqs_task_fn fn)
-{
-    for (int i = 0; i < run->n; i++) {
-        int rc =
-            mqs_spawn(run->rt, &run->tasks[run->ntasks], NULL, fn, &run->u[i]);
-        if (rc) {
-            fprintf(stderr, "mqs-bench chat: mqs_spawn: %s\n",
-                    mqs_strerror(rc));
-            return false;
-        }
-        run->ntasks++;
-    }
-    return true;
-}
-
-static int chat_check(const struct chat_run *run)
-{
-    for (int i = 0; i < run->n; i++)
-        if (chat_any(run->u[i].bad)) {
-            fprintf(stderr,
-                    "mqs-bench chat: room %u user %u: got %llu messages, or "
-                    "a wrong one\n",
-                    run->u[i].room, run->u[i].user,
-                    (unsigned long long)run->u[i].got);
-            return -1;
-        }
-    return 0;
-}
-
-/* One run on the point's runtime: seconds of wall time into *secs. */
-static int chat_mq_run(struct chat_run *run, double *secs)
-{
-    int rc = chat_make_users(run);
-    atomic_store(&run->receivers_left, run->n);
-    bool ok = rc == 0 && chat_spawn_all(run, chat_receiver) &&
-              chat_spawn_all(run, chat_writer) &&
-              chat_spawn_all(run, chat_reader);
-    uint64_t t0 = bench_now_ns();
-    ok = ok && chat_spawn_all(run, chat_sender);
-    /* A failure above leaves tasks blocked on channels that will never
-     * fill; closing the channels ends them. */
-    if (!ok)
-        chat_channels(run, true);
-    for (int i = 0; i < run->ntasks; i++)
-        mqs_join(run->tasks[i], NULL);
-    *secs = (double)(atomic_load(&run->t_end) - t0) / 1e9;
-    rc = ok ? chat_check(run) : -1;
-    chat_free_users(run);
-    return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* Kernel row: threads over stream sockets                             */
-/* ------------------------------------------------------------------ */
-
-struct chat_kuser {
-    struct chat_krun *run;
-    int user;
-    int fd[2]; /* the connection: [0] client end, [1] server end */
-    int q[2];  /* the out-queue, a pipe: [0] read, [1] write */
-    uint64_t got_bytes;
-    bool bad[CHAT_ROLES];
-};
-
-struct chat_krun {
-    struct chat_shape s;
-    struct chat_kuser *u;
-    int n;
-    _Atomic int receivers_left;
-    _Atomic uint64_t t_end;
-    pthread_t *threads;
-    int nthreads;
-    bool aborted; /* chat_kabort closed the out-queues' write ends */
+    mqs_runtime_t *rt; /* NULL: the kernel row */
+    int workers;       /* kernel row: threads share its first CPUs */
+    const char *row;   /* for messages */
+    bool aborted;      /* chat_abort closed the out-queues' write ends */
 };
 
 static bool chat_write_all(int fd, const char *buf, size_t n)
@@ -379,114 +183,155 @@ static bool chat_write_all(int fd, const char *buf, size_t n)
     return true;
 }
 
-/* Read exactly n bytes (a whole message); false on EOF or error. */
-static bool chat_read_all(int fd, char *buf, size_t n)
+/* Read up to n bytes; how many, 0 on EOF or error. */
+static size_t chat_read_some(int fd, char *buf, size_t n)
 {
-    while (n > 0) {
-        ssize_t r = read(fd, buf, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        buf += r;
-        n -= (size_t)r;
-    }
-    return true;
+    ssize_t r;
+    while ((r = read(fd, buf, n)) < 0 && errno == EINTR)
+        ;
+    return r > 0 ? (size_t)r : 0;
 }
 
-static void *chat_ksender(void *arg)
+/* The descriptor of hop h of u on the kernel row: put writes it, else
+ * it is read. */
+static int chat_fd(const struct chat_user *u, enum chat_hop h, bool put)
 {
-    struct chat_kuser *u = arg;
-    size_t b = (size_t)u->run->s.bytes;
-    char *msg = calloc(1, b);
-    for (int m = 0; msg && m < u->run->s.messages; m++)
-        u->bad[CHAT_SENDER] |= !chat_write_all(u->fd[0], msg, b);
+    if (h == CHAT_OUTQ)
+        return u->q[put];
+    return u->fd[(h == CHAT_UP) != put];
+}
+
+/* Put one message on hop h of u; false on failure. */
+static bool chat_put(struct chat_user *u, enum chat_hop h, const char *msg)
+{
+    if (u->run->rt)
+        return mqs_chan_send(u->chan[h], msg) == 0;
+    return chat_write_all(chat_fd(u, h, true), msg, (size_t)u->run->s.bytes);
+}
+
+/* Take from hop h of u: one whole message off a channel, or up to n
+ * bytes of the stream (a whole message when n is its size: the stream
+ * is read until then).  How many bytes, 0 on the end or an error. */
+static size_t chat_get(struct chat_user *u, enum chat_hop h, char *msg,
+                       size_t n)
+{
+    if (u->run->rt)
+        return mqs_chan_recv(u->chan[h], msg) ? 0 : (size_t)u->run->s.bytes;
+    size_t got = 0, k = 1;
+    while (got < n && k)
+        got += k = chat_read_some(chat_fd(u, h, false), msg + got, n - got);
+    return got;
+}
+
+static void *chat_sender(void *arg)
+{
+    struct chat_user *u = arg;
+    char *msg = calloc(1, (size_t)u->run->s.bytes);
+    struct chat_head h = {u->room, u->user, 0};
+    for (int m = 0; msg && m < u->run->s.messages; m++) {
+        h.seq = (uint32_t)m;
+        memcpy(msg, &h, sizeof h);
+        u->bad[CHAT_SENDER] |= !chat_put(u, CHAT_UP, msg);
+    }
     u->bad[CHAT_SENDER] |= !msg;
     free(msg);
     return NULL;
 }
 
-static void *chat_kreader(void *arg)
+/* The room's reading side of one user's connection: every message it
+ * reads goes to the out-queue of every other user of the room. */
+static void *chat_reader(void *arg)
 {
-    struct chat_kuser *u = arg;
+    struct chat_user *u = arg;
     const struct chat_shape *s = &u->run->s;
-    struct chat_kuser *room = u - u->user;
+    struct chat_user *room = u - u->user;
     size_t b = (size_t)s->bytes;
     char *msg = malloc(b);
     for (int m = 0; msg && m < s->messages && !u->bad[CHAT_READER]; m++) {
-        u->bad[CHAT_READER] |= !chat_read_all(u->fd[1], msg, b);
+        u->bad[CHAT_READER] |= chat_get(u, CHAT_UP, msg, b) != b;
         for (int v = 0; v < s->users && !u->bad[CHAT_READER]; v++)
-            if (v != u->user)
-                u->bad[CHAT_READER] |= !chat_write_all(room[v].q[1], msg, b);
+            if (v != (int)u->user)
+                u->bad[CHAT_READER] |= !chat_put(&room[v], CHAT_OUTQ, msg);
     }
     u->bad[CHAT_READER] |= !msg;
     free(msg);
     return NULL;
 }
 
-static void *chat_kwriter(void *arg)
+/* The room's writing side: the user's out-queue onto its connection. */
+static void *chat_writer(void *arg)
 {
-    struct chat_kuser *u = arg;
+    struct chat_user *u = arg;
     const struct chat_shape *s = &u->run->s;
     long n = (long)s->messages * (s->users - 1);
     size_t b = (size_t)s->bytes;
     char *msg = malloc(b);
     for (long m = 0; msg && m < n && !u->bad[CHAT_WRITER]; m++)
-        u->bad[CHAT_WRITER] = !chat_read_all(u->q[0], msg, b) ||
-                              !chat_write_all(u->fd[1], msg, b);
+        u->bad[CHAT_WRITER] = chat_get(u, CHAT_OUTQ, msg, b) != b ||
+                              !chat_put(u, CHAT_DOWN, msg);
     u->bad[CHAT_WRITER] |= !msg;
     free(msg);
     return NULL;
 }
 
-static void *chat_kreceiver(void *arg)
+/* Receives until every byte is there.  A channel gives whole messages,
+ * whose room and sender are checked; the kernel row reads its stream in
+ * chunks of up to 8 KiB and counts bytes (an out-queue pipe may
+ * interleave messages over PIPE_BUF bytes). */
+static void *chat_receiver(void *arg)
 {
-    struct chat_kuser *u = arg;
+    struct chat_user *u = arg;
     const struct chat_shape *s = &u->run->s;
     uint64_t want =
         (uint64_t)s->messages * (uint64_t)(s->users - 1) * (uint64_t)s->bytes;
-    char buf[8192];
-    while (u->got_bytes < want) {
-        uint64_t left = want - u->got_bytes;
-        ssize_t r = read(u->fd[0], buf, left < sizeof buf ? left : sizeof buf);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
+    size_t cap = s->bytes > 8192 ? (size_t)s->bytes : 8192;
+    char *msg = malloc(cap);
+    while (msg && u->got < want) {
+        uint64_t left = want - u->got;
+        size_t k = chat_get(u, CHAT_DOWN, msg, left < 8192 ? left : 8192);
+        if (!k)
             break;
-        u->got_bytes += (uint64_t)r;
+        struct chat_head h;
+        if (u->run->rt) {
+            memcpy(&h, msg, sizeof h);
+            u->bad[CHAT_RECEIVER] |=
+                !chat_valid(&h, u->room, u->user, s->users);
+        }
+        u->got += k;
     }
-    u->bad[CHAT_RECEIVER] |= u->got_bytes != want;
+    u->bad[CHAT_RECEIVER] |= !msg || u->got != want;
+    free(msg);
     if (atomic_fetch_sub(&u->run->receivers_left, 1) == 1)
         atomic_store(&u->run->t_end, bench_now_ns());
     return NULL;
 }
 
-static void chat_kfree(struct chat_krun *run)
-{
-    for (int i = 0; run->u && i < run->n; i++)
-        for (int k = 0; k < 2; k++) {
-            if (run->u[i].fd[k] >= 0)
-                close(run->u[i].fd[k]);
-            if (run->u[i].q[k] >= 0 && !(k == 1 && run->aborted))
-                close(run->u[i].q[k]);
-        }
-    free(run->u);
-    free(run->threads);
-}
+static void *(*const chat_role_fn[CHAT_ROLES])(void *) = {
+    [CHAT_SENDER] = chat_sender,
+    [CHAT_READER] = chat_reader,
+    [CHAT_WRITER] = chat_writer,
+    [CHAT_RECEIVER] = chat_receiver,
+};
 
-static int chat_kmake(struct chat_krun *run)
+static int chat_make_users(struct chat_run *run)
 {
     run->n = run->s.rooms * run->s.users;
     run->u = calloc((size_t)run->n, sizeof *run->u);
-    run->threads = calloc((size_t)run->n * 4, sizeof *run->threads);
-    if (!run->u || !run->threads)
+    if (!run->u)
         return -1;
     for (int i = 0; i < run->n; i++) {
-        struct chat_kuser *u = &run->u[i];
-        *u = (struct chat_kuser){.run = run,
-                                 .user = i % run->s.users,
-                                 .fd = {-1, -1},
-                                 .q = {-1, -1}};
+        struct chat_user *u = &run->u[i];
+        *u = (struct chat_user){.run = run,
+                                .room = (uint32_t)(i / run->s.users),
+                                .user = (uint32_t)(i % run->s.users),
+                                .fd = {-1, -1},
+                                .q = {-1, -1}};
+        for (int h = 0; run->rt && h < CHAT_HOPS; h++)
+            if (mqs_chan_create(&u->chan[h], (size_t)run->s.bytes,
+                                CHAT_CAPACITY))
+                return -1;
+        if (run->rt)
+            continue;
         if (socketpair(AF_UNIX, SOCK_STREAM, 0, u->fd) != 0) {
             u->fd[0] = u->fd[1] = -1;
             perror("mqs-bench chat: kernel: socketpair");
@@ -501,66 +346,90 @@ static int chat_kmake(struct chat_krun *run)
     return 0;
 }
 
-static bool chat_kstart(struct chat_krun *run, pthread_attr_t *attr,
-                        void *(*fn)(void *))
-{
-    for (int i = 0; i < run->n; i++) {
-        int rc =
-            pthread_create(&run->threads[run->nthreads], attr, fn, &run->u[i]);
-        if (rc) {
-            fprintf(stderr, "mqs-bench chat: kernel: pthread_create: %s\n",
-                    strerror(rc));
-            return false;
-        }
-        run->nthreads++;
-    }
-    return true;
-}
-
-/* A failed start: shut every socket down and close the out-queues'
- * write ends, so that blocked threads return.  The descriptors stay in
- * the structs (threads still read them); chat_kfree then leaves the
+/* A failed start leaves tasks blocked on hops that will never fill:
+ * close every channel, or shut every socket down and close the
+ * out-queues' write ends, so that they return.  The descriptors stay in
+ * the structs (threads still read them); chat_free_users then leaves the
  * closed ones alone. */
-static void chat_kabort(struct chat_krun *run)
+static void chat_abort(struct chat_run *run)
 {
     for (int i = 0; run->u && i < run->n; i++) {
+        struct chat_user *u = &run->u[i];
+        for (int h = 0; h < CHAT_HOPS; h++)
+            if (u->chan[h])
+                mqs_chan_close(u->chan[h]);
         for (int k = 0; k < 2; k++)
-            if (run->u[i].fd[k] >= 0)
-                shutdown(run->u[i].fd[k], SHUT_RDWR);
-        if (run->u[i].q[1] >= 0)
-            close(run->u[i].q[1]);
+            if (u->fd[k] >= 0)
+                shutdown(u->fd[k], SHUT_RDWR);
+        if (u->q[1] >= 0)
+            close(u->q[1]);
     }
     run->aborted = true;
 }
 
-static int chat_krun(int workers, struct chat_krun *run, double *secs)
+static void chat_free_users(struct chat_run *run)
 {
-    pthread_attr_t attr;
-    cpu_set_t set;
-    bench_kernel_cpus(workers, &set);
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, CHAT_KERNEL_STACK);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    int rc = chat_kmake(run);
+    for (int i = 0; run->u && i < run->n; i++) {
+        struct chat_user *u = &run->u[i];
+        for (int h = 0; h < CHAT_HOPS; h++)
+            if (u->chan[h])
+                mqs_chan_destroy(u->chan[h]);
+        for (int k = 0; k < 2; k++) {
+            if (u->fd[k] >= 0)
+                close(u->fd[k]);
+            if (u->q[k] >= 0 && !(k == 1 && run->aborted))
+                close(u->q[k]);
+        }
+    }
+    free(run->u);
+    run->u = NULL;
+}
+
+static int chat_check(const struct chat_run *run)
+{
+    for (int i = 0; i < run->n; i++)
+        if (chat_any(run->u[i].bad)) {
+            if (!run->rt)
+                fprintf(stderr, "mqs-bench chat: kernel: a connection "
+                                "failed or lost bytes\n");
+            else
+                fprintf(stderr,
+                        "mqs-bench chat: room %u user %u: got %llu "
+                        "messages, or a wrong one\n",
+                        run->u[i].room, run->u[i].user,
+                        (unsigned long long)(run->u[i].got /
+                                             (uint64_t)run->s.bytes));
+            return -1;
+        }
+    return 0;
+}
+
+/* One run: seconds of wall time into *secs.  Receivers, writers and
+ * readers start first and block on their empty hops; the clock starts
+ * when the senders are started. */
+static int chat_run_all(struct chat_run *run, double *secs)
+{
+    bench_group_t g[CHAT_ROLES];
+    uint64_t t0 = 0;
+    bool ok = chat_make_users(run) == 0;
     atomic_store(&run->receivers_left, run->n);
-    bool ok = rc == 0 && chat_kstart(run, &attr, chat_kreceiver) &&
-              chat_kstart(run, &attr, chat_kwriter) &&
-              chat_kstart(run, &attr, chat_kreader);
-    uint64_t t0 = bench_now_ns();
-    ok = ok && chat_kstart(run, &attr, chat_ksender);
+    for (int k = CHAT_ROLES - 1; k >= 0; k--) {
+        g[k] = (bench_group_t){
+            .rt = run->rt, .workers = run->workers, .stack = CHAT_KERNEL_STACK};
+        if (k == CHAT_SENDER)
+            t0 = bench_now_ns();
+        ok = ok && bench_group_start(&g[k], "chat", run->row, run->n,
+                                     chat_role_fn[k], run->u,
+                                     sizeof *run->u) == 0;
+    }
     if (!ok)
-        chat_kabort(run);
-    for (int i = 0; i < run->nthreads; i++)
-        pthread_join(run->threads[i], NULL);
-    pthread_attr_destroy(&attr);
+        chat_abort(run);
+    for (int k = CHAT_ROLES - 1; k >= 0; k--)
+        ok = bench_group_join(&g[k]) == 0 && ok;
     *secs = (double)(atomic_load(&run->t_end) - t0) / 1e9;
-    for (int i = 0; ok && i < run->n; i++)
-        ok = !chat_any(run->u[i].bad);
-    if (!ok)
-        fprintf(stderr, "mqs-bench chat: kernel: a connection failed or "
-                        "lost bytes\n");
-    chat_kfree(run);
-    return ok ? 0 : -1;
+    int rc = ok ? chat_check(run) : -1;
+    chat_free_users(run);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -590,14 +459,11 @@ static int chat_measure(bench_point_t *p, double *value, double *extra)
 {
     struct chat_point *cp = p->ctx;
     double secs = 0;
-    int rc;
-    if (p->row->pseudo) {
-        struct chat_krun run = {.s = cp->s};
-        rc = chat_krun(p->o->workers, &run, &secs);
-    } else {
-        struct chat_run run = {.s = cp->s, .rt = cp->rt};
-        rc = chat_mq_run(&run, &secs);
-    }
+    struct chat_run run = {.s = cp->s,
+                           .rt = cp->rt,
+                           .workers = p->o->workers,
+                           .row = p->row->spec};
+    int rc = chat_run_all(&run, &secs);
     if (rc != 0 || secs <= 0)
         return -1;
     *value = chat_deliveries(&cp->s) / secs;

@@ -319,10 +319,10 @@ TEST(chat_mq_run_counts_every_delivery)
 {
     mqs_runtime_t *rt;
     CHECK_EQ(bench_runtime_open("chat", "mq", 2, 0, &rt), 0);
-    struct chat_run run = {.s = {3, 5, 40, 32}, .rt = rt};
+    struct chat_run run = {.s = {3, 5, 40, 32}, .rt = rt, .row = "mq"};
     double secs;
     /* A lost or misrouted message makes chat_check fail the run. */
-    CHECK_EQ(chat_mq_run(&run, &secs), 0);
+    CHECK_EQ(chat_run_all(&run, &secs), 0);
     CHECK(secs > 0);
     CHECK_EQ(bench_runtime_close("chat", rt), 0);
 }
