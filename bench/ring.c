@@ -87,8 +87,6 @@ struct ring_member {
     uint32_t *array;   /* size KiB of its own                */
     struct ring_run *run;
     int index;
-    mqs_task_t *task;
-    pthread_t thread;
 } __attribute__((aligned(RING_CACHELINE)));
 
 /* One sample: written by task 0 (stamps, laps, done) and the main thread
@@ -101,6 +99,7 @@ struct ring_run {
     int n;
     size_t words;
     struct ring_member *m;
+    mqs_runtime_t *rt; /* NULL: the kernel row */
 };
 
 /* A data point: the ring's members, made once per point. */
@@ -172,133 +171,89 @@ static double ring_touch_alone(const struct ring_point *pt, double seconds)
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows: semaphores between mqs tasks                           */
+/* The token, as a semaphore between mqs tasks (policy rows) or a byte
+ * through a pipe between pthreads (kernel row) */
 /* ------------------------------------------------------------------ */
 
-static void *ring_mq_task(void *arg)
+/* Wait for the token; false when it can never come. */
+static bool ring_take(struct ring_member *me)
 {
-    struct ring_member *me = arg;
-    struct ring_member *next = &me->run->m[(me->index + 1) % me->run->n];
-    bool more = true;
-    while (more) {
-        mqs_sem_wait(&me->sem);
-        more = ring_hold(me);
-        mqs_sem_post(&next->sem);
-    }
-    return NULL;
-}
-
-static int ring_mq_measure(bench_point_t *p, double *value, double *extra)
-{
-    struct ring_point *pt = p->ctx;
-    double seconds = bench_point_seconds(p);
-    struct ring_run r = {.n = pt->ntasks, .m = pt->m,
-                         .words = (size_t)pt->size_kib * 256};
-    for (int i = 0; i < r.n; i++) {
-        pt->m[i].run = &r;
-        mqs_sem_init(&pt->m[i].sem, 0);
-    }
-    int spawned = 0, rc = 0;
-    for (; spawned < r.n; spawned++) {
-        rc = mqs_spawn(pt->rt, &pt->m[spawned].task, NULL, ring_mq_task,
-                       &pt->m[spawned]);
-        if (rc)
-            break;
-    }
-    if (rc) {
-        fprintf(stderr, "mqs-bench ring: %s: mqs_spawn: %s\n", p->row->spec,
-                mqs_strerror(rc));
-        r.done = true; /* the token goes round once and everyone exits */
-    }
-    mqs_sem_post(&pt->m[0].sem);
-    if (!rc)
-        bench_window(&r.started, &r.stop, seconds);
-    for (int i = 0; i < spawned; i++)
-        mqs_join(pt->m[i].task, NULL);
-    for (int i = 0; i < r.n; i++)
-        mqs_sem_destroy(&pt->m[i].sem);
-    return rc ? -1
-              : ring_value(p, &r, ring_touch_alone(pt, seconds), value, extra);
-}
-
-/* ------------------------------------------------------------------ */
-/* kernel row: pthreads and pipes                                      */
-/* ------------------------------------------------------------------ */
-
-static void *ring_k_thread(void *arg)
-{
-    struct ring_member *me = arg;
-    struct ring_member *next = &me->run->m[(me->index + 1) % me->run->n];
-    bool more = true;
     unsigned char c;
-    while (more && read(me->fd[0], &c, 1) == 1) {
+    if (me->run->rt) {
+        mqs_sem_wait(&me->sem);
+        return true;
+    }
+    return read(me->fd[0], &c, 1) == 1;
+}
+
+/* Hand the token to `to`; false on failure. */
+static bool ring_pass(struct ring_member *to)
+{
+    unsigned char c = 't';
+    if (to->run->rt) {
+        mqs_sem_post(&to->sem);
+        return true;
+    }
+    return write(to->fd[1], &c, 1) == 1;
+}
+
+static void *ring_task(void *arg)
+{
+    struct ring_member *me = arg;
+    struct ring_member *next = &me->run->m[(me->index + 1) % me->run->n];
+    bool more = true;
+    while (more && ring_take(me)) {
         more = ring_hold(me);
-        if (write(next->fd[1], &c, 1) != 1)
+        if (!ring_pass(next))
             break;
     }
     return NULL;
 }
 
-static void ring_k_close_fds(struct ring_point *pt)
-{
-    for (int i = 0; i < pt->ntasks; i++)
-        for (int k = 0; k < 2; k++)
-            if (pt->m[i].fd[k] >= 0) {
-                close(pt->m[i].fd[k]);
-                pt->m[i].fd[k] = -1;
-            }
-}
-
-/* Start the threads on the first `workers` CPUs; returns how many. */
-static int ring_k_start(bench_point_t *p, struct ring_run *r)
-{
-    struct ring_point *pt = p->ctx;
-    cpu_set_t set;
-    bench_kernel_cpus(p->workers, &set);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, RING_KERNEL_STACK);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    int started = 0;
-    for (; started < r->n; started++) {
-        struct ring_member *mb = &pt->m[started];
-        mb->run = r;
-        if (pipe(mb->fd) != 0 ||
-            pthread_create(&mb->thread, &attr, ring_k_thread, mb) != 0)
-            break;
-    }
-    pthread_attr_destroy(&attr);
-    return started;
-}
-
-/* End the threads that wait for a token that will never come. */
-static void ring_k_abort(struct ring_point *pt, int started)
-{
-    perror("mqs-bench ring: kernel: pipe, pthread_create or write");
-    for (int i = 0; i < started; i++) { /* end of file ends each one */
-        close(pt->m[i].fd[1]);
-        pt->m[i].fd[1] = -1;
-    }
-}
-
-static int ring_k_measure(bench_point_t *p, double *value, double *extra)
+static int ring_measure(bench_point_t *p, double *value, double *extra)
 {
     struct ring_point *pt = p->ctx;
     double seconds = bench_point_seconds(p);
-    struct ring_run r = {.n = pt->ntasks, .m = pt->m,
+    struct ring_run r = {.n = pt->ntasks, .m = pt->m, .rt = pt->rt,
                          .words = (size_t)pt->size_kib * 256};
-    for (int i = 0; i < r.n; i++)
-        pt->m[i].fd[0] = pt->m[i].fd[1] = -1;
-    int started = ring_k_start(p, &r);
-    unsigned char c = 't';
-    bool ok = started == r.n && write(pt->m[0].fd[1], &c, 1) == 1;
+    bool ok = true;
+    for (int i = 0; i < r.n; i++) {
+        struct ring_member *mb = &pt->m[i];
+        mb->run = &r;
+        mb->fd[0] = mb->fd[1] = -1;
+        if (r.rt)
+            mqs_sem_init(&mb->sem, 0);
+        else if (ok && pipe(mb->fd) != 0) {
+            mb->fd[0] = mb->fd[1] = -1;
+            perror("mqs-bench ring: kernel: pipe");
+            ok = false;
+        }
+    }
+    bench_group_t g = {.rt = pt->rt, .workers = p->workers,
+                       .stack = RING_KERNEL_STACK};
+    ok = ok && bench_group_start(&g, "ring", p->row->spec, r.n, ring_task,
+                                 pt->m, sizeof *pt->m) == 0;
+    if (!ok)
+        r.done = true; /* the token goes round once and everyone exits */
+    if (g.started > 0 && !ring_pass(&pt->m[0])) {
+        perror("mqs-bench ring: kernel: write");
+        ok = false;
+        for (int i = 0; i < r.n; i++) /* end of file ends each one */
+            if (pt->m[i].fd[1] >= 0) {
+                close(pt->m[i].fd[1]);
+                pt->m[i].fd[1] = -1;
+            }
+    }
     if (ok)
         bench_window(&r.started, &r.stop, seconds);
-    else
-        ring_k_abort(pt, started);
-    for (int i = 0; i < started; i++)
-        pthread_join(pt->m[i].thread, NULL);
-    ring_k_close_fds(pt);
+    ok = bench_group_join(&g) == 0 && ok;
+    for (int i = 0; i < r.n; i++) {
+        if (r.rt)
+            mqs_sem_destroy(&pt->m[i].sem);
+        for (int k = 0; k < 2; k++)
+            if (pt->m[i].fd[k] >= 0)
+                close(pt->m[i].fd[k]);
+    }
     return ok ? ring_value(p, &r, ring_touch_alone(pt, seconds), value, extra)
               : -1;
 }
@@ -351,9 +306,9 @@ static void ring_close(bench_point_t *p)
     pt->m = NULL;
 }
 
-static const bench_point_kind_t ring_mq_kind = {ring_mq_open, ring_mq_measure,
+static const bench_point_kind_t ring_mq_kind = {ring_mq_open, ring_measure,
                                                 ring_close};
-static const bench_point_kind_t ring_k_kind = {ring_k_open, ring_k_measure,
+static const bench_point_kind_t ring_k_kind = {ring_k_open, ring_measure,
                                                ring_close};
 
 /* A peer reports the hop and the touching alone, in ns. */
