@@ -104,6 +104,13 @@ struct wake_cfg {
     bool rt;
 };
 
+/* A task or thread of one sample. */
+struct wake_task {
+    mqs_task_t *task;
+    pthread_t thread;
+    bool started;
+};
+
 /* One client: written by the waker (stamp, waiting cleared) and by the
  * client (waiting set, its histogram). */
 struct wake_client {
@@ -113,8 +120,7 @@ struct wake_client {
     sem_t ksem;
     bench_hist_t hist;
     struct wake_run *run;
-    mqs_task_t *task;
-    pthread_t thread;
+    struct wake_task t;
 } __attribute__((aligned(WAKE_CACHELINE)));
 
 /* One sample. */
@@ -237,83 +243,7 @@ static void *wake_hog_fn(void *arg)
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows                                                         */
-/* ------------------------------------------------------------------ */
-
-/* Spawn fn; `urgent` tasks get the --class. */
-static int wake_mq_spawn(struct wake_point *pt, bool urgent, mqs_task_fn fn,
-                         void *arg, mqs_task_t **t)
-{
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    if (urgent && pt->cfg->rt) {
-        a.sched_class = MQS_CLASS_RR;
-        a.rt_priority = WAKE_RT_PRIO;
-    }
-    int rc = mqs_spawn(pt->rt, t, &a, fn, arg);
-    if (rc)
-        fprintf(stderr, "mqs-bench wake: %s: mqs_spawn: %s\n",
-                pt->p->row->spec,
-                mqs_strerror(rc));
-    return rc;
-}
-
-/* Start everything: hogs, clients, then the waker.  On a failure, stop
- * is set and the clients started get the waker's final posts. */
-static int wake_mq_start(struct wake_point *pt, struct wake_run *r,
-                         mqs_task_t **hogs, mqs_task_t **waker)
-{
-    const struct wake_cfg *cfg = pt->cfg;
-    int rc = 0;
-    for (int i = 0; i < cfg->hogs && rc == 0; i++)
-        rc = wake_mq_spawn(pt, false, wake_hog_fn, r, &hogs[i]);
-    for (int i = 0; i < cfg->clients && rc == 0; i++)
-        rc = wake_mq_spawn(pt, true, wake_client_fn, &r->c[i], &r->c[i].task);
-    if (rc)
-        atomic_store(&r->stop, 1);
-    /* The waker also ends a failed start: it posts every client. */
-    int rw = wake_mq_spawn(pt, true, wake_waker_fn, r, waker);
-    return rc ? rc : rw;
-}
-
-static void wake_mq_join(struct wake_point *pt, mqs_task_t **hogs,
-                         mqs_task_t *waker)
-{
-    if (waker)
-        mqs_join(waker, NULL);
-    for (int i = 0; i < pt->cfg->clients; i++)
-        if (pt->c[i].task)
-            mqs_join(pt->c[i].task, NULL);
-    for (int i = 0; i < pt->cfg->hogs; i++)
-        if (hogs[i])
-            mqs_join(hogs[i], NULL);
-}
-
-static int wake_mq_run(struct wake_point *pt, struct wake_run *r,
-                       double seconds)
-{
-    mqs_task_t **hogs = calloc((size_t)pt->cfg->hogs + 1, sizeof *hogs);
-    mqs_task_t *waker = NULL;
-    if (!hogs)
-        return -1;
-    for (int i = 0; i < pt->cfg->clients; i++) {
-        mqs_sem_init(&pt->c[i].msem, 0);
-        pt->c[i].task = NULL;
-    }
-    int rc = wake_mq_start(pt, r, hogs, &waker);
-    if (rc == 0)
-        bench_window(&r->started, &r->stop, seconds);
-    else
-        atomic_store(&r->stop, 1);
-    wake_mq_join(pt, hogs, waker);
-    for (int i = 0; i < pt->cfg->clients; i++)
-        mqs_sem_destroy(&pt->c[i].msem);
-    free(hogs);
-    return rc ? -1 : 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* kernel row                                                          */
+/* Starting and joining: mqs tasks (policy rows) or pthreads (kernel)  */
 /* ------------------------------------------------------------------ */
 
 /* Thread attributes: the first `workers` CPUs, and SCHED_FIFO for the
@@ -333,53 +263,92 @@ static void wake_k_attr(const struct wake_point *pt, bool urgent,
     }
 }
 
-static int wake_k_spawn(struct wake_point *pt, bool urgent,
-                        void *(*fn)(void *), void *arg, pthread_t *t)
+/* Start fn(arg) as a task on the point's runtime or (kernel row) a
+ * thread; `urgent` ones get the --class.  0 or the error. */
+static int wake_spawn(struct wake_point *pt, bool urgent,
+                      void *(*fn)(void *), void *arg, struct wake_task *t)
 {
-    pthread_attr_t a;
-    wake_k_attr(pt, urgent, &a);
-    int rc = pthread_create(t, &a, fn, arg);
-    pthread_attr_destroy(&a);
-    if (rc == EPERM && urgent && pt->cfg->rt)
+    int rc;
+    if (pt->rt) {
+        mqs_task_attr_t a;
+        mqs_task_attr_init(&a);
+        if (urgent && pt->cfg->rt) {
+            a.sched_class = MQS_CLASS_RR;
+            a.rt_priority = WAKE_RT_PRIO;
+        }
+        rc = mqs_spawn(pt->rt, &t->task, &a, fn, arg);
+    } else {
+        pthread_attr_t a;
+        wake_k_attr(pt, urgent, &a);
+        rc = pthread_create(&t->thread, &a, fn, arg);
+        pthread_attr_destroy(&a);
+    }
+    t->started = rc == 0;
+    if (!pt->rt && rc == EPERM && urgent && pt->cfg->rt)
         snprintf(pt->p->note, sizeof pt->p->note,
                  "SCHED_FIFO not permitted (needs CAP_SYS_NICE or "
                  "RLIMIT_RTPRIO)");
     else if (rc)
-        fprintf(stderr, "mqs-bench wake: kernel: pthread_create: %s\n",
-                strerror(rc));
+        fprintf(stderr, "mqs-bench wake: %s: %s: %s\n", pt->p->row->spec,
+                pt->rt ? "mqs_spawn" : "pthread_create",
+                pt->rt ? mqs_strerror(rc) : strerror(rc));
     return rc;
 }
 
-static int wake_k_run(struct wake_point *pt, struct wake_run *r,
-                      double seconds)
+static void wake_join(struct wake_point *pt, struct wake_task *t)
+{
+    if (t->started && pt->rt)
+        mqs_join(t->task, NULL);
+    else if (t->started)
+        pthread_join(t->thread, NULL);
+    t->started = false;
+}
+
+/* One sample: start the hogs, the clients, then the waker; let them run
+ * `seconds`; join them.  On a failure stop is set and the clients
+ * started get the waker's final posts (or, without a waker, ours). */
+static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
+                           double seconds)
 {
     const struct wake_cfg *cfg = pt->cfg;
-    pthread_t *hogs = calloc((size_t)cfg->hogs + 1, sizeof *hogs), waker;
-    int nh = 0, nc = 0, rc = hogs ? 0 : ENOMEM;
-    for (int i = 0; i < cfg->clients; i++)
-        sem_init(&pt->c[i].ksem, 0, 0);
-    for (; nh < cfg->hogs && rc == 0; nh += rc == 0)
-        rc = wake_k_spawn(pt, false, wake_hog_fn, r, &hogs[nh]);
-    for (; nc < cfg->clients && rc == 0; nc += rc == 0)
-        rc = wake_k_spawn(pt, true, wake_client_fn, &pt->c[nc], &pt->c[nc].thread);
+    /* the hogs, then the waker */
+    struct wake_task *t = calloc((size_t)cfg->hogs + 1, sizeof *t);
+    if (!t)
+        return -1;
+    for (int i = 0; i < cfg->clients; i++) {
+        if (r->kernel)
+            sem_init(&pt->c[i].ksem, 0, 0);
+        else
+            mqs_sem_init(&pt->c[i].msem, 0);
+        pt->c[i].t.started = false;
+    }
+    int rc = 0;
+    for (int i = 0; i < cfg->hogs && rc == 0; i++)
+        rc = wake_spawn(pt, false, wake_hog_fn, r, &t[i]);
+    for (int i = 0; i < cfg->clients && rc == 0; i++)
+        rc = wake_spawn(pt, true, wake_client_fn, &pt->c[i], &pt->c[i].t);
     if (rc)
         atomic_store(&r->stop, 1);
-    int rw = wake_k_spawn(pt, rc == 0, wake_waker_fn, r, &waker);
+    int rw = wake_spawn(pt, rc == 0, wake_waker_fn, r, &t[cfg->hogs]);
     if (rc == 0 && rw == 0)
         bench_window(&r->started, &r->stop, seconds);
-    if (rw == 0)
-        pthread_join(waker, NULL);
-    else /* nobody posts: end the clients here */
-        for (int i = 0; i < nc; i++)
-            sem_post(&pt->c[i].ksem);
-    for (int i = 0; i < nc; i++)
-        pthread_join(pt->c[i].thread, NULL);
-    for (int i = 0; i < nh; i++)
-        pthread_join(hogs[i], NULL);
+    else
+        atomic_store(&r->stop, 1);
+    wake_join(pt, &t[cfg->hogs]);
+    for (int i = 0; rw && i < cfg->clients; i++) /* nobody posts */
+        wake_post(&pt->c[i]);
     for (int i = 0; i < cfg->clients; i++)
-        sem_destroy(&pt->c[i].ksem);
-    free(hogs);
-    if (pt->p->note[0]) /* SCHED_FIFO refused: not a failure */
+        wake_join(pt, &pt->c[i].t);
+    for (int i = 0; i < cfg->hogs; i++)
+        wake_join(pt, &t[i]);
+    for (int i = 0; i < cfg->clients; i++) {
+        if (r->kernel)
+            sem_destroy(&pt->c[i].ksem);
+        else
+            mqs_sem_destroy(&pt->c[i].msem);
+    }
+    free(t);
+    if (r->kernel && pt->p->note[0]) /* SCHED_FIFO refused: not a failure */
         return BENCH_POINT_SKIP;
     return rc || rw ? -1 : 0;
 }
@@ -437,7 +406,7 @@ static int wake_measure(bench_point_t *p, double *value, double *extra)
         bench_hist_reset(&pt->c[i].hist);
     }
     double secs = bench_point_seconds(p);
-    int rc = r.kernel ? wake_k_run(pt, &r, secs) : wake_mq_run(pt, &r, secs);
+    int rc = wake_run_sample(pt, &r, secs);
     if (rc)
         return rc;
     bench_hist_reset(&pt->one);
