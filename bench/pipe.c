@@ -234,53 +234,97 @@ static void *pipe_reader(void *arg)
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows: tasks placed by affinity masks                         */
+/* Starting the two sides: mqs tasks placed by affinity masks (policy  */
+/* rows) or pthreads pinned to CPUs (kernel)                           */
 /* ------------------------------------------------------------------ */
 
-/* Spawn fn on worker `w` (-1: anywhere). */
-static int pipe_spawn(const bench_point_t *p, int w, mqs_task_fn fn,
-                      struct pipe_run *r, mqs_task_t **t)
+/* A side of one sample: a task or a thread. */
+struct pipe_side {
+    mqs_task_t *task;
+    pthread_t thread;
+    bool started;
+};
+
+/* Start fn as side b (true: the ponger or reader).  same: both sides on
+ * worker 0 (CPU cpus[0]); cross: side b on worker 1 (cpus[1]); bw:
+ * anywhere (the kernel row's shared mask). */
+static int pipe_spawn(const bench_point_t *p, bool b, void *(*fn)(void *),
+                      struct pipe_run *r, struct pipe_side *s)
 {
     const struct pipe_point *pt = p->ctx;
-    mqs_mask_t m;
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    if (w >= 0) {
-        mqs_mask_zero(&m);
-        mqs_mask_set(&m, w);
-        a.affinity = &m;
+    bool bw = pt->mode == PIPE_BW;
+    int w = b && pt->mode == PIPE_CROSS;
+    int rc;
+    if (!r->kernel) {
+        mqs_mask_t m;
+        mqs_task_attr_t a;
+        mqs_task_attr_init(&a);
+        if (!bw) {
+            mqs_mask_zero(&m);
+            mqs_mask_set(&m, w);
+            a.affinity = &m;
+        }
+        rc = mqs_spawn(pt->rt, &s->task, &a, fn, r);
+    } else {
+        cpu_set_t set;
+        pthread_attr_t attr;
+        if (bw)
+            bench_kernel_cpus(p->o->workers, &set);
+        else
+            bench_cpuset_of(&pt->cpus[w], 1, &set);
+        pthread_attr_init(&attr);
+        pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+        rc = pthread_create(&s->thread, &attr, fn, r);
+        pthread_attr_destroy(&attr);
     }
-    int rc = mqs_spawn(pt->rt, t, &a, fn, r);
+    s->started = rc == 0;
     if (rc)
-        fprintf(stderr, "mqs-bench pipe: %s: mqs_spawn: %s\n", p->row->spec,
-                mqs_strerror(rc));
+        fprintf(stderr, "mqs-bench pipe: %s: %s: %s\n", p->row->spec,
+                r->kernel ? "pthread_create" : "mqs_spawn",
+                r->kernel ? strerror(rc) : mqs_strerror(rc));
     return rc;
 }
 
-static int pipe_mq_measure(bench_point_t *p, double *value, double *extra)
+static void pipe_join(const struct pipe_run *r, struct pipe_side *s)
+{
+    if (s->started && r->kernel)
+        pthread_join(s->thread, NULL);
+    else if (s->started)
+        mqs_join(s->task, NULL);
+}
+
+static void pipe_fds_close(struct pipe_run *r)
+{
+    int *fds[] = {&r->fa[0], &r->fa[1], &r->fb[0], &r->fb[1]};
+    for (int i = 0; i < 4; i++)
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+}
+
+static int pipe_measure(bench_point_t *p, double *value, double *extra)
 {
     struct pipe_point *pt = p->ctx;
-    struct pipe_run r = {.msg = pt->msg};
     bool bw = pt->mode == PIPE_BW;
-    int wa = bw ? -1 : 0, wb = bw ? -1 : pt->mode == PIPE_CROSS;
-    mqs_task_t *ta = NULL, *tb = NULL;
-    if (mqs_pipe_create(&r.a, bw ? pt->msg : 1) ||
-        mqs_pipe_create(&r.b, 1)) {
-        mqs_pipe_destroy(r.a);
-        return -1;
-    }
-    int rc = pipe_spawn(p, wb, bw ? pipe_reader : pipe_pong, &r, &tb);
-    if (rc == 0)
-        rc = pipe_spawn(p, wa, bw ? pipe_writer : pipe_ping, &r, &ta);
+    struct pipe_run r = {.msg = pt->msg, .fa = {-1, -1}, .fb = {-1, -1},
+                         .kernel = p->row->pseudo};
+    struct pipe_side sa = {0}, sb = {0};
     (void)extra;
+    int rc = r.kernel ? pipe(r.fa) || pipe(r.fb)
+                      : mqs_pipe_create(&r.a, bw ? pt->msg : 1) ||
+                            mqs_pipe_create(&r.b, 1);
+    if (rc && r.kernel)
+        perror("mqs-bench pipe: kernel: pipe");
+    if (rc == 0)
+        rc = pipe_spawn(p, true, bw ? pipe_reader : pipe_pong, &r, &sb);
+    if (rc == 0)
+        rc = pipe_spawn(p, false, bw ? pipe_writer : pipe_ping, &r, &sa);
     if (rc == 0)
         bench_window(&r.started, &r.stop, bench_point_seconds(p));
-    else
-        mqs_pipe_close(r.a); /* the reader, if started, ends */
-    if (ta)
-        mqs_join(ta, NULL);
-    if (tb)
-        mqs_join(tb, NULL);
+    else if (sb.started)
+        pipe_end(&r); /* the reader ends */
+    pipe_join(&r, &sa);
+    pipe_join(&r, &sb);
+    pipe_fds_close(&r);
     mqs_pipe_destroy(r.a);
     mqs_pipe_destroy(r.b);
     return rc ? -1 : pipe_value(p, &r, value);
@@ -307,77 +351,6 @@ static void pipe_mq_close(bench_point_t *p)
     pt->rt = NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* kernel row: pipe(2) between pthreads                                */
-/* ------------------------------------------------------------------ */
-
-static void pipe_fds_close(struct pipe_run *r)
-{
-    int *fds[] = {&r->fa[0], &r->fa[1], &r->fb[0], &r->fb[1]};
-    for (int i = 0; i < 4; i++)
-        if (*fds[i] >= 0)
-            close(*fds[i]);
-}
-
-/* Start fn on the CPUs of set. */
-static int pipe_thread(pthread_t *t, const cpu_set_t *set, void *(*fn)(void *),
-                       struct pipe_run *r)
-{
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setaffinity_np(&attr, sizeof *set, set);
-    int rc = pthread_create(t, &attr, fn, r);
-    pthread_attr_destroy(&attr);
-    if (rc)
-        fprintf(stderr, "mqs-bench pipe: kernel: pthread_create: %s\n",
-                strerror(rc));
-    return rc;
-}
-
-/* The CPU sets of the two threads: same, cross, or bw's shared mask. */
-static void pipe_k_sets(const bench_point_t *p, cpu_set_t *a, cpu_set_t *b)
-{
-    const struct pipe_point *pt = p->ctx;
-    if (pt->mode == PIPE_BW) {
-        bench_kernel_cpus(p->o->workers, a);
-        *b = *a;
-        return;
-    }
-    bench_cpuset_of(&pt->cpus[0], 1, a);
-    bench_cpuset_of(&pt->cpus[pt->mode == PIPE_CROSS], 1, b);
-}
-
-static int pipe_k_measure(bench_point_t *p, double *value, double *extra)
-{
-    struct pipe_point *pt = p->ctx;
-    struct pipe_run r = {.msg = pt->msg, .fa = {-1, -1}, .fb = {-1, -1},
-                         .kernel = true};
-    bool bw = pt->mode == PIPE_BW;
-    cpu_set_t sa, sb;
-    pthread_t ta, tb;
-    pipe_k_sets(p, &sa, &sb);
-    (void)extra;
-    if (pipe(r.fa) || pipe(r.fb)) {
-        perror("mqs-bench pipe: kernel: pipe");
-        pipe_fds_close(&r);
-        return -1;
-    }
-    int rc = pipe_thread(&tb, &sb, bw ? pipe_reader : pipe_pong, &r);
-    int rc2 = rc ? rc : pipe_thread(&ta, &sa, bw ? pipe_writer : pipe_ping,
-                                    &r);
-    if (rc2 == 0) {
-        bench_window(&r.started, &r.stop, bench_point_seconds(p));
-        pthread_join(ta, NULL);
-    } else if (r.fa[1] >= 0) {
-        close(r.fa[1]);
-        r.fa[1] = -1;
-    }
-    if (rc == 0)
-        pthread_join(tb, NULL);
-    pipe_fds_close(&r);
-    return rc2 ? -1 : pipe_value(p, &r, value);
-}
-
 static int pipe_k_open(bench_point_t *p)
 {
     struct pipe_point *pt = p->ctx;
@@ -398,9 +371,9 @@ static int pipe_k_open(bench_point_t *p)
 /* Row kinds and the table entry                                       */
 /* ------------------------------------------------------------------ */
 
-static const bench_point_kind_t pipe_mq_kind = {pipe_mq_open, pipe_mq_measure,
+static const bench_point_kind_t pipe_mq_kind = {pipe_mq_open, pipe_measure,
                                                 pipe_mq_close};
-static const bench_point_kind_t pipe_k_kind = {pipe_k_open, pipe_k_measure,
+static const bench_point_kind_t pipe_k_kind = {pipe_k_open, pipe_measure,
                                                NULL};
 
 static const bench_peer_map_t pipe_peer_lat = {.value_key = "rtt_ns",
