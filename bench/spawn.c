@@ -171,6 +171,7 @@ static uint64_t spawn_expected_sum(uint64_t t)
 
 struct spawn_tree {
     int fanout;
+    bool kernel; /* the nodes are pthreads */
     _Atomic int err; /* first spawn error (0 = none) */
 };
 
@@ -186,8 +187,9 @@ static void spawn_fail(struct spawn_tree *tree, int err)
 }
 
 /* A child whose spawn failed is left out of the sum, so the root's sum
- * comes out wrong as well as the error being recorded. */
-static void *spawn_mq_node(void *arg)
+ * comes out wrong as well as the error being recorded.  The children are
+ * mqs tasks on this task's runtime, or (kernel row) pthreads. */
+static void *spawn_node(void *arg)
 {
     struct spawn_node *n = arg;
     if (n->size == 1) {
@@ -195,53 +197,38 @@ static void *spawn_mq_node(void *arg)
         return NULL;
     }
     struct spawn_node kids[SPAWN_MAX_FANOUT];
-    mqs_task_t *t[SPAWN_MAX_FANOUT];
-    int f = n->tree->fanout;
-    uint64_t sub = n->size / (uint64_t)f;
-    for (int i = 0; i < f; i++) {
-        kids[i] =
-            (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
-        int rc =
-            mqs_spawn(mqs_runtime_self(), &t[i], NULL, spawn_mq_node, &kids[i]);
-        if (rc) {
-            spawn_fail(n->tree, rc);
-            t[i] = NULL;
-        }
-    }
-    n->sum = 0;
-    for (int i = 0; i < f; i++)
-        if (t[i] && mqs_join(t[i], NULL) == 0)
-            n->sum += kids[i].sum;
-    return NULL;
-}
-
-static void *spawn_kernel_node(void *arg)
-{
-    struct spawn_node *n = arg;
-    if (n->size == 1) {
-        n->sum = n->num;
-        return NULL;
-    }
-    struct spawn_node kids[SPAWN_MAX_FANOUT];
-    pthread_t t[SPAWN_MAX_FANOUT];
+    union {
+        mqs_task_t *task;
+        pthread_t thread;
+    } t[SPAWN_MAX_FANOUT];
     bool ok[SPAWN_MAX_FANOUT];
+    bool kernel = n->tree->kernel;
     pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, SPAWN_KERNEL_STACK);
+    if (kernel) {
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, SPAWN_KERNEL_STACK);
+    }
     int f = n->tree->fanout;
     uint64_t sub = n->size / (uint64_t)f;
     for (int i = 0; i < f; i++) {
         kids[i] =
             (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
-        int rc = pthread_create(&t[i], &attr, spawn_kernel_node, &kids[i]);
+        int rc = kernel ? pthread_create(&t[i].thread, &attr, spawn_node,
+                                         &kids[i])
+                        : mqs_spawn(mqs_runtime_self(), &t[i].task, NULL,
+                                    spawn_node, &kids[i]);
         ok[i] = rc == 0;
         if (rc)
-            spawn_fail(n->tree, rc == EAGAIN ? MQS_ENOMEM : MQS_ESYS);
+            spawn_fail(n->tree, !kernel        ? rc
+                                : rc == EAGAIN ? MQS_ENOMEM
+                                               : MQS_ESYS);
     }
-    pthread_attr_destroy(&attr);
+    if (kernel)
+        pthread_attr_destroy(&attr);
     n->sum = 0;
     for (int i = 0; i < f; i++)
-        if (ok[i] && pthread_join(t[i], NULL) == 0)
+        if (ok[i] && (kernel ? pthread_join(t[i].thread, NULL)
+                             : mqs_join(t[i].task, NULL)) == 0)
             n->sum += kids[i].sum;
     return NULL;
 }
@@ -272,7 +259,7 @@ static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
         return -1;
     mqs_task_t *t;
     uint64_t t0 = bench_now_ns();
-    int rc = mqs_spawn(rt, &t, NULL, spawn_mq_node, root);
+    int rc = mqs_spawn(rt, &t, NULL, spawn_node, root);
     if (rc == 0)
         rc = mqs_join(t, NULL);
     *ns = bench_now_ns() - t0;
@@ -290,7 +277,7 @@ static int spawn_run_kernel(bench_point_t *p, struct spawn_node *root,
      * every thread it creates inherits it. */
     sched_setaffinity(0, sizeof set, &set);
     uint64_t t0 = bench_now_ns();
-    spawn_kernel_node(root);
+    spawn_node(root);
     *ns = bench_now_ns() - t0;
     return 0;
 }
@@ -410,7 +397,7 @@ static void spawn_child(bench_point_t *p, struct spawn_out *out)
         spawn_run_live(p, sp->live, out);
         return;
     }
-    struct spawn_tree tree = {.fanout = sp->fanout};
+    struct spawn_tree tree = {.fanout = sp->fanout, .kernel = p->row->pseudo};
     struct spawn_node root = {&tree, 0, (uint64_t)sp->leaves, 0};
     uint64_t ns = 0;
     int rc = p->row->pseudo ? spawn_run_kernel(p, &root, &ns)
