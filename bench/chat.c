@@ -443,16 +443,7 @@ struct chat_point {
 
 static int chat_open(bench_point_t *p)
 {
-    struct chat_point *cp = p->ctx;
-    if (p->row->pseudo) {
-        cpu_set_t set;
-        p->workers = bench_kernel_cpus(p->o->workers, &set);
-        return 0;
-    }
-    if (bench_runtime_open("chat", p->row->spec, p->o->workers, 0, &cp->rt))
-        return -1;
-    p->workers = mqs_runtime_workers(cp->rt);
-    return 0;
+    return bench_row_open(p, &((struct chat_point *)p->ctx)->rt);
 }
 
 static int chat_measure(bench_point_t *p, double *value, double *extra)
@@ -473,9 +464,7 @@ static int chat_measure(bench_point_t *p, double *value, double *extra)
 
 static void chat_close(bench_point_t *p)
 {
-    struct chat_point *cp = p->ctx;
-    bench_runtime_close("chat", cp->rt);
-    cp->rt = NULL;
+    bench_row_close(p, &((struct chat_point *)p->ctx)->rt);
 }
 
 static const bench_point_kind_t chat_kind = {chat_open, chat_measure,

@@ -179,6 +179,13 @@ struct bench_point {
     bool ok;
 };
 
+/* Open what p's row runs on: a policy row's runtime with --workers
+ * workers into *rt (bench_runtime_open), or for a kernel row nothing (*rt
+ * NULL); either way p->workers is what the row runs on.  0 or -1. */
+int bench_row_open(bench_point_t *p, mqs_runtime_t **rt);
+/* Close what bench_row_open opened; *rt becomes NULL. */
+void bench_row_close(bench_point_t *p, mqs_runtime_t **rt);
+
 /* The seconds one measurement of p runs: o->seconds, a quarter of it for
  * the warm-up. */
 double bench_point_seconds(const bench_point_t *p);

@@ -440,25 +440,12 @@ static int mixed_point_alloc(struct mixed_point *mp)
     return mp->flags && mp->slots ? 0 : -1;
 }
 
-static int mixed_mq_open(bench_point_t *p)
+static int mixed_open(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
-    if (mixed_point_alloc(mp) || bench_runtime_open("mixed", p->row->spec,
-                                                    p->o->workers, 0,
-                                                    &mp->g.rt))
-        return -1;
-    p->workers = mqs_runtime_workers(mp->g.rt);
-    return 0;
-}
-
-static int mixed_kernel_open(bench_point_t *p)
-{
-    struct mixed_point *mp = p->ctx;
-    cpu_set_t set;
-    p->workers = bench_kernel_cpus(p->o->workers, &set);
     mp->g = (bench_group_t){.workers = p->o->workers,
                             .stack = MIXED_KERNEL_STACK};
-    return mixed_point_alloc(mp);
+    return mixed_point_alloc(mp) || bench_row_open(p, &mp->g.rt) ? -1 : 0;
 }
 
 /* Start the tasks (or threads), measure the window, stop and join. */
@@ -483,18 +470,15 @@ static int mixed_measure(bench_point_t *p, double *value, double *extra)
 static void mixed_close(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
-    bench_runtime_close("mixed", mp->g.rt);
-    mp->g.rt = NULL;
+    bench_row_close(p, &mp->g.rt);
     free(mp->flags);
     free(mp->slots);
     mp->flags = NULL;
     mp->slots = NULL;
 }
 
-static const bench_point_kind_t mixed_policy_kind = {
-    mixed_mq_open, mixed_measure, mixed_close};
-static const bench_point_kind_t mixed_kernel_kind = {
-    mixed_kernel_open, mixed_measure, mixed_close};
+static const bench_point_kind_t mixed_kind = {mixed_open, mixed_measure,
+                                              mixed_close};
 
 /* ----- peers ----- */
 
@@ -583,8 +567,8 @@ static void mixed_done(bench_sweep_t *sw)
     free(a->longs);
 }
 
-static const bench_row_kind_t mixed_kinds[] = {{NULL, &mixed_policy_kind},
-                                               {"kernel", &mixed_kernel_kind},
+static const bench_row_kind_t mixed_kinds[] = {{NULL, &mixed_kind},
+                                               {"kernel", &mixed_kind},
                                                {NULL, NULL}};
 
 static const bench_exp_t mixed_exp = {

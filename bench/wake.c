@@ -458,38 +458,24 @@ static int wake_alloc(struct wake_point *pt)
     return 0;
 }
 
-static int wake_k_open(bench_point_t *p)
-{
-    cpu_set_t set;
-    p->workers = bench_kernel_cpus(p->o->workers, &set);
-    return wake_alloc(p->ctx);
-}
-
-static int wake_mq_open(bench_point_t *p)
+static int wake_open(bench_point_t *p)
 {
     struct wake_point *pt = p->ctx;
-    if (wake_alloc(pt) ||
-        bench_runtime_open("wake", p->row->spec, p->o->workers, 0, &pt->rt))
-        return -1;
-    p->workers = mqs_runtime_workers(pt->rt);
-    return 0;
+    return wake_alloc(pt) || bench_row_open(p, &pt->rt) ? -1 : 0;
 }
 
 static void wake_close(bench_point_t *p)
 {
     struct wake_point *pt = p->ctx;
-    bench_runtime_close("wake", pt->rt);
-    pt->rt = NULL;
+    bench_row_close(p, &pt->rt);
     for (int i = 0; pt->c && i < pt->cfg->clients; i++)
         bench_hist_free(&pt->c[i].hist);
     free(pt->c);
     pt->c = NULL;
 }
 
-static const bench_point_kind_t wake_mq_kind = {wake_mq_open, wake_measure,
-                                                wake_close};
-static const bench_point_kind_t wake_k_kind = {wake_k_open, wake_measure,
-                                               wake_close};
+static const bench_point_kind_t wake_kind = {wake_open, wake_measure,
+                                             wake_close};
 
 /* One of the seven results of a row from the statistic's repeats (the
  * driver's estimate is the one of stat=mean). */
@@ -586,7 +572,7 @@ static int wake_prepare(bench_sweep_t *sw)
 }
 
 static const bench_row_kind_t wake_kinds[] = {
-    {NULL, &wake_mq_kind}, {"kernel", &wake_k_kind}, {NULL, NULL}};
+    {NULL, &wake_kind}, {"kernel", &wake_kind}, {NULL, NULL}};
 
 static const bench_exp_t wake_exp = {
     .cli = &wake_cli,

@@ -323,25 +323,14 @@ static void *kernel_thread(void *arg)
     return NULL;
 }
 
-static int mq_open(bench_point_t *p)
+static int tasks_open(bench_point_t *p)
 {
     struct point *pt = p->ctx;
-    if (point_alloc(pt) || bench_runtime_open("yield", p->row->spec,
-                                              p->o->workers, 0, &pt->g.rt))
+    pt->g = (bench_group_t){.workers = p->o->workers, .stack = KERNEL_STACK};
+    if (point_alloc(pt) || bench_row_open(p, &pt->g.rt))
         return -1;
-    p->workers = mqs_runtime_workers(pt->g.rt);
     pt->busy = pt->ntasks < p->workers ? pt->ntasks : p->workers;
     return 0;
-}
-
-static int kernel_open(bench_point_t *p)
-{
-    struct point *pt = p->ctx;
-    cpu_set_t set;
-    p->workers = bench_kernel_cpus(p->o->workers, &set);
-    pt->busy = pt->ntasks < p->workers ? pt->ntasks : p->workers;
-    pt->g = (bench_group_t){.workers = p->o->workers, .stack = KERNEL_STACK};
-    return point_alloc(pt);
 }
 
 /* Start the tasks (or threads), count over the window, join them. */
@@ -364,15 +353,12 @@ static int tasks_measure(bench_point_t *p, double *ns, double *extra)
 static void tasks_close(bench_point_t *p)
 {
     struct point *pt = p->ctx;
-    bench_runtime_close("yield", pt->g.rt);
-    pt->g.rt = NULL;
+    bench_row_close(p, &pt->g.rt);
     point_free(pt);
 }
 
-static const bench_point_kind_t kind_policy = {mq_open, tasks_measure,
-                                               tasks_close};
-static const bench_point_kind_t kind_kernel = {kernel_open, tasks_measure,
-                                               tasks_close};
+static const bench_point_kind_t kind_tasks = {tasks_open, tasks_measure,
+                                             tasks_close};
 
 /* ------------------------------------------------------------------ */
 /* floor row: a bare ring of contexts                                  */
@@ -609,8 +595,8 @@ static const unsigned char yield_fold[X_COUNT] = {
     [X_REPEATS] = BENCH_FOLD_REPEATS,
 };
 
-static const bench_row_kind_t yield_kinds[] = {{NULL, &kind_policy},
-                                               {"kernel", &kind_kernel},
+static const bench_row_kind_t yield_kinds[] = {{NULL, &kind_tasks},
+                                               {"kernel", &kind_tasks},
                                                {"floor", &kind_floor},
                                                {NULL, NULL}};
 

@@ -334,7 +334,7 @@ TEST(mixed_small_window_on_mq_and_kernel)
     for (int k = 0; k < 2; k++) {
         struct mixed_point mp = {.nshort = 2, .nlong = 1, .n = 3, .burst = 50};
         int rc = run_point(&o, k ? "kernel" : "mq", k == 1,
-                           k ? &mixed_kernel_kind : &mixed_policy_kind, &mp,
+                           &mixed_kind, &mp,
                            MIXED_X_COUNT, &r);
         CHECK_EQ(rc, 0);
         CHECK(mp.flags == NULL && mp.slots == NULL); /* close freed them */
