@@ -169,29 +169,6 @@ struct chat_run {
     bool aborted;      /* chat_abort closed the out-queues' write ends */
 };
 
-static bool chat_write_all(int fd, const char *buf, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, buf, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        buf += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-/* Read up to n bytes; how many, 0 on EOF or error. */
-static size_t chat_read_some(int fd, char *buf, size_t n)
-{
-    ssize_t r;
-    while ((r = read(fd, buf, n)) < 0 && errno == EINTR)
-        ;
-    return r > 0 ? (size_t)r : 0;
-}
-
 /* The descriptor of hop h of u on the kernel row: put writes it, else
  * it is read. */
 static int chat_fd(const struct chat_user *u, enum chat_hop h, bool put)
@@ -206,7 +183,8 @@ static bool chat_put(struct chat_user *u, enum chat_hop h, const char *msg)
 {
     if (u->run->rt)
         return mqs_chan_send(u->chan[h], msg) == 0;
-    return chat_write_all(chat_fd(u, h, true), msg, (size_t)u->run->s.bytes);
+    return bench_write_all(chat_fd(u, h, true), msg,
+                           (size_t)u->run->s.bytes) == 0;
 }
 
 /* Take from hop h of u: one whole message off a channel, or up to n
@@ -219,7 +197,7 @@ static size_t chat_get(struct chat_user *u, enum chat_hop h, char *msg,
         return mqs_chan_recv(u->chan[h], msg) ? 0 : (size_t)u->run->s.bytes;
     size_t got = 0, k = 1;
     while (got < n && k)
-        got += k = chat_read_some(chat_fd(u, h, false), msg + got, n - got);
+        got += k = bench_read(chat_fd(u, h, false), msg + got, n - got);
     return got;
 }
 

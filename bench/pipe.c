@@ -132,27 +132,11 @@ static int pipe_value(const bench_point_t *p, const struct pipe_run *r,
 /* The two sides, on mqs_pipe_t (policy rows) or pipe(2) (kernel)      */
 /* ------------------------------------------------------------------ */
 
-/* Write all of buf to fd; 0 or an errno. */
-static int pipe_fd_write(int fd, const void *buf, size_t n)
-{
-    const unsigned char *p = buf;
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return errno ? errno : EIO;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 /* Write all of buf into pipe a (back: b); 0 or an errno. */
 static int pipe_put(struct pipe_run *r, bool back, const void *buf, size_t n)
 {
     if (r->kernel)
-        return pipe_fd_write(back ? r->fb[1] : r->fa[1], buf, n);
+        return bench_write_all(back ? r->fb[1] : r->fa[1], buf, n);
     return mqs_pipe_write(back ? r->b : r->a, buf, n, NULL) ? EIO : 0;
 }
 
@@ -160,13 +144,9 @@ static int pipe_put(struct pipe_run *r, bool back, const void *buf, size_t n)
 static size_t pipe_get(struct pipe_run *r, bool back, void *buf, size_t n)
 {
     size_t got = 0;
-    ssize_t k;
     if (!r->kernel)
         return mqs_pipe_read(back ? r->b : r->a, buf, n, &got) ? 0 : got;
-    while ((k = read(back ? r->fb[0] : r->fa[0], buf, n)) < 0 &&
-           errno == EINTR)
-        ;
-    return k > 0 ? (size_t)k : 0;
+    return bench_read(back ? r->fb[0] : r->fa[0], buf, n);
 }
 
 /* Close the writing end of pipe a: the reader sees its end. */

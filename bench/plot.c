@@ -25,6 +25,7 @@
  * open marker is easy to miss and hard to explain in a legend).
  */
 #include "plot.h"
+#include "common.h"
 
 #include <errno.h>
 #include <math.h>
@@ -677,11 +678,8 @@ static int plot_run_gnuplot(const char *gnuplot, const char *script)
     int rc = posix_spawn(&pid, gnuplot, NULL, NULL, argv, environ);
     if (rc != 0)
         return -1;
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    int st = bench_wait_pid(pid);
+    return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 static bool plot_nonempty(const char *path)

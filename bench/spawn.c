@@ -420,11 +420,8 @@ static int spawn_collect(int fd, pid_t pid, struct spawn_out *out)
         got = read(fd, out, sizeof *out);
     while (got < 0 && errno == EINTR);
     close(fd);
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    if (got != (ssize_t)sizeof *out || !WIFEXITED(st))
+    int st = bench_wait_pid(pid);
+    if (st == -1 || got != (ssize_t)sizeof *out || !WIFEXITED(st))
         return -1;
     return 0;
 }
