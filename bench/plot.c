@@ -228,14 +228,6 @@ static struct plot_series *plot_series_for(struct plot_panel *pl,
     return s;
 }
 
-static void plot_add_cat(struct plot_panel *pl, const char *param)
-{
-    for (int c = 0; c < pl->ncat; c++)
-        if (!strcmp(pl->cats[c], param))
-            return;
-    pl->cats[pl->ncat++] = param;
-}
-
 /* Sort a series' results by x (insertion sort: a series is short). */
 static void plot_sort_series(const bench_results_t *rs,
                              const struct plot_panel *pl,
@@ -266,7 +258,7 @@ static int plot_panel_build(const bench_results_t *rs, const char *unit,
         const bench_result_t *r = &rs->r[i];
         if (!plot_has_value(r) || !plot_in_unit(r, unit))
             continue;
-        plot_add_cat(pl, r->param);
+        bench_intern(pl->cats, &pl->ncat, r->param);
         struct plot_series *s = plot_series_for(pl, r, split);
         if (!s->idx && !(s->idx = calloc(n, sizeof *s->idx)))
             return -1;
@@ -290,14 +282,8 @@ static void plot_panel_free(struct plot_panel *pl)
 static int plot_units(const bench_results_t *rs, const char **units)
 {
     int n = 0;
-    for (int i = 0; i < rs->n; i++) {
-        const char *u = plot_unit(&rs->r[i]);
-        int k = 0;
-        while (k < n && strcmp(units[k], u) != 0)
-            k++;
-        if (k == n)
-            units[n++] = u;
-    }
+    for (int i = 0; i < rs->n; i++)
+        bench_intern(units, &n, plot_unit(&rs->r[i]));
     return n;
 }
 
