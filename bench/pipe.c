@@ -310,51 +310,37 @@ static int pipe_measure(bench_point_t *p, double *value, double *extra)
     return rc ? -1 : pipe_value(p, &r, value);
 }
 
-static int pipe_mq_open(bench_point_t *p)
+/* A policy row's runtime, or the kernel row's first two CPUs; cross
+ * needs two workers (CPUs), and same and cross run on one and two. */
+static int pipe_open(bench_point_t *p)
 {
     struct pipe_point *pt = p->ctx;
-    if (bench_runtime_open("pipe", p->row->spec, p->o->workers, 0, &pt->rt))
+    bool kernel = p->row->pseudo;
+    int n = kernel ? bench_cpu_list(p->o->workers, pt->cpus, 2) : 0;
+    if (bench_row_open(p, &pt->rt))
         return -1;
-    int w = mqs_runtime_workers(pt->rt);
-    p->workers = pt->mode == PIPE_SAME ? 1 : pt->mode == PIPE_CROSS ? 2 : w;
-    if (pt->mode == PIPE_CROSS && w < 2) {
-        snprintf(p->note, sizeof p->note, "needs 2 workers");
-        return -1;
-    }
-    return 0;
-}
-
-static void pipe_mq_close(bench_point_t *p)
-{
-    struct pipe_point *pt = p->ctx;
-    bench_runtime_close("pipe", pt->rt);
-    pt->rt = NULL;
-}
-
-static int pipe_k_open(bench_point_t *p)
-{
-    struct pipe_point *pt = p->ctx;
-    int n = bench_cpu_list(p->o->workers, pt->cpus, 2);
-    p->workers = pt->mode == PIPE_SAME ? 1 : pt->mode == PIPE_CROSS ? 2 : 0;
-    if (pt->mode == PIPE_BW) {
-        cpu_set_t set;
-        p->workers = bench_kernel_cpus(p->o->workers, &set);
-    }
+    n = kernel ? n : p->workers;
+    if (pt->mode != PIPE_BW)
+        p->workers = pt->mode == PIPE_SAME ? 1 : 2;
     if (pt->mode == PIPE_CROSS && n < 2) {
-        snprintf(p->note, sizeof p->note, "needs 2 CPUs");
+        snprintf(p->note, sizeof p->note, "needs 2 %s",
+                 kernel ? "CPUs" : "workers");
         return -1;
     }
     return 0;
+}
+
+static void pipe_close(bench_point_t *p)
+{
+    bench_row_close(p, &((struct pipe_point *)p->ctx)->rt);
 }
 
 /* ------------------------------------------------------------------ */
 /* Row kinds and the table entry                                       */
 /* ------------------------------------------------------------------ */
 
-static const bench_point_kind_t pipe_mq_kind = {pipe_mq_open, pipe_measure,
-                                                pipe_mq_close};
-static const bench_point_kind_t pipe_k_kind = {pipe_k_open, pipe_measure,
-                                               NULL};
+static const bench_point_kind_t pipe_kind = {pipe_open, pipe_measure,
+                                             pipe_close};
 
 static const bench_peer_map_t pipe_peer_lat = {.value_key = "rtt_ns",
                                                .value_scale = 1e-3};
@@ -450,7 +436,7 @@ static const unsigned char pipe_fold[PX_COUNT] = {[PX_REPEATS] =
                                                       BENCH_FOLD_REPEATS};
 
 static const bench_row_kind_t pipe_kinds[] = {
-    {NULL, &pipe_mq_kind}, {"kernel", &pipe_k_kind}, {NULL, NULL}};
+    {NULL, &pipe_kind}, {"kernel", &pipe_kind}, {NULL, NULL}};
 
 static const bench_exp_t pipe_exp = {
     .cli = &pipe_cli,
