@@ -166,7 +166,7 @@ struct chat_run {
     mqs_runtime_t *rt; /* NULL: the kernel row */
     int workers;       /* kernel row: threads share its first CPUs */
     const char *row;   /* for messages */
-    bool aborted;      /* chat_abort closed the out-queues' write ends */
+    bool aborted;      /* chat_shut closed the out-queues' write ends */
 };
 
 /* The descriptor of hop h of u on the kernel row: put writes it, else
@@ -324,44 +324,37 @@ static int chat_make_users(struct chat_run *run)
     return 0;
 }
 
-/* A failed start leaves tasks blocked on hops that will never fill:
- * close every channel, or shut every socket down and close the
- * out-queues' write ends, so that they return.  The descriptors stay in
- * the structs (threads still read them); chat_free_users then leaves the
- * closed ones alone. */
-static void chat_abort(struct chat_run *run)
+/* With abort, after a failed start, which leaves tasks blocked on hops
+ * that will never fill: close every channel, or shut every socket down
+ * and close the out-queues' write ends, so that they return.  The
+ * descriptors stay in the structs (threads still read them), and the
+ * final call (abort false: destroy, close and free everything) leaves
+ * the closed ones alone. */
+static void chat_shut(struct chat_run *run, bool abort)
 {
     for (int i = 0; run->u && i < run->n; i++) {
         struct chat_user *u = &run->u[i];
         for (int h = 0; h < CHAT_HOPS; h++)
-            if (u->chan[h])
+            if (u->chan[h] && abort)
                 mqs_chan_close(u->chan[h]);
-        for (int k = 0; k < 2; k++)
-            if (u->fd[k] >= 0)
-                shutdown(u->fd[k], SHUT_RDWR);
-        if (u->q[1] >= 0)
-            close(u->q[1]);
-    }
-    run->aborted = true;
-}
-
-static void chat_free_users(struct chat_run *run)
-{
-    for (int i = 0; run->u && i < run->n; i++) {
-        struct chat_user *u = &run->u[i];
-        for (int h = 0; h < CHAT_HOPS; h++)
-            if (u->chan[h])
+            else if (u->chan[h])
                 mqs_chan_destroy(u->chan[h]);
         for (int k = 0; k < 2; k++) {
-            if (u->fd[k] >= 0)
+            if (u->fd[k] >= 0 && abort)
+                shutdown(u->fd[k], SHUT_RDWR);
+            else if (u->fd[k] >= 0)
                 close(u->fd[k]);
-            if (u->q[k] >= 0 && !(k == 1 && run->aborted))
+            if (u->q[k] >= 0 && (abort ? k == 1 : !(k == 1 && run->aborted)))
                 close(u->q[k]);
         }
     }
-    free(run->u);
-    run->u = NULL;
+    run->aborted = abort;
+    if (!abort) {
+        free(run->u);
+        run->u = NULL;
+    }
 }
+
 
 static int chat_check(const struct chat_run *run)
 {
@@ -401,12 +394,12 @@ static int chat_run_all(struct chat_run *run, double *secs)
                                      sizeof *run->u) == 0;
     }
     if (!ok)
-        chat_abort(run);
+        chat_shut(run, true);
     for (int k = CHAT_ROLES - 1; k >= 0; k--)
         ok = bench_group_join(&g[k]) == 0 && ok;
     *secs = (double)(atomic_load(&run->t_end) - t0) / 1e9;
     int rc = ok ? chat_check(run) : -1;
-    chat_free_users(run);
+    chat_shut(run, false);
     return rc;
 }
 
