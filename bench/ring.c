@@ -278,18 +278,17 @@ static int ring_alloc(struct ring_point *pt)
     return 0;
 }
 
-/* The kernel row's: the members, on the first --workers CPUs (one). */
-static int ring_k_open(bench_point_t *p)
-{
-    p->workers = p->o->workers ? p->o->workers : 1;
-    return ring_alloc(p->ctx);
-}
-
-static int ring_mq_open(bench_point_t *p)
+/* The members, and a policy row's runtime; both kinds of row run on
+ * the first --workers CPUs (one by default). */
+static int ring_open(bench_point_t *p)
 {
     struct ring_point *pt = p->ctx;
-    if (ring_k_open(p) ||
-        bench_runtime_open("ring", p->row->spec, p->workers, 0, &pt->rt))
+    p->workers = p->o->workers ? p->o->workers : 1;
+    if (ring_alloc(pt))
+        return -1;
+    if (p->row->pseudo)
+        return 0;
+    if (bench_runtime_open("ring", p->row->spec, p->workers, 0, &pt->rt))
         return -1;
     p->workers = mqs_runtime_workers(pt->rt);
     return 0;
@@ -306,10 +305,8 @@ static void ring_close(bench_point_t *p)
     pt->m = NULL;
 }
 
-static const bench_point_kind_t ring_mq_kind = {ring_mq_open, ring_measure,
-                                                ring_close};
-static const bench_point_kind_t ring_k_kind = {ring_k_open, ring_measure,
-                                               ring_close};
+static const bench_point_kind_t ring_kind = {ring_open, ring_measure,
+                                             ring_close};
 
 /* A peer reports the hop and the touching alone, in ns. */
 static int ring_peer_convert(bench_point_t *p, const bench_peer_result_t *r,
@@ -387,7 +384,7 @@ static const unsigned char ring_fold[RX_COUNT] = {[RX_REPEATS] =
                                                       BENCH_FOLD_REPEATS};
 
 static const bench_row_kind_t ring_kinds[] = {
-    {NULL, &ring_mq_kind}, {"kernel", &ring_k_kind}, {NULL, NULL}};
+    {NULL, &ring_kind}, {"kernel", &ring_kind}, {NULL, NULL}};
 
 static const bench_exp_t ring_exp = {
     .cli = &ring_cli,
