@@ -125,13 +125,18 @@ static bool chat_valid(const struct chat_head *h, uint32_t room, uint32_t user,
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows: tasks over channels                                    */
+/* The tasks, over mqs channels (policy rows) or sockets (kernel)      */
 /* ------------------------------------------------------------------ */
 
 struct chat_run;
 
 /* A user's four tasks; each writes only its own failure flag. */
 enum { CHAT_SENDER, CHAT_READER, CHAT_WRITER, CHAT_RECEIVER, CHAT_ROLES };
+
+/* The three hops of a message: sender to reader (the connection's up
+ * direction), readers to writer (the out-queue), writer to receiver (the
+ * connection's down direction). */
+enum chat_hop { CHAT_UP, CHAT_OUTQ, CHAT_DOWN, CHAT_HOPS };
 
 /* Did any of a user's tasks fail? */
 static bool chat_any(const bool *bad)
@@ -145,8 +150,10 @@ static bool chat_any(const bool *bad)
 struct chat_user {
     struct chat_run *run;
     uint32_t room, user;
-    mqs_chan_t *up, *outq, *down;
-    uint64_t got;
+    mqs_chan_t *chan[CHAT_HOPS]; /* policy rows: a channel per hop */
+    int fd[2]; /* kernel: the connection: [0] client end, [1] server end */
+    int q[2];  /* kernel: the out-queue, a pipe: [0] read, [1] write */
+    uint64_t got; /* bytes received */
     bool bad[CHAT_ROLES];
 };
 
@@ -156,32 +163,55 @@ struct chat_run {
     int n;
     _Atomic int receivers_left;
     _Atomic uint64_t t_end;
-    mqs_runtime_t *rt;
-    mqs_task_t **tasks; /* 4 per user */
-    int ntasks;
+    mqs_runtime_t *rt; /* NULL: the kernel row */
+    int workers;       /* kernel row: threads share its first CPUs */
+    const char *row;   /* for messages */
+    bool aborted;      /* chat_shut closed the out-queues' write ends */
 };
 
-static void chat_done_one(struct chat_run *run)
+/* The descriptor of hop h of u on the kernel row: put writes it, else
+ * it is read. */
+static int chat_fd(const struct chat_user *u, enum chat_hop h, bool put)
 {
-    if (atomic_fetch_sub(&run->receivers_left, 1) == 1)
-        atomic_store(&run->t_end, bench_now_ns());
+    if (h == CHAT_OUTQ)
+        return u->q[put];
+    return u->fd[(h == CHAT_UP) != put];
+}
+
+/* Put one message on hop h of u; false on failure. */
+static bool chat_put(struct chat_user *u, enum chat_hop h, const char *msg)
+{
+    if (u->run->rt)
+        return mqs_chan_send(u->chan[h], msg) == 0;
+    return bench_write_all(chat_fd(u, h, true), msg,
+                           (size_t)u->run->s.bytes) == 0;
+}
+
+/* Take from hop h of u: one whole message off a channel, or up to n
+ * bytes of the stream (a whole message when n is its size: the stream
+ * is read until then).  How many bytes, 0 on the end or an error. */
+static size_t chat_get(struct chat_user *u, enum chat_hop h, char *msg,
+                       size_t n)
+{
+    if (u->run->rt)
+        return mqs_chan_recv(u->chan[h], msg) ? 0 : (size_t)u->run->s.bytes;
+    size_t got = 0, k = 1;
+    while (got < n && k)
+        got += k = bench_read(chat_fd(u, h, false), msg + got, n - got);
+    return got;
 }
 
 static void *chat_sender(void *arg)
 {
     struct chat_user *u = arg;
     char *msg = calloc(1, (size_t)u->run->s.bytes);
-    if (!msg) {
-        u->bad[CHAT_SENDER] = true;
-        return NULL;
-    }
     struct chat_head h = {u->room, u->user, 0};
-    for (int m = 0; m < u->run->s.messages; m++) {
+    for (int m = 0; msg && m < u->run->s.messages; m++) {
         h.seq = (uint32_t)m;
         memcpy(msg, &h, sizeof h);
-        if (mqs_chan_send(u->up, msg) != 0)
-            u->bad[CHAT_SENDER] = true;
+        u->bad[CHAT_SENDER] |= !chat_put(u, CHAT_UP, msg);
     }
+    u->bad[CHAT_SENDER] |= !msg;
     free(msg);
     return NULL;
 }
@@ -193,20 +223,15 @@ static void *chat_reader(void *arg)
     struct chat_user *u = arg;
     const struct chat_shape *s = &u->run->s;
     struct chat_user *room = u - u->user;
-    char *msg = malloc((size_t)s->bytes);
-    if (!msg) {
-        u->bad[CHAT_READER] = true;
-        return NULL;
+    size_t b = (size_t)s->bytes;
+    char *msg = malloc(b);
+    for (int m = 0; msg && m < s->messages && !u->bad[CHAT_READER]; m++) {
+        u->bad[CHAT_READER] |= chat_get(u, CHAT_UP, msg, b) != b;
+        for (int v = 0; v < s->users && !u->bad[CHAT_READER]; v++)
+            if (v != (int)u->user)
+                u->bad[CHAT_READER] |= !chat_put(&room[v], CHAT_OUTQ, msg);
     }
-    for (int m = 0; m < s->messages; m++) {
-        if (mqs_chan_recv(u->up, msg) != 0) {
-            u->bad[CHAT_READER] = true;
-            break;
-        }
-        for (int v = 0; v < s->users; v++)
-            if (v != (int)u->user && mqs_chan_send(room[v].outq, msg) != 0)
-                u->bad[CHAT_READER] = true;
-    }
+    u->bad[CHAT_READER] |= !msg;
     free(msg);
     return NULL;
 }
@@ -217,276 +242,74 @@ static void *chat_writer(void *arg)
     struct chat_user *u = arg;
     const struct chat_shape *s = &u->run->s;
     long n = (long)s->messages * (s->users - 1);
-    char *msg = malloc((size_t)s->bytes);
+    size_t b = (size_t)s->bytes;
+    char *msg = malloc(b);
     for (long m = 0; msg && m < n && !u->bad[CHAT_WRITER]; m++)
-        u->bad[CHAT_WRITER] = mqs_chan_recv(u->outq, msg) != 0 ||
-                              mqs_chan_send(u->down, msg) != 0;
+        u->bad[CHAT_WRITER] = chat_get(u, CHAT_OUTQ, msg, b) != b ||
+                              !chat_put(u, CHAT_DOWN, msg);
     u->bad[CHAT_WRITER] |= !msg;
     free(msg);
     return NULL;
 }
 
+/* Receives until every byte is there.  A channel gives whole messages,
+ * whose room and sender are checked; the kernel row reads its stream in
+ * chunks of up to 8 KiB and counts bytes (an out-queue pipe may
+ * interleave messages over PIPE_BUF bytes). */
 static void *chat_receiver(void *arg)
 {
     struct chat_user *u = arg;
     const struct chat_shape *s = &u->run->s;
-    uint64_t want = (uint64_t)s->messages * (uint64_t)(s->users - 1);
-    char *msg = malloc((size_t)s->bytes);
+    uint64_t want =
+        (uint64_t)s->messages * (uint64_t)(s->users - 1) * (uint64_t)s->bytes;
+    size_t cap = s->bytes > 8192 ? (size_t)s->bytes : 8192;
+    char *msg = malloc(cap);
     while (msg && u->got < want) {
-        struct chat_head h;
-        if (mqs_chan_recv(u->down, msg) != 0)
+        uint64_t left = want - u->got;
+        size_t k = chat_get(u, CHAT_DOWN, msg, left < 8192 ? left : 8192);
+        if (!k)
             break;
-        memcpy(&h, msg, sizeof h);
-        u->bad[CHAT_RECEIVER] |= !chat_valid(&h, u->room, u->user, s->users);
-        u->got++;
+        struct chat_head h;
+        if (u->run->rt) {
+            memcpy(&h, msg, sizeof h);
+            u->bad[CHAT_RECEIVER] |=
+                !chat_valid(&h, u->room, u->user, s->users);
+        }
+        u->got += k;
     }
     u->bad[CHAT_RECEIVER] |= !msg || u->got != want;
     free(msg);
-    chat_done_one(u->run);
-    return NULL;
-}
-
-/* Destroy (or, when close is set, close) every channel there is. */
-static void chat_channels(struct chat_run *run, bool close)
-{
-    for (int i = 0; run->u && i < run->n; i++) {
-        mqs_chan_t *c[3] = {run->u[i].up, run->u[i].outq, run->u[i].down};
-        for (int k = 0; k < 3; k++)
-            if (c[k] && close)
-                mqs_chan_close(c[k]);
-            else if (c[k])
-                mqs_chan_destroy(c[k]);
-    }
-}
-
-static void chat_free_users(struct chat_run *run)
-{
-    chat_channels(run, false);
-    free(run->u);
-    free(run->tasks);
-    run->u = NULL;
-    run->tasks = NULL;
-}
-
-static int chat_make_users(struct chat_run *run)
-{
-    run->n = run->s.rooms * run->s.users;
-    run->u = calloc((size_t)run->n, sizeof *run->u);
-    run->tasks = calloc((size_t)run->n * 4, sizeof *run->tasks);
-    if (!run->u || !run->tasks)
-        return -1;
-    size_t b = (size_t)run->s.bytes;
-    for (int i = 0; i < run->n; i++) {
-        struct chat_user *u = &run->u[i];
-        *u = (struct chat_user){.run = run,
-                                .room = (uint32_t)(i / run->s.users),
-                                .user = (uint32_t)(i % run->s.users)};
-        if (mqs_chan_create(&u->up, b, CHAT_CAPACITY) ||
-            mqs_chan_create(&u->outq, b, CHAT_CAPACITY) ||
-            mqs_chan_create(&u->down, b, CHAT_CAPACITY))
-            return -1;
-    }
-    return 0;
-}
-
-/* Spawn fn for every user; false on the first failure. */
-static bool chat_spawn_all(struct chat_run *run, mqs_task_fn fn)
-{
-    for (int i = 0; i < run->n; i++) {
-        int rc =
-            mqs_spawn(run->rt, &run->tasks[run->ntasks], NULL, fn, &run->u[i]);
-        if (rc) {
-            fprintf(stderr, "mqs-bench chat: mqs_spawn: %s\n",
-                    mqs_strerror(rc));
-            return false;
-        }
-        run->ntasks++;
-    }
-    return true;
-}
-
-static int chat_check(const struct chat_run *run)
-{
-    for (int i = 0; i < run->n; i++)
-        if (chat_any(run->u[i].bad)) {
-            fprintf(stderr,
-                    "mqs-bench chat: room %u user %u: got %llu messages, or "
-                    "a wrong one\n",
-                    run->u[i].room, run->u[i].user,
-                    (unsigned long long)run->u[i].got);
-            return -1;
-        }
-    return 0;
-}
-
-/* One run on the point's runtime: seconds of wall time into *secs. */
-static int chat_mq_run(struct chat_run *run, double *secs)
-{
-    int rc = chat_make_users(run);
-    atomic_store(&run->receivers_left, run->n);
-    bool ok = rc == 0 && chat_spawn_all(run, chat_receiver) &&
-              chat_spawn_all(run, chat_writer) &&
-              chat_spawn_all(run, chat_reader);
-    uint64_t t0 = bench_now_ns();
-    ok = ok && chat_spawn_all(run, chat_sender);
-    /* A failure above leaves tasks blocked on channels that will never
-     * fill; closing the channels ends them. */
-    if (!ok)
-        chat_channels(run, true);
-    for (int i = 0; i < run->ntasks; i++)
-        mqs_join(run->tasks[i], NULL);
-    *secs = (double)(atomic_load(&run->t_end) - t0) / 1e9;
-    rc = ok ? chat_check(run) : -1;
-    chat_free_users(run);
-    return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* Kernel row: threads over stream sockets                             */
-/* ------------------------------------------------------------------ */
-
-struct chat_kuser {
-    struct chat_krun *run;
-    int user;
-    int fd[2]; /* the connection: [0] client end, [1] server end */
-    int q[2];  /* the out-queue, a pipe: [0] read, [1] write */
-    uint64_t got_bytes;
-    bool bad[CHAT_ROLES];
-};
-
-struct chat_krun {
-    struct chat_shape s;
-    struct chat_kuser *u;
-    int n;
-    _Atomic int receivers_left;
-    _Atomic uint64_t t_end;
-    pthread_t *threads;
-    int nthreads;
-    bool aborted; /* chat_kabort closed the out-queues' write ends */
-};
-
-static bool chat_write_all(int fd, const char *buf, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, buf, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        buf += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-/* Read exactly n bytes (a whole message); false on EOF or error. */
-static bool chat_read_all(int fd, char *buf, size_t n)
-{
-    while (n > 0) {
-        ssize_t r = read(fd, buf, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        buf += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
-static void *chat_ksender(void *arg)
-{
-    struct chat_kuser *u = arg;
-    size_t b = (size_t)u->run->s.bytes;
-    char *msg = calloc(1, b);
-    for (int m = 0; msg && m < u->run->s.messages; m++)
-        u->bad[CHAT_SENDER] |= !chat_write_all(u->fd[0], msg, b);
-    u->bad[CHAT_SENDER] |= !msg;
-    free(msg);
-    return NULL;
-}
-
-static void *chat_kreader(void *arg)
-{
-    struct chat_kuser *u = arg;
-    const struct chat_shape *s = &u->run->s;
-    struct chat_kuser *room = u - u->user;
-    size_t b = (size_t)s->bytes;
-    char *msg = malloc(b);
-    for (int m = 0; msg && m < s->messages && !u->bad[CHAT_READER]; m++) {
-        u->bad[CHAT_READER] |= !chat_read_all(u->fd[1], msg, b);
-        for (int v = 0; v < s->users && !u->bad[CHAT_READER]; v++)
-            if (v != u->user)
-                u->bad[CHAT_READER] |= !chat_write_all(room[v].q[1], msg, b);
-    }
-    u->bad[CHAT_READER] |= !msg;
-    free(msg);
-    return NULL;
-}
-
-static void *chat_kwriter(void *arg)
-{
-    struct chat_kuser *u = arg;
-    const struct chat_shape *s = &u->run->s;
-    long n = (long)s->messages * (s->users - 1);
-    size_t b = (size_t)s->bytes;
-    char *msg = malloc(b);
-    for (long m = 0; msg && m < n && !u->bad[CHAT_WRITER]; m++)
-        u->bad[CHAT_WRITER] = !chat_read_all(u->q[0], msg, b) ||
-                              !chat_write_all(u->fd[1], msg, b);
-    u->bad[CHAT_WRITER] |= !msg;
-    free(msg);
-    return NULL;
-}
-
-static void *chat_kreceiver(void *arg)
-{
-    struct chat_kuser *u = arg;
-    const struct chat_shape *s = &u->run->s;
-    uint64_t want =
-        (uint64_t)s->messages * (uint64_t)(s->users - 1) * (uint64_t)s->bytes;
-    char buf[8192];
-    while (u->got_bytes < want) {
-        uint64_t left = want - u->got_bytes;
-        ssize_t r = read(u->fd[0], buf, left < sizeof buf ? left : sizeof buf);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        u->got_bytes += (uint64_t)r;
-    }
-    u->bad[CHAT_RECEIVER] |= u->got_bytes != want;
     if (atomic_fetch_sub(&u->run->receivers_left, 1) == 1)
         atomic_store(&u->run->t_end, bench_now_ns());
     return NULL;
 }
 
-static void chat_kfree(struct chat_krun *run)
-{
-    for (int i = 0; run->u && i < run->n; i++)
-        for (int k = 0; k < 2; k++) {
-            if (run->u[i].fd[k] >= 0)
-                close(run->u[i].fd[k]);
-            if (run->u[i].q[k] >= 0 && !(k == 1 && run->aborted))
-                close(run->u[i].q[k]);
-        }
-    free(run->u);
-    free(run->threads);
-}
+static void *(*const chat_role_fn[CHAT_ROLES])(void *) = {
+    [CHAT_SENDER] = chat_sender,
+    [CHAT_READER] = chat_reader,
+    [CHAT_WRITER] = chat_writer,
+    [CHAT_RECEIVER] = chat_receiver,
+};
 
-static int chat_kmake(struct chat_krun *run)
+static int chat_make_users(struct chat_run *run)
 {
     run->n = run->s.rooms * run->s.users;
     run->u = calloc((size_t)run->n, sizeof *run->u);
-    run->threads = calloc((size_t)run->n * 4, sizeof *run->threads);
-    if (!run->u || !run->threads)
+    if (!run->u)
         return -1;
     for (int i = 0; i < run->n; i++) {
-        struct chat_kuser *u = &run->u[i];
-        *u = (struct chat_kuser){.run = run,
-                                 .user = i % run->s.users,
-                                 .fd = {-1, -1},
-                                 .q = {-1, -1}};
+        struct chat_user *u = &run->u[i];
+        *u = (struct chat_user){.run = run,
+                                .room = (uint32_t)(i / run->s.users),
+                                .user = (uint32_t)(i % run->s.users),
+                                .fd = {-1, -1},
+                                .q = {-1, -1}};
+        for (int h = 0; run->rt && h < CHAT_HOPS; h++)
+            if (mqs_chan_create(&u->chan[h], (size_t)run->s.bytes,
+                                CHAT_CAPACITY))
+                return -1;
+        if (run->rt)
+            continue;
         if (socketpair(AF_UNIX, SOCK_STREAM, 0, u->fd) != 0) {
             u->fd[0] = u->fd[1] = -1;
             perror("mqs-bench chat: kernel: socketpair");
@@ -501,104 +324,108 @@ static int chat_kmake(struct chat_krun *run)
     return 0;
 }
 
-static bool chat_kstart(struct chat_krun *run, pthread_attr_t *attr,
-                        void *(*fn)(void *))
-{
-    for (int i = 0; i < run->n; i++) {
-        int rc =
-            pthread_create(&run->threads[run->nthreads], attr, fn, &run->u[i]);
-        if (rc) {
-            fprintf(stderr, "mqs-bench chat: kernel: pthread_create: %s\n",
-                    strerror(rc));
-            return false;
-        }
-        run->nthreads++;
-    }
-    return true;
-}
-
-/* A failed start: shut every socket down and close the out-queues'
- * write ends, so that blocked threads return.  The descriptors stay in
- * the structs (threads still read them); chat_kfree then leaves the
- * closed ones alone. */
-static void chat_kabort(struct chat_krun *run)
+/* With abort, after a failed start, which leaves tasks blocked on hops
+ * that will never fill: close every channel, or shut every socket down
+ * and close the out-queues' write ends, so that they return.  The
+ * descriptors stay in the structs (threads still read them), and the
+ * final call (abort false: destroy, close and free everything) leaves
+ * the closed ones alone. */
+static void chat_shut(struct chat_run *run, bool abort)
 {
     for (int i = 0; run->u && i < run->n; i++) {
-        for (int k = 0; k < 2; k++)
-            if (run->u[i].fd[k] >= 0)
-                shutdown(run->u[i].fd[k], SHUT_RDWR);
-        if (run->u[i].q[1] >= 0)
-            close(run->u[i].q[1]);
+        struct chat_user *u = &run->u[i];
+        for (int h = 0; h < CHAT_HOPS; h++)
+            if (u->chan[h] && abort)
+                mqs_chan_close(u->chan[h]);
+            else if (u->chan[h])
+                mqs_chan_destroy(u->chan[h]);
+        for (int k = 0; k < 2; k++) {
+            if (u->fd[k] >= 0 && abort)
+                shutdown(u->fd[k], SHUT_RDWR);
+            else if (u->fd[k] >= 0)
+                close(u->fd[k]);
+            if (u->q[k] >= 0 && (abort ? k == 1 : !(k == 1 && run->aborted)))
+                close(u->q[k]);
+        }
     }
-    run->aborted = true;
+    run->aborted = abort;
+    if (!abort) {
+        free(run->u);
+        run->u = NULL;
+    }
 }
 
-static int chat_krun(int workers, struct chat_krun *run, double *secs)
+
+static int chat_check(const struct chat_run *run)
 {
-    pthread_attr_t attr;
-    cpu_set_t set;
-    bench_kernel_cpus(workers, &set);
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, CHAT_KERNEL_STACK);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    int rc = chat_kmake(run);
+    for (int i = 0; i < run->n; i++)
+        if (chat_any(run->u[i].bad)) {
+            if (!run->rt)
+                fprintf(stderr, "mqs-bench chat: kernel: a connection "
+                                "failed or lost bytes\n");
+            else
+                fprintf(stderr,
+                        "mqs-bench chat: room %u user %u: got %llu "
+                        "messages, or a wrong one\n",
+                        run->u[i].room, run->u[i].user,
+                        (unsigned long long)(run->u[i].got /
+                                             (uint64_t)run->s.bytes));
+            return -1;
+        }
+    return 0;
+}
+
+/* One run: seconds of wall time into *secs.  Receivers, writers and
+ * readers start first and block on their empty hops; the clock starts
+ * when the senders are started. */
+static int chat_run_all(struct chat_run *run, double *secs)
+{
+    bench_group_t g[CHAT_ROLES];
+    uint64_t t0 = 0;
+    bool ok = chat_make_users(run) == 0;
     atomic_store(&run->receivers_left, run->n);
-    bool ok = rc == 0 && chat_kstart(run, &attr, chat_kreceiver) &&
-              chat_kstart(run, &attr, chat_kwriter) &&
-              chat_kstart(run, &attr, chat_kreader);
-    uint64_t t0 = bench_now_ns();
-    ok = ok && chat_kstart(run, &attr, chat_ksender);
+    for (int k = CHAT_ROLES - 1; k >= 0; k--) {
+        g[k] = (bench_group_t){
+            .rt = run->rt, .workers = run->workers, .stack = CHAT_KERNEL_STACK};
+        if (k == CHAT_SENDER)
+            t0 = bench_now_ns();
+        ok = ok && bench_group_start(&g[k], "chat", run->row, run->n,
+                                     chat_role_fn[k], run->u,
+                                     sizeof *run->u) == 0;
+    }
     if (!ok)
-        chat_kabort(run);
-    for (int i = 0; i < run->nthreads; i++)
-        pthread_join(run->threads[i], NULL);
-    pthread_attr_destroy(&attr);
+        chat_shut(run, true);
+    for (int k = CHAT_ROLES - 1; k >= 0; k--)
+        ok = bench_group_join(&g[k]) == 0 && ok;
     *secs = (double)(atomic_load(&run->t_end) - t0) / 1e9;
-    for (int i = 0; ok && i < run->n; i++)
-        ok = !chat_any(run->u[i].bad);
-    if (!ok)
-        fprintf(stderr, "mqs-bench chat: kernel: a connection failed or "
-                        "lost bytes\n");
-    chat_kfree(run);
-    return ok ? 0 : -1;
+    int rc = ok ? chat_check(run) : -1;
+    chat_shut(run, false);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */
-/* Row kinds                                                           */
+/* The row kind (policy and kernel rows)                               */
 /* ------------------------------------------------------------------ */
 
 struct chat_point {
     struct chat_shape s;
     mqs_runtime_t *rt;
-    bench_peer_point_t peer;
 };
 
 static int chat_open(bench_point_t *p)
 {
-    struct chat_point *cp = p->ctx;
-    if (p->row->pseudo) {
-        cpu_set_t set;
-        p->workers = bench_kernel_cpus(p->o->workers, &set);
-        return 0;
-    }
-    if (bench_runtime_open("chat", p->row->spec, p->o->workers, 0, &cp->rt))
-        return -1;
-    p->workers = mqs_runtime_workers(cp->rt);
-    return 0;
+    return bench_row_open(p, &((struct chat_point *)p->ctx)->rt);
 }
 
 static int chat_measure(bench_point_t *p, double *value, double *extra)
 {
     struct chat_point *cp = p->ctx;
     double secs = 0;
-    int rc;
-    if (p->row->pseudo) {
-        struct chat_krun run = {.s = cp->s};
-        rc = chat_krun(p->o->workers, &run, &secs);
-    } else {
-        struct chat_run run = {.s = cp->s, .rt = cp->rt};
-        rc = chat_mq_run(&run, &secs);
-    }
+    struct chat_run run = {.s = cp->s,
+                           .rt = cp->rt,
+                           .workers = p->o->workers,
+                           .row = p->row->spec};
+    int rc = chat_run_all(&run, &secs);
     if (rc != 0 || secs <= 0)
         return -1;
     *value = chat_deliveries(&cp->s) / secs;
@@ -608,9 +435,7 @@ static int chat_measure(bench_point_t *p, double *value, double *extra)
 
 static void chat_close(bench_point_t *p)
 {
-    struct chat_point *cp = p->ctx;
-    bench_runtime_close("chat", cp->rt);
-    cp->rt = NULL;
+    bench_row_close(p, &((struct chat_point *)p->ctx)->rt);
 }
 
 static const bench_point_kind_t chat_kind = {chat_open, chat_measure,
@@ -618,17 +443,18 @@ static const bench_point_kind_t chat_kind = {chat_open, chat_measure,
 
 static const bench_peer_map_t chat_peer_map = {.value_key = "msgs_per_s"};
 
-static void chat_peer_args(struct chat_point *cp)
+/* What a peer row is told about the point. */
+static void chat_peer_args(bench_point_t *p, const struct chat_shape *s)
 {
-    cp->peer = (bench_peer_point_t){.map = &chat_peer_map};
-    bench_peer_arg(&cp->peer, "rooms", cp->s.rooms);
-    bench_peer_arg(&cp->peer, "users", cp->s.users);
-    bench_peer_arg(&cp->peer, "messages", cp->s.messages);
-    bench_peer_arg(&cp->peer, "msg_bytes", cp->s.bytes);
+    p->peer_map = &chat_peer_map;
+    bench_peer_args_add(&p->peer_args, "rooms", "%d", s->rooms);
+    bench_peer_args_add(&p->peer_args, "users", "%d", s->users);
+    bench_peer_args_add(&p->peer_args, "messages", "%d", s->messages);
+    bench_peer_args_add(&p->peer_args, "msg_bytes", "%d", s->bytes);
 }
 
 /* ------------------------------------------------------------------ */
-/* Options and the run                                                 */
+/* Options and the table entry                                         */
 /* ------------------------------------------------------------------ */
 
 struct chat_args {
@@ -637,13 +463,13 @@ struct chat_args {
     struct chat_point cur; /* the point being measured */
 };
 
-static int chat_options(int *argc, char **argv, struct chat_args *a)
+static int chat_options(bench_sweep_t *sw, int *argc, char **argv)
 {
+    struct chat_args *a = sw->arg;
     const char *v[4] = {"1,10", "20", "100", "100"};
     const bench_xopt_t xo[] = {{"rooms", &v[0]}, {"users", &v[1]},
                                {"messages", &v[2]}, {"msg-bytes", &v[3]},
                                {NULL, NULL}};
-    *a = (struct chat_args){0};
     int rc = bench_take_options("chat", argc, argv, xo, NULL);
     if (rc == 0)
         rc = bench_parse_int_list("chat", "--rooms", v[0], 1, 1000, &a->rooms,
@@ -659,36 +485,48 @@ static int chat_options(int *argc, char **argv, struct chat_args *a)
     return rc;
 }
 
+static int chat_prepare(bench_sweep_t *sw)
+{
+    sw->nparams = ((struct chat_args *)sw->arg)->nrooms;
+    return 0;
+}
+
 static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
     struct chat_args *a = sw->arg;
     struct chat_point *cp = &a->cur;
     *cp = (struct chat_point){.s = a->s};
     cp->s.rooms = a->rooms[i];
-    bool peer = bench_peer_is(p->row->spec);
-    if (peer)
-        chat_peer_args(cp);
+    chat_peer_args(p, &cp->s);
     p->unit = "msgs/s";
     p->nextra = CHAT_X_COUNT;
-    p->kind = peer ? &bench_peer_kind : &chat_kind;
-    p->ctx = peer ? (void *)&cp->peer : (void *)cp;
+    p->ctx = cp;
     snprintf(p->param, sizeof p->param, "rooms=%d", cp->s.rooms);
     return 0;
 }
 
+static void chat_done(bench_sweep_t *sw)
+{
+    free(((struct chat_args *)sw->arg)->rooms);
+}
+
+static const bench_row_kind_t chat_kinds[] = {
+    {NULL, &chat_kind}, {"kernel", &chat_kind}, {NULL, NULL}};
+
+static const bench_exp_t chat_exp = {
+    .cli = &chat_cli,
+    .title = "messages delivered per second",
+    .extras = chat_extras,
+    .nextra = CHAT_X_COUNT,
+    .kinds = chat_kinds,
+    .options = chat_options,
+    .prepare = chat_prepare,
+    .setup = chat_setup,
+    .done = chat_done,
+};
+
 int bench_chat_main(int argc, char **argv)
 {
-    struct chat_args a;
-    int rc = chat_options(&argc, argv, &a);
-    bench_opts_t o;
-    if (rc == 0)
-        rc = bench_parse_options(&chat_cli, argc, argv, &o);
-    if (rc == 0) {
-        bench_sweep_t sw = {"chat", &o, a.nrooms, chat_setup, &a};
-        rc = bench_sweep_report(&sw, "messages delivered per second",
-                                chat_extras, CHAT_X_COUNT);
-        bench_opts_free(&o);
-    }
-    free(a.rooms);
-    return rc == BENCH_HELP_SHOWN ? 0 : rc;
+    struct chat_args a = {0};
+    return bench_exp_main(&chat_exp, &a, argc, argv);
 }

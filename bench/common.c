@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mqs.h"
@@ -49,6 +50,38 @@ void bench_sleep_ns(uint64_t ns)
                           .tv_nsec = (long)(ns % 1000000000u)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+int bench_write_all(int fd, const void *buf, size_t n)
+{
+    const unsigned char *p = buf;
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return errno ? errno : EIO;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+size_t bench_read(int fd, void *buf, size_t n)
+{
+    ssize_t k;
+    while ((k = read(fd, buf, n)) < 0 && errno == EINTR)
+        ;
+    return k > 0 ? (size_t)k : 0;
+}
+
+int bench_wait_pid(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return st;
 }
 
 int bench_cpus_allowed(void)

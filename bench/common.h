@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "output.h"
 #include "stats.h"
@@ -40,6 +41,13 @@ int bench_report_main(int argc, char **argv);
 uint64_t bench_now_ns(void);
 /* Sleep for ns nanoseconds (restarted on EINTR). */
 void bench_sleep_ns(uint64_t ns);
+/* Write all of buf to fd, restarted on EINTR; 0 or an errno. */
+int bench_write_all(int fd, const void *buf, size_t n);
+/* read(2) of up to n bytes, restarted on EINTR: how many, 0 at the end
+ * of the stream or on an error. */
+size_t bench_read(int fd, void *buf, size_t n);
+/* waitpid(pid), restarted on EINTR: the wait status, or -1. */
+int bench_wait_pid(pid_t pid);
 /* CPUs this process may run on (its affinity mask). */
 int bench_cpus_allowed(void);
 

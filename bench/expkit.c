@@ -1,6 +1,6 @@
 /*
- * expkit.c - the experiment toolkit's options and rows (expkit.h; the
- * data-point driver is point.c).
+ * expkit.c - the experiment toolkit's options, rows and sample window
+ * (expkit.h; the data-point driver is point.c).
  *
  * Experiment options: bench_parse_options() knows only the common set
  * and rejects anything else, which keeps every experiment's CLI uniform.
@@ -169,25 +169,101 @@ int bench_kernel_cpus(int workers, cpu_set_t *set)
     return n;
 }
 
+int bench_row_open(bench_point_t *p, mqs_runtime_t **rt)
+{
+    cpu_set_t set;
+    *rt = NULL;
+    if (p->row->pseudo) {
+        p->workers = bench_kernel_cpus(p->o->workers, &set);
+        return 0;
+    }
+    if (bench_runtime_open(p->experiment, p->row->spec, p->o->workers, 0, rt))
+        return -1;
+    p->workers = mqs_runtime_workers(*rt);
+    return 0;
+}
+
+void bench_row_close(bench_point_t *p, mqs_runtime_t **rt)
+{
+    bench_runtime_close(p->experiment, *rt);
+    *rt = NULL;
+}
+
+void bench_window(_Atomic int *started, _Atomic int *stop, double seconds)
+{
+    while (!atomic_load_explicit(started, memory_order_relaxed))
+        bench_sleep_ns(50000);
+    bench_sleep_ns((uint64_t)(seconds * 1e9));
+    atomic_store(stop, 1);
+}
+
 /* ------------------------------------------------------------------ */
-/* Peers                                                               */
+/* A measurement's tasks                                               */
 /* ------------------------------------------------------------------ */
 
-int bench_peer_sample(const char *peer, const char *exp,
-                      const char *const *args, int workers, double seconds,
-                      bench_peer_result_t *r, char *why, size_t whylen)
+static int group_spawn(bench_group_t *g, int n, void *(*fn)(void *),
+                       char *arg, size_t stride)
 {
-    enum { KIT_MAX_ARGS = 16 };
-    const char *argv[KIT_MAX_ARGS + 3];
-    char w[32], s[48];
-    int n = 0;
-    for (; args && args[n] && n < KIT_MAX_ARGS; n++)
-        argv[n] = args[n];
-    snprintf(w, sizeof w, "workers=%d",
-             workers > 0 ? workers : bench_cpus_allowed());
-    snprintf(s, sizeof s, "seconds=%g", seconds);
-    argv[n++] = w;
-    argv[n++] = s;
-    argv[n] = NULL;
-    return bench_peer_run(peer, exp, argv, r, why, whylen);
+    int rc = 0;
+    for (; g->started < n && rc == 0; g->started += rc == 0)
+        rc = mqs_spawn(g->rt, &g->tasks[g->started], NULL, fn,
+                       arg + (size_t)g->started * stride);
+    return rc;
+}
+
+static int group_threads(bench_group_t *g, int n, void *(*fn)(void *),
+                         char *arg, size_t stride)
+{
+    pthread_attr_t attr;
+    cpu_set_t set;
+    bench_kernel_cpus(g->workers, &set);
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, g->stack);
+    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    int rc = 0;
+    for (; g->started < n && rc == 0; g->started += rc == 0)
+        rc = pthread_create(&g->threads[g->started], &attr, fn,
+                            arg + (size_t)g->started * stride);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+int bench_group_start(bench_group_t *g, const char *exp, const char *row,
+                      int n, void *(*fn)(void *), void *arg, size_t stride)
+{
+    g->exp = exp;
+    g->started = 0;
+    if (g->rt)
+        g->tasks = calloc((size_t)n, sizeof *g->tasks);
+    else
+        g->threads = calloc((size_t)n, sizeof *g->threads);
+    if (!g->tasks && !g->threads)
+        return -1;
+    int rc = g->rt ? group_spawn(g, n, fn, arg, stride)
+                   : group_threads(g, n, fn, arg, stride);
+    if (rc)
+        fprintf(stderr, "mqs-bench %s: %s: %s: %s\n", exp, row,
+                g->rt ? "mqs_spawn" : "pthread_create",
+                g->rt ? mqs_strerror(rc) : strerror(rc));
+    return rc ? -1 : 0;
+}
+
+int bench_group_join(bench_group_t *g)
+{
+    int rc = 0;
+    for (int i = 0; i < g->started; i++) {
+        int r = g->rt ? mqs_join(g->tasks[i], NULL)
+                      : pthread_join(g->threads[i], NULL);
+        rc = rc ? rc : r;
+    }
+    free(g->tasks);
+    free(g->threads);
+    g->tasks = NULL;
+    g->threads = NULL;
+    g->started = 0;
+    if (rc)
+        fprintf(stderr, "mqs-bench %s: %s: %s\n", g->exp,
+                g->rt ? "mqs_join" : "pthread_join",
+                g->rt ? mqs_strerror(rc) : strerror(rc));
+    return rc ? -1 : 0;
 }

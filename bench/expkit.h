@@ -1,31 +1,31 @@
 /*
- * expkit.h - the experiment toolkit: what every experiment beyond
- * common.h shares (ring, pipe, wake, mixed, spawn, chat; yield for the
- * runtime and CPU helpers).
+ * expkit.h - the experiment toolkit: what every experiment shares beyond
+ * common.h.
  *
  *   options   an experiment's own options, lifted out of argv before
  *             the common parser sees them (expkit.c)
  *   rows      a runtime per policy row with the MQS_POLICY relabel
- *             check, the CPUs of a kernel row, a peer run (expkit.c)
+ *             check, the CPUs of a kernel row, a sample's window
+ *             (expkit.c)
  *   points    one data point: open, warm-up, repeats under the
- *             precision driver, extras averaged, close; a sweep of
- *             every (row, parameter) point (point.c)
+ *             precision driver, extras folded, close; the peer row kind;
+ *             a sweep of every (row, parameter) point; an experiment's
+ *             main (point.c)
  *
- * A row kind is three calls (open once per point, measure once per
- * repeat, close) and the driver does the rest the same way for every
- * kind, so the rows of a table (policy, kernel, peer) are measured by
- * one rule.  An experiment whose sample is just "measure for S seconds"
- * can use bench_point_estimate(), which runs the same warm-up-and-repeat
- * loop over a sample function.
- *
- * This header replaces two kits written in parallel (expkit for ring,
- * pipe and wake; point for mixed, spawn and chat) that did each of these
- * jobs twice.
+ * An experiment is a table entry (bench_exp_t): its CLI, its columns,
+ * the row kind of each kind of row, and a setup that prepares the point
+ * at each parameter value.  A row kind is three calls (open once per
+ * point, measure once per repeat, close) and the one driver does the
+ * rest the same way for every kind, so the rows of a table (policy,
+ * kernel, floor, peer) are measured by one rule; peer rows all go
+ * through one kind, which runs the peer program and maps its keys.
  */
 #ifndef MQS_BENCH_EXPKIT_H
 #define MQS_BENCH_EXPKIT_H
 
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "common.h"
@@ -79,14 +79,31 @@ void bench_cpuset_of(const int *cpus, int n, cpu_set_t *set);
 int bench_kernel_cpus(int workers, cpu_set_t *set);
 
 /*
- * One peer measurement: run mqs-peer-<peer> <exp> args (with workers=W,
- * W = `workers` or every allowed CPU when 0, and seconds=S appended),
- * into *r.  0, or a bench_peer_status with the reason (a row note) in
- * why.
+ * The n tasks of one measurement: mqs tasks on rt, or (rt NULL) kernel
+ * threads of `stack` bytes sharing the mask of the first `workers` CPUs
+ * (bench_kernel_cpus).  Task i runs fn(arg + i * stride).
  */
-int bench_peer_sample(const char *peer, const char *exp,
-                      const char *const *args, int workers, double seconds,
-                      bench_peer_result_t *r, char *why, size_t whylen);
+typedef struct bench_group {
+    const char *exp; /* for messages, set by bench_group_start */
+    mqs_runtime_t *rt;
+    int workers;
+    size_t stack;
+    int started;
+    mqs_task_t **tasks; /* policy rows: the tasks, for mqs_task_stats() */
+    pthread_t *threads;
+} bench_group_t;
+
+/* Start them; 0, or -1 with the reason on stderr ("mqs-bench <exp>:
+ * <row>: ..."), those started still to be joined. */
+int bench_group_start(bench_group_t *g, const char *exp, const char *row,
+                      int n, void *(*fn)(void *), void *arg, size_t stride);
+/* Join those started and free the group; 0, or -1 when a join failed. */
+int bench_group_join(bench_group_t *g);
+
+/* The window of a sample whose tasks stamp their own start: wait for
+ * *started (a loaded host may take a while to run the first task), let
+ * it run `seconds`, then set *stop. */
+void bench_window(_Atomic int *started, _Atomic int *stop, double seconds);
 
 /* ------------------------------------------------------------------ */
 /* Data points                                                         */
@@ -101,109 +118,147 @@ typedef struct bench_point bench_point_t;
 typedef struct bench_point_kind {
     /* Once per point, before the warm-up: 0, BENCH_POINT_SKIP or -1. */
     int (*open)(bench_point_t *p);
-    /* One measurement: the value, and each extra (NAN where it has none;
-     * extra has p->nextra slots, preset to NAN).  p->warmup tells the
-     * warm-up run, which may be shorter.  0, BENCH_POINT_SKIP or -1. */
+    /* One measurement of bench_point_seconds(p): the value, and each
+     * extra (NAN where it has none; extra has p->nextra slots, preset to
+     * NAN).  p->warmup tells the warm-up run.  0, BENCH_POINT_SKIP or -1. */
     int (*measure)(bench_point_t *p, double *value, double *extra);
-    /* Undo open (also after a failed open). */
+    /* Undo open (also after a failed open); may be NULL. */
     void (*close)(bench_point_t *p);
 } bench_point_kind_t;
 
-struct bench_point {
-    /* set by the experiment */
-    const char *experiment;
-    const bench_opts_t *o;
-    bench_progress_t *progress;
-    const bench_row_spec_t *row;
-    char param[48];
-    const char *unit;
-    int nextra;
-    const bench_point_kind_t *kind;
-    void *ctx;    /* the experiment's own state for this point */
-    bool no_warm; /* skip the warm-up measurement */
-    /* set by the kind */
-    int workers;   /* workers (or CPUs) the row ran on */
-    char note[96]; /* why there is no value, or a remark on the extras */
-    bool warmup;
+/* How an extra column is folded over the repeats. */
+enum bench_fold {
+    BENCH_FOLD_MEAN = 0, /* the mean of the values measured (default)   */
+    BENCH_FOLD_MIN,      /* the least: a worst case where less is worse */
+    BENCH_FOLD_MAX,      /* the greatest                                */
+    BENCH_FOLD_REPEATS,  /* not measured: the number of repeats         */
 };
-
-/*
- * Open, warm up, repeat until precise, close; fill *res (whose row,
- * param and note point into p).  Extras are the means over the repeats.
- * Returns 0 (also for a skipped row: value NAN, note set) or -1 when a
- * measurement failed (value NAN, note "failed").
- */
-int bench_point_run(bench_point_t *p, bench_result_t *res);
-
-/* One sample of a data point: measure for `seconds`, store the value. */
-typedef int (*bench_sample_fn)(void *ctx, double seconds, double *value);
-
-/*
- * The driver's warm-up-then-repeat loop over a sample function: warm up
- * (one sample of seconds/4, unless warm is false), then sample until
- * precise (o->prec), showing progress as row/param.  Returns 0 or the
- * first non-zero a sample returned; *est as far as it got.
- */
-int bench_point_estimate(const bench_opts_t *o, bench_progress_t *pg,
-                         const char *row, const char *param, bool warm,
-                         bench_sample_fn fn, void *ctx, bench_estimate_t *est);
-
-/* The row of one estimate (value NAN and the note when rc != 0). */
-bench_result_t bench_result_of(const char *row, const char *param,
-                               int workers, const char *unit, int rc,
-                               const bench_estimate_t *est, const char *note);
-
-/* ----- a whole experiment: every row at every parameter value ----- */
-
-typedef struct bench_sweep bench_sweep_t;
-struct bench_sweep {
-    const char *experiment;
-    const bench_opts_t *o;
-    int nparams; /* parameter values per row */
-    /* Prepare the point of row p->row at parameter index i: set
-     * p->param, unit, nextra, kind and ctx (which must stay valid until
-     * the next call).  0, or -1 to give up. */
-    int (*setup)(bench_sweep_t *sw, int i, bench_point_t *p);
-    void *arg; /* the experiment's own */
-};
-
-/* Run every (row, parameter) point in order with a progress line,
- * appending one result each to rs.  Returns 0, or -1 when a point
- * failed (the others still run) or memory ran out. */
-int bench_sweep_run(bench_sweep_t *sw, bench_results_t *rs);
-
-/* Run the sweep and print its results in sw->o->format on stdout.
- * Returns the exit status: 0, or 1 when a point failed or printing did. */
-int bench_sweep_report(bench_sweep_t *sw, const char *title,
-                       const bench_extra_col_t *extras, int nextra);
-
-/* ----- the peer row kind ----- */
 
 /* How a peer's output maps onto a point: the key of the value, and for
- * each extra the key (NULL: none) and a factor to convert it. */
+ * each extra the key (NULL: none) and a factor to convert it (0 = 1). */
 typedef struct bench_peer_map {
     const char *value_key;
     double value_scale;
     const char *extra_key[BENCH_MAX_EXTRA];
     double extra_scale[BENCH_MAX_EXTRA];
-    /* optional: reject a result (e.g. a wrong sum); 0 ok, -1 bad. */
+    /* optional: reject a result (e.g. a wrong sum); ctx is the point's
+     * ctx.  0 ok, -1 bad. */
     int (*check)(const bench_peer_result_t *r, void *ctx);
+    /* optional: the value and extras from r, in place of the keys above;
+     * 0, or -1 when r lacks what it needs. */
+    int (*convert)(bench_point_t *p, const bench_peer_result_t *r,
+                   double *value, double *extra);
 } bench_peer_map_t;
 
-/* The experiment's peer state: the experiment's own args ("k=v",
- * NULL-terminated); the kind appends workers= and seconds= from p->o
- * (bench_peer_sample). */
-typedef struct bench_peer_point {
-    const bench_peer_map_t *map;
-    char argbuf[BENCH_PEER_MAX_KEYS][48];
-    const char *args[BENCH_PEER_MAX_KEYS + 1];
-    int nargs;
-    void *check_ctx;
-} bench_peer_point_t;
+struct bench_point {
+    /* set by the driver (bench_sweep_run), or a test */
+    const char *experiment;
+    const bench_opts_t *o;
+    bench_progress_t *progress;
+    const bench_row_spec_t *row;
+    const bench_point_kind_t *kind; /* the row's, chosen from the table */
+    const unsigned char *fold;      /* enum bench_fold per extra, or NULL */
+    /* set by the experiment's setup */
+    char param[48];
+    const char *unit;
+    int nextra;
+    void *ctx;    /* the experiment's own state for this point */
+    bool no_warm; /* skip the warm-up measurement */
+    /* peer rows: what to pass (bench_peer_args_add; workers= and
+     * seconds= are added) and how to read what comes back */
+    const bench_peer_map_t *peer_map;
+    bench_peer_args_t peer_args;
+    /* optional: add the point's results to rs (default: res itself);
+     * 0 or -1 (no memory). */
+    int (*emit)(bench_point_t *p, bench_result_t *res, bench_results_t *rs);
+    /* set by the kind (setup may preset it for a peer row) */
+    int workers;   /* workers (or CPUs) the row ran on */
+    char note[96]; /* why there is no value, or a remark on the extras */
+    bool warmup;
+    /* set by the driver once measured: every measurement succeeded */
+    bool ok;
+};
 
-/* Append "key=value" to pp's arguments (ignored past the maximum). */
-void bench_peer_arg(bench_peer_point_t *pp, const char *key, double value);
-/* The peer row kind: p->ctx is a bench_peer_point_t. */
+/* Open what p's row runs on: a policy row's runtime with --workers
+ * workers into *rt (bench_runtime_open), or for a kernel row nothing (*rt
+ * NULL); either way p->workers is what the row runs on.  0 or -1. */
+int bench_row_open(bench_point_t *p, mqs_runtime_t **rt);
+/* Close what bench_row_open opened; *rt becomes NULL. */
+void bench_row_close(bench_point_t *p, mqs_runtime_t **rt);
+
+/* The seconds one measurement of p runs: o->seconds, a quarter of it for
+ * the warm-up. */
+double bench_point_seconds(const bench_point_t *p);
+
+/*
+ * Open, warm up (one measurement, thrown away, unless p->no_warm), repeat
+ * under bench_repeat_until_precise (o->prec), close; fill *res (whose row,
+ * param and note point into p) with the estimate and the extras folded by
+ * p->fold.  Returns 0 (also for a skipped row: value NAN, note set) or -1
+ * when a measurement failed (value NAN, note "failed" unless the kind
+ * said more).
+ */
+int bench_point_run(bench_point_t *p, bench_result_t *res);
+
+/* The peer row kind: runs mqs-peer-<row> once per measurement with
+ * p->peer_args, maps its output with p->peer_map; a peer that is not
+ * installed or does not support the experiment is a skipped row. */
 extern const bench_point_kind_t bench_peer_kind;
+
+/* ------------------------------------------------------------------ */
+/* Experiments: a table entry each, run by bench_exp_main               */
+/* ------------------------------------------------------------------ */
+
+/* The kind of a pseudo row, by name; name NULL: the policy rows. */
+typedef struct bench_row_kind {
+    const char *name;
+    const bench_point_kind_t *kind;
+} bench_row_kind_t;
+
+typedef struct bench_sweep bench_sweep_t;
+
+typedef struct bench_exp {
+    const bench_cli_t *cli;
+    const char *title; /* table heading: "ns per yield" */
+    const bench_extra_col_t *extras;
+    int nextra;
+    const unsigned char *fold;    /* per extra; NULL: all means         */
+    const bench_row_kind_t *kinds; /* {NULL, NULL}-terminated; peer rows
+                                    * use bench_peer_kind               */
+    /* optional: take the experiment's own options out of argv into
+     * sw->arg, before the common parser; 0 or BENCH_EXIT_USAGE. */
+    int (*options)(bench_sweep_t *sw, int *argc, char **argv);
+    /* optional: after the common options, check them and set what the
+     * defaults do not (sw->nparams, title, extras); 0 or
+     * BENCH_EXIT_USAGE. */
+    int (*prepare)(bench_sweep_t *sw);
+    /* Prepare the point of p->row at parameter index i: p->param, unit,
+     * ctx (valid until the next call), peer args; 0, or -1 to give up. */
+    int (*setup)(bench_sweep_t *sw, int i, bench_point_t *p);
+    /* optional: free what options and prepare made in sw->arg */
+    void (*done)(bench_sweep_t *sw);
+} bench_exp_t;
+
+/* One run of an experiment: every row at every parameter value. */
+struct bench_sweep {
+    const bench_exp_t *e;
+    const bench_opts_t *o;
+    int nparams;        /* parameter values per row: o->ntasks by default */
+    const char *title;  /* from e, unless prepare changed them */
+    const bench_extra_col_t *extras;
+    int nextra;
+    void *arg; /* the experiment's own */
+};
+
+/* Run every (row, parameter) point in order with a progress line,
+ * appending its results to rs.  Returns 0, or -1 when a point failed
+ * (the others still run) or memory ran out. */
+int bench_sweep_run(bench_sweep_t *sw, bench_results_t *rs);
+
+/* The whole experiment: its options, the common options, the sweep, the
+ * output.  arg is the experiment's own state (sw->arg).  Returns the exit
+ * status: 0 (also after --help), 1 when a point failed or printing did,
+ * BENCH_EXIT_USAGE. */
+int bench_exp_main(const bench_exp_t *e, void *arg, int argc, char **argv);
 
 #endif

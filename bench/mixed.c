@@ -293,11 +293,7 @@ struct mixed_point {
     long burst;
     struct mixed_flags *flags;
     struct mixed_slot *slots;
-    mqs_runtime_t *rt;
-    mqs_task_t **tasks;
-    pthread_t *threads;
-    int nthreads;
-    bench_peer_point_t peer;
+    bench_group_t g; /* the tasks (policy rows: g.rt) or threads */
 };
 
 static void mixed_reset(struct mixed_point *mp)
@@ -364,12 +360,12 @@ static void mixed_mq_snap(const struct mixed_point *mp, struct mixed_snap *s)
 {
     for (int i = 0; i < mp->n; i++) {
         mqs_task_stats_t ts;
-        if (mqs_task_stats(mp->tasks[i], &ts) == 0) {
+        if (mqs_task_stats(mp->g.tasks[i], &ts) == 0) {
             s->wait += ts.wait_ns;
             s->migr += ts.migrations;
         }
     }
-    mqs_runtime_stats(mp->rt, &s->rs);
+    mqs_runtime_stats(mp->g.rt, &s->rs);
     s->wait_ok = s->migr_ok = true;
 }
 
@@ -433,18 +429,9 @@ static int mixed_window(bench_point_t *p, double *value, double *extra)
     return 0;
 }
 
-/* ----- policy rows ----- */
+/* ----- policy and kernel rows ----- */
 
-static int mixed_mq_join(struct mixed_point *mp, int n)
-{
-    int rc = 0;
-    for (int i = 0; i < n; i++)
-        if (mqs_join(mp->tasks[i], NULL) != 0)
-            rc = -1;
-    return rc;
-}
-
-/* The flags and slots of a point (policy and kernel rows). */
+/* The flags and slots of a point. */
 static int mixed_point_alloc(struct mixed_point *mp)
 {
     size_t n = (size_t)mp->n;
@@ -453,142 +440,63 @@ static int mixed_point_alloc(struct mixed_point *mp)
     return mp->flags && mp->slots ? 0 : -1;
 }
 
-static void mixed_point_free(struct mixed_point *mp)
+static int mixed_open(bench_point_t *p)
 {
+    struct mixed_point *mp = p->ctx;
+    mp->g = (bench_group_t){.workers = p->o->workers,
+                            .stack = MIXED_KERNEL_STACK};
+    return mixed_point_alloc(mp) || bench_row_open(p, &mp->g.rt) ? -1 : 0;
+}
+
+/* Start the tasks (or threads), measure the window, stop and join. */
+static int mixed_measure(bench_point_t *p, double *value, double *extra)
+{
+    struct mixed_point *mp = p->ctx;
+    mixed_reset(mp);
+    int rc = bench_group_start(&mp->g, "mixed", p->row->spec, mp->n,
+                               mp->g.rt ? mixed_mq_task : mixed_kernel_thread,
+                               mp->slots, sizeof *mp->slots);
+    /* Every thread has published its tid before the window reads /proc. */
+    for (int i = 0; !mp->g.rt && i < mp->g.started; i++)
+        while (atomic_load(&mp->slots[i].tid) == 0)
+            sched_yield();
+    if (rc == 0)
+        rc = mixed_window(p, value, extra);
+    atomic_store(&mp->flags->stop, 1);
+    atomic_store(&mp->flags->start, 1);
+    return bench_group_join(&mp->g) ? -1 : rc;
+}
+
+static void mixed_close(bench_point_t *p)
+{
+    struct mixed_point *mp = p->ctx;
+    bench_row_close(p, &mp->g.rt);
     free(mp->flags);
     free(mp->slots);
     mp->flags = NULL;
     mp->slots = NULL;
 }
 
-static int mixed_mq_open(bench_point_t *p)
-{
-    struct mixed_point *mp = p->ctx;
-    if (mixed_point_alloc(mp) ||
-        bench_runtime_open("mixed", p->row->spec, p->o->workers, 0, &mp->rt))
-        return -1;
-    p->workers = mqs_runtime_workers(mp->rt);
-    mp->tasks = calloc((size_t)mp->n, sizeof *mp->tasks);
-    return mp->tasks ? 0 : -1;
-}
-
-static int mixed_mq_measure(bench_point_t *p, double *value, double *extra)
-{
-    struct mixed_point *mp = p->ctx;
-    mixed_reset(mp);
-    for (int i = 0; i < mp->n; i++) {
-        int r = mqs_spawn(mp->rt, &mp->tasks[i], NULL, mixed_mq_task,
-                          &mp->slots[i]);
-        if (r != 0) {
-            fprintf(stderr, "mqs-bench mixed: %s: mqs_spawn: %s\n",
-                    p->row->spec, mqs_strerror(r));
-            atomic_store(&mp->flags->stop, 1);
-            atomic_store(&mp->flags->start, 1);
-            mixed_mq_join(mp, i);
-            return -1;
-        }
-    }
-    int rc = mixed_window(p, value, extra);
-    return mixed_mq_join(mp, mp->n) ? -1 : rc;
-}
-
-static void mixed_mq_close(bench_point_t *p)
-{
-    struct mixed_point *mp = p->ctx;
-    bench_runtime_close("mixed", mp->rt);
-    free(mp->tasks);
-    mp->rt = NULL;
-    mp->tasks = NULL;
-    mixed_point_free(mp);
-}
-
-static const bench_point_kind_t mixed_policy_kind = {
-    mixed_mq_open, mixed_mq_measure, mixed_mq_close};
-
-/* ----- kernel row ----- */
-
-static int mixed_kernel_open(bench_point_t *p)
-{
-    struct mixed_point *mp = p->ctx;
-    cpu_set_t set;
-    p->workers = bench_kernel_cpus(p->o->workers, &set);
-    mp->threads = calloc((size_t)mp->n, sizeof *mp->threads);
-    return mp->threads && mixed_point_alloc(mp) == 0 ? 0 : -1;
-}
-
-static void mixed_kernel_join(struct mixed_point *mp)
-{
-    for (int i = 0; i < mp->nthreads; i++)
-        pthread_join(mp->threads[i], NULL);
-    mp->nthreads = 0;
-}
-
-static int mixed_kernel_spawn(bench_point_t *p)
-{
-    struct mixed_point *mp = p->ctx;
-    pthread_attr_t attr;
-    cpu_set_t set;
-    bench_kernel_cpus(p->o->workers, &set);
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, MIXED_KERNEL_STACK);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    int rc = 0;
-    for (int i = 0; i < mp->n && rc == 0; i++) {
-        rc = pthread_create(&mp->threads[i], &attr, mixed_kernel_thread,
-                            &mp->slots[i]);
-        mp->nthreads += rc == 0;
-    }
-    pthread_attr_destroy(&attr);
-    if (rc)
-        fprintf(stderr, "mqs-bench mixed: kernel: pthread_create: %s\n",
-                strerror(rc));
-    /* Every thread has published its tid before the window reads /proc. */
-    for (int i = 0; i < mp->nthreads; i++)
-        while (atomic_load(&mp->slots[i].tid) == 0)
-            sched_yield();
-    return rc ? -1 : 0;
-}
-
-static int mixed_kernel_measure(bench_point_t *p, double *value, double *extra)
-{
-    struct mixed_point *mp = p->ctx;
-    mixed_reset(mp);
-    int rc = mixed_kernel_spawn(p);
-    if (rc == 0)
-        rc = mixed_window(p, value, extra);
-    atomic_store(&mp->flags->stop, 1);
-    atomic_store(&mp->flags->start, 1);
-    mixed_kernel_join(mp);
-    return rc;
-}
-
-static void mixed_kernel_close(bench_point_t *p)
-{
-    struct mixed_point *mp = p->ctx;
-    free(mp->threads);
-    mp->threads = NULL;
-    mixed_point_free(mp);
-}
-
-static const bench_point_kind_t mixed_kernel_kind = {
-    mixed_kernel_open, mixed_kernel_measure, mixed_kernel_close};
+static const bench_point_kind_t mixed_kind = {mixed_open, mixed_measure,
+                                              mixed_close};
 
 /* ----- peers ----- */
 
-static void mixed_peer_args(const bench_opts_t *o, struct mixed_point *mp,
+/* What a peer row is told, and its wait (ns over the window) in ms/s. */
+static void mixed_peer_args(bench_point_t *p, const struct mixed_point *mp,
                             bench_peer_map_t *map)
 {
     *map = (bench_peer_map_t){.value_key = "records_per_s"};
     map->extra_key[MIXED_X_WAIT] = "wait_ns";
-    map->extra_scale[MIXED_X_WAIT] = 1e-6 / o->seconds; /* -> ms/s */
-    mp->peer = (bench_peer_point_t){.map = map};
-    bench_peer_arg(&mp->peer, "short", mp->nshort);
-    bench_peer_arg(&mp->peer, "long", mp->nlong);
-    bench_peer_arg(&mp->peer, "burst_records", (double)mp->burst);
+    map->extra_scale[MIXED_X_WAIT] = 1e-6 / p->o->seconds;
+    p->peer_map = map;
+    bench_peer_args_add(&p->peer_args, "short", "%d", mp->nshort);
+    bench_peer_args_add(&p->peer_args, "long", "%d", mp->nlong);
+    bench_peer_args_add(&p->peer_args, "burst_records", "%ld", mp->burst);
 }
 
 /* ------------------------------------------------------------------ */
-/* Options and the run                                                 */
+/* Options and the table entry                                         */
 /* ------------------------------------------------------------------ */
 
 struct mixed_args {
@@ -599,12 +507,12 @@ struct mixed_args {
     bench_peer_map_t map;   /* ... and its peer mapping */
 };
 
-static int mixed_options(int *argc, char **argv, struct mixed_args *a)
+static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
 {
+    struct mixed_args *a = sw->arg;
     const char *v[2] = {"5,4,16", "5,2,0"};
     const bench_xopt_t xo[] = {{"short", &v[0]}, {"long", &v[1]}, {NULL, NULL}};
     int ns = 0, nl = 0;
-    *a = (struct mixed_args){0};
     int rc = bench_take_options("mixed", argc, argv, xo, NULL);
     if (rc == 0)
         rc = bench_parse_int_list("mixed", "--short", v[0], 0, MIXED_MAX_TASKS,
@@ -628,11 +536,12 @@ static int mixed_options(int *argc, char **argv, struct mixed_args *a)
     return rc;
 }
 
-static const bench_point_kind_t *mixed_kind_of(const bench_row_spec_t *row)
+static int mixed_prepare(bench_sweep_t *sw)
 {
-    if (bench_peer_is(row->spec))
-        return &bench_peer_kind;
-    return row->pseudo ? &mixed_kernel_kind : &mixed_policy_kind;
+    struct mixed_args *a = sw->arg;
+    a->burst = mixed_calibrate();
+    sw->nparams = a->n;
+    return 0;
 }
 
 static int mixed_setup(bench_sweep_t *sw, int i, bench_point_t *p)
@@ -645,31 +554,37 @@ static int mixed_setup(bench_sweep_t *sw, int i, bench_point_t *p)
                                .burst = a->burst};
     p->unit = "records/s";
     p->nextra = MIXED_X_COUNT;
-    p->kind = mixed_kind_of(p->row);
     p->ctx = mp;
-    if (p->kind == &bench_peer_kind) {
-        mixed_peer_args(sw->o, mp, &a->map);
-        p->ctx = &mp->peer;
-    }
+    mixed_peer_args(p, mp, &a->map);
     mixed_param(p->param, sizeof p->param, mp->nshort, mp->nlong);
     return 0;
 }
 
+static void mixed_done(bench_sweep_t *sw)
+{
+    struct mixed_args *a = sw->arg;
+    free(a->shorts);
+    free(a->longs);
+}
+
+static const bench_row_kind_t mixed_kinds[] = {{NULL, &mixed_kind},
+                                               {"kernel", &mixed_kind},
+                                               {NULL, NULL}};
+
+static const bench_exp_t mixed_exp = {
+    .cli = &mixed_cli,
+    .title = "records per second",
+    .extras = mixed_extras,
+    .nextra = MIXED_X_COUNT,
+    .kinds = mixed_kinds,
+    .options = mixed_options,
+    .prepare = mixed_prepare,
+    .setup = mixed_setup,
+    .done = mixed_done,
+};
+
 int bench_mixed_main(int argc, char **argv)
 {
-    struct mixed_args a;
-    int rc = mixed_options(&argc, argv, &a);
-    bench_opts_t o;
-    if (rc == 0)
-        rc = bench_parse_options(&mixed_cli, argc, argv, &o);
-    if (rc == 0) {
-        a.burst = mixed_calibrate();
-        bench_sweep_t sw = {"mixed", &o, a.n, mixed_setup, &a};
-        rc = bench_sweep_report(&sw, "records per second", mixed_extras,
-                                MIXED_X_COUNT);
-        bench_opts_free(&o);
-    }
-    free(a.shorts);
-    free(a.longs);
-    return rc == BENCH_HELP_SHOWN ? 0 : rc;
+    struct mixed_args a = {0};
+    return bench_exp_main(&mixed_exp, &a, argc, argv);
 }

@@ -227,8 +227,7 @@ static int utf8_width(const char *s)
     return w;
 }
 
-/* Index of s in list[0..n), appending it when absent. */
-static int intern(const char **list, int *n, const char *s)
+int bench_intern(const char **list, int *n, const char *s)
 {
     for (int i = 0; i < *n; i++)
         if (strcmp(list[i], s) == 0)
@@ -425,8 +424,8 @@ static int grid_build(struct grid *g, const bench_results_t *rs)
     if (!g->params || !g->kinds)
         return -1;
     for (int i = 0; i < rs->n; i++) {
-        intern(g->params, &g->nparam, rs->r[i].param);
-        intern(g->kinds, &g->nkind, rs->r[i].row);
+        bench_intern(g->params, &g->nparam, rs->r[i].param);
+        bench_intern(g->kinds, &g->nkind, rs->r[i].row);
     }
     g->col = calloc((size_t)(1 + g->nkind * (1 + rs->nextra)), sizeof *g->col);
     if (!g->col || fill_param_column(g) || fill_value_columns(g, rs))

@@ -70,6 +70,10 @@ void bench_results_init(bench_results_t *rs, const char *experiment,
 int bench_results_add(bench_results_t *rs, const bench_result_t *r);
 void bench_results_free(bench_results_t *rs);
 
+/* Index of s in list[0..*n), appending it (and counting it in *n) when
+ * absent: the distinct strings in first-seen order. */
+int bench_intern(const char **list, int *n, const char *s);
+
 /* Write every result in the format; returns 0 or -1 on a write error. */
 int bench_results_print(const bench_results_t *rs, bench_format_t fmt,
                         FILE *out);

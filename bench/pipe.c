@@ -78,15 +78,10 @@ static const bench_cli_t pipe_cli = {
 
 /* One data point: a row at one mode. */
 struct pipe_point {
-    const bench_opts_t *o;
-    const char *row;
     int mode;
     size_t msg; /* bytes per message (bw)          */
-    int workers; /* workers the two tasks could use */
     mqs_runtime_t *rt;
     int cpus[2]; /* kernel: same uses cpus[0]; cross both */
-    char param[32];
-    char note[96];
 };
 
 /* What the two sides share during one sample. */
@@ -96,6 +91,7 @@ struct pipe_run {
     uint64_t trips, bytes;
     size_t msg;
     int err;
+    bool kernel; /* which of the two below */
     /* mqs rows */
     mqs_pipe_t *a, *b; /* a: ping -> pong (or writer -> reader); b: back */
     /* kernel row */
@@ -114,23 +110,14 @@ static void pipe_start(struct pipe_run *r)
     atomic_store_explicit(&r->started, 1, memory_order_relaxed);
 }
 
-/* Once the sample has started (a loaded host may take a while to run
- * it), let it run for `seconds`, then tell it to stop. */
-static void pipe_window(struct pipe_run *r, double seconds)
-{
-    while (!atomic_load_explicit(&r->started, memory_order_relaxed))
-        bench_sleep_ns(50000);
-    bench_sleep_ns((uint64_t)(seconds * 1e9));
-    atomic_store(&r->stop, 1);
-}
-
 /* The sample's value from what the tasks recorded. */
-static int pipe_value(const struct pipe_point *pt, const struct pipe_run *r,
+static int pipe_value(const bench_point_t *p, const struct pipe_run *r,
                       double *value)
 {
+    const struct pipe_point *pt = p->ctx;
     double ns = (double)(r->t1 - r->t0);
     if (r->err || ns <= 0 || (pt->mode == PIPE_BW ? !r->bytes : !r->trips)) {
-        fprintf(stderr, "mqs-bench pipe: %s %s: %s\n", pt->row, pt->param,
+        fprintf(stderr, "mqs-bench pipe: %s %s: %s\n", p->row->spec, p->param,
                 r->err ? strerror(r->err) : "nothing measured");
         return -1;
     }
@@ -142,55 +129,83 @@ static int pipe_value(const struct pipe_point *pt, const struct pipe_run *r,
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows: mqs_pipe_t between tasks                               */
+/* The two sides, on mqs_pipe_t (policy rows) or pipe(2) (kernel)      */
 /* ------------------------------------------------------------------ */
 
-static void *pipe_mq_ping(void *arg)
+/* Write all of buf into pipe a (back: b); 0 or an errno. */
+static int pipe_put(struct pipe_run *r, bool back, const void *buf, size_t n)
+{
+    if (r->kernel)
+        return bench_write_all(back ? r->fb[1] : r->fa[1], buf, n);
+    return mqs_pipe_write(back ? r->b : r->a, buf, n, NULL) ? EIO : 0;
+}
+
+/* Read up to n bytes from pipe a (back: b); 0 at the end or an error. */
+static size_t pipe_get(struct pipe_run *r, bool back, void *buf, size_t n)
+{
+    size_t got = 0;
+    if (!r->kernel)
+        return mqs_pipe_read(back ? r->b : r->a, buf, n, &got) ? 0 : got;
+    return bench_read(back ? r->fb[0] : r->fa[0], buf, n);
+}
+
+/* Close the writing end of pipe a: the reader sees its end. */
+static void pipe_end(struct pipe_run *r)
+{
+    if (!r->kernel) {
+        mqs_pipe_close(r->a);
+        return;
+    }
+    close(r->fa[1]);
+    r->fa[1] = -1;
+}
+
+static void *pipe_ping(void *arg)
 {
     struct pipe_run *r = arg;
     unsigned char c = 'p';
-    size_t n;
     pipe_start(r);
     while (!pipe_stopped(r)) {
-        if (mqs_pipe_write(r->a, &c, 1, &n) || mqs_pipe_read(r->b, &c, 1, &n))
+        if (pipe_put(r, false, &c, 1) || pipe_get(r, true, &c, 1) != 1) {
+            r->err = EIO;
             break;
+        }
         r->trips++;
     }
     r->t1 = bench_now_ns();
-    mqs_pipe_close(r->a);
+    pipe_end(r);
     return NULL;
 }
 
-static void *pipe_mq_pong(void *arg)
+static void *pipe_pong(void *arg)
 {
     struct pipe_run *r = arg;
     unsigned char c;
-    size_t n;
-    while (mqs_pipe_read(r->a, &c, 1, &n) == 0)
-        if (mqs_pipe_write(r->b, &c, 1, &n) != 0)
+    while (pipe_get(r, false, &c, 1) == 1)
+        if (pipe_put(r, true, &c, 1) != 0)
             break;
     return NULL;
 }
 
-static void *pipe_mq_writer(void *arg)
+static void *pipe_writer(void *arg)
 {
     struct pipe_run *r = arg;
     unsigned char *buf = calloc(1, r->msg);
     pipe_start(r);
     while (buf && !pipe_stopped(r))
-        if (mqs_pipe_write(r->a, buf, r->msg, NULL) != 0)
+        if ((r->err = pipe_put(r, false, buf, r->msg)) != 0)
             break;
-    mqs_pipe_close(r->a);
+    pipe_end(r);
     free(buf);
     return NULL;
 }
 
-static void *pipe_mq_reader(void *arg)
+static void *pipe_reader(void *arg)
 {
     struct pipe_run *r = arg;
     unsigned char *buf = malloc(r->msg);
     size_t n;
-    while (buf && mqs_pipe_read(r->a, buf, r->msg, &n) == 0)
+    while (buf && (n = pipe_get(r, false, buf, r->msg)) > 0)
         r->bytes += n;
     r->t1 = bench_now_ns();
     free(buf);
@@ -198,139 +213,64 @@ static void *pipe_mq_reader(void *arg)
     return NULL;
 }
 
-/* Spawn fn on worker `w` (-1: anywhere). */
-static int pipe_spawn(const struct pipe_point *pt, int w, mqs_task_fn fn,
-                      struct pipe_run *r, mqs_task_t **t)
+/* ------------------------------------------------------------------ */
+/* Starting the two sides: mqs tasks placed by affinity masks (policy  */
+/* rows) or pthreads pinned to CPUs (kernel)                           */
+/* ------------------------------------------------------------------ */
+
+/* A side of one sample: a task or a thread. */
+struct pipe_side {
+    mqs_task_t *task;
+    pthread_t thread;
+    bool started;
+};
+
+/* Start fn as side b (true: the ponger or reader).  same: both sides on
+ * worker 0 (CPU cpus[0]); cross: side b on worker 1 (cpus[1]); bw:
+ * anywhere (the kernel row's shared mask). */
+static int pipe_spawn(const bench_point_t *p, bool b, void *(*fn)(void *),
+                      struct pipe_run *r, struct pipe_side *s)
 {
-    mqs_mask_t m;
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    if (w >= 0) {
-        mqs_mask_zero(&m);
-        mqs_mask_set(&m, w);
-        a.affinity = &m;
+    const struct pipe_point *pt = p->ctx;
+    bool bw = pt->mode == PIPE_BW;
+    int w = b && pt->mode == PIPE_CROSS;
+    int rc;
+    if (!r->kernel) {
+        mqs_mask_t m;
+        mqs_task_attr_t a;
+        mqs_task_attr_init(&a);
+        if (!bw) {
+            mqs_mask_zero(&m);
+            mqs_mask_set(&m, w);
+            a.affinity = &m;
+        }
+        rc = mqs_spawn(pt->rt, &s->task, &a, fn, r);
+    } else {
+        cpu_set_t set;
+        pthread_attr_t attr;
+        if (bw)
+            bench_kernel_cpus(p->o->workers, &set);
+        else
+            bench_cpuset_of(&pt->cpus[w], 1, &set);
+        pthread_attr_init(&attr);
+        pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+        rc = pthread_create(&s->thread, &attr, fn, r);
+        pthread_attr_destroy(&attr);
     }
-    int rc = mqs_spawn(pt->rt, t, &a, fn, r);
+    s->started = rc == 0;
     if (rc)
-        fprintf(stderr, "mqs-bench pipe: %s: mqs_spawn: %s\n", pt->row,
-                mqs_strerror(rc));
+        fprintf(stderr, "mqs-bench pipe: %s: %s: %s\n", p->row->spec,
+                r->kernel ? "pthread_create" : "mqs_spawn",
+                r->kernel ? strerror(rc) : mqs_strerror(rc));
     return rc;
 }
 
-static int pipe_mq_sample(void *arg, double seconds, double *value)
+static void pipe_join(const struct pipe_run *r, struct pipe_side *s)
 {
-    struct pipe_point *pt = arg;
-    struct pipe_run r = {.msg = pt->msg};
-    bool bw = pt->mode == PIPE_BW;
-    int wa = bw ? -1 : 0, wb = bw ? -1 : pt->mode == PIPE_CROSS;
-    mqs_task_t *ta = NULL, *tb = NULL;
-    if (mqs_pipe_create(&r.a, bw ? pt->msg : 1) ||
-        mqs_pipe_create(&r.b, 1)) {
-        mqs_pipe_destroy(r.a);
-        return -1;
-    }
-    int rc = pipe_spawn(pt, wb, bw ? pipe_mq_reader : pipe_mq_pong, &r, &tb);
-    if (rc == 0)
-        rc = pipe_spawn(pt, wa, bw ? pipe_mq_writer : pipe_mq_ping, &r, &ta);
-    if (rc == 0)
-        pipe_window(&r, seconds);
-    else
-        mqs_pipe_close(r.a); /* the reader, if started, ends */
-    if (ta)
-        mqs_join(ta, NULL);
-    if (tb)
-        mqs_join(tb, NULL);
-    mqs_pipe_destroy(r.a);
-    mqs_pipe_destroy(r.b);
-    return rc ? -1 : pipe_value(pt, &r, value);
-}
-
-static int pipe_mq_open(struct pipe_point *pt)
-{
-    if (bench_runtime_open("pipe", pt->row, pt->o->workers, 0, &pt->rt))
-        return -1;
-    int w = mqs_runtime_workers(pt->rt);
-    pt->workers = pt->mode == PIPE_SAME ? 1 : pt->mode == PIPE_CROSS ? 2 : w;
-    if (pt->mode == PIPE_CROSS && w < 2) {
-        snprintf(pt->note, sizeof pt->note, "needs 2 workers");
-        return -1;
-    }
-    return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* kernel row: pipe(2) between pthreads                                */
-/* ------------------------------------------------------------------ */
-
-/* Write all of buf; 0 or an errno. */
-static int pipe_fd_write(int fd, const void *buf, size_t n)
-{
-    const unsigned char *p = buf;
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return errno ? errno : EIO;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static void *pipe_k_ping(void *arg)
-{
-    struct pipe_run *r = arg;
-    unsigned char c = 'p';
-    pipe_start(r);
-    while (!pipe_stopped(r)) {
-        if (pipe_fd_write(r->fa[1], &c, 1) || read(r->fb[0], &c, 1) != 1) {
-            r->err = EIO;
-            break;
-        }
-        r->trips++;
-    }
-    r->t1 = bench_now_ns();
-    close(r->fa[1]);
-    r->fa[1] = -1;
-    return NULL;
-}
-
-static void *pipe_k_pong(void *arg)
-{
-    struct pipe_run *r = arg;
-    unsigned char c;
-    while (read(r->fa[0], &c, 1) == 1)
-        if (pipe_fd_write(r->fb[1], &c, 1) != 0)
-            break;
-    return NULL;
-}
-
-static void *pipe_k_writer(void *arg)
-{
-    struct pipe_run *r = arg;
-    unsigned char *buf = calloc(1, r->msg);
-    pipe_start(r);
-    while (buf && !pipe_stopped(r))
-        if ((r->err = pipe_fd_write(r->fa[1], buf, r->msg)) != 0)
-            break;
-    close(r->fa[1]);
-    r->fa[1] = -1;
-    free(buf);
-    return NULL;
-}
-
-static void *pipe_k_reader(void *arg)
-{
-    struct pipe_run *r = arg;
-    unsigned char *buf = malloc(r->msg);
-    ssize_t k;
-    while (buf && ((k = read(r->fa[0], buf, r->msg)) > 0 ||
-                   (k < 0 && errno == EINTR)))
-        r->bytes += k > 0 ? (uint64_t)k : 0;
-    r->t1 = bench_now_ns();
-    free(buf);
-    return NULL;
+    if (s->started && r->kernel)
+        pthread_join(s->thread, NULL);
+    else if (s->started)
+        mqs_join(s->task, NULL);
 }
 
 static void pipe_fds_close(struct pipe_run *r)
@@ -341,166 +281,100 @@ static void pipe_fds_close(struct pipe_run *r)
             close(*fds[i]);
 }
 
-/* Start fn on the CPUs of set. */
-static int pipe_thread(pthread_t *t, const cpu_set_t *set, void *(*fn)(void *),
-                       struct pipe_run *r)
+static int pipe_measure(bench_point_t *p, double *value, double *extra)
 {
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setaffinity_np(&attr, sizeof *set, set);
-    int rc = pthread_create(t, &attr, fn, r);
-    pthread_attr_destroy(&attr);
-    if (rc)
-        fprintf(stderr, "mqs-bench pipe: kernel: pthread_create: %s\n",
-                strerror(rc));
-    return rc;
-}
-
-/* The CPU sets of the two threads: same, cross, or bw's shared mask. */
-static void pipe_k_sets(const struct pipe_point *pt, cpu_set_t *a,
-                        cpu_set_t *b)
-{
-    if (pt->mode == PIPE_BW) {
-        int cpus[MQS_MAX_WORKERS];
-        int n = bench_cpu_list(pt->o->workers, cpus, MQS_MAX_WORKERS);
-        bench_cpuset_of(cpus, n, a);
-        *b = *a;
-        return;
-    }
-    bench_cpuset_of(&pt->cpus[0], 1, a);
-    bench_cpuset_of(&pt->cpus[pt->mode == PIPE_CROSS], 1, b);
-}
-
-static int pipe_k_sample(void *arg, double seconds, double *value)
-{
-    struct pipe_point *pt = arg;
-    struct pipe_run r = {.msg = pt->msg, .fa = {-1, -1}, .fb = {-1, -1}};
+    struct pipe_point *pt = p->ctx;
     bool bw = pt->mode == PIPE_BW;
-    cpu_set_t sa, sb;
-    pthread_t ta, tb;
-    pipe_k_sets(pt, &sa, &sb);
-    if (pipe(r.fa) || pipe(r.fb)) {
+    struct pipe_run r = {.msg = pt->msg, .fa = {-1, -1}, .fb = {-1, -1},
+                         .kernel = p->row->pseudo};
+    struct pipe_side sa = {0}, sb = {0};
+    (void)extra;
+    int rc = r.kernel ? pipe(r.fa) || pipe(r.fb)
+                      : mqs_pipe_create(&r.a, bw ? pt->msg : 1) ||
+                            mqs_pipe_create(&r.b, 1);
+    if (rc && r.kernel)
         perror("mqs-bench pipe: kernel: pipe");
-        pipe_fds_close(&r);
-        return -1;
-    }
-    int rc = pipe_thread(&tb, &sb, bw ? pipe_k_reader : pipe_k_pong, &r);
-    int rc2 = rc ? rc : pipe_thread(&ta, &sa, bw ? pipe_k_writer : pipe_k_ping,
-                                    &r);
-    if (rc2 == 0) {
-        pipe_window(&r, seconds);
-        pthread_join(ta, NULL);
-    } else if (r.fa[1] >= 0) {
-        close(r.fa[1]);
-        r.fa[1] = -1;
-    }
     if (rc == 0)
-        pthread_join(tb, NULL);
+        rc = pipe_spawn(p, true, bw ? pipe_reader : pipe_pong, &r, &sb);
+    if (rc == 0)
+        rc = pipe_spawn(p, false, bw ? pipe_writer : pipe_ping, &r, &sa);
+    if (rc == 0)
+        bench_window(&r.started, &r.stop, bench_point_seconds(p));
+    else if (sb.started)
+        pipe_end(&r); /* the reader ends */
+    pipe_join(&r, &sa);
+    pipe_join(&r, &sb);
     pipe_fds_close(&r);
-    return rc2 ? -1 : pipe_value(pt, &r, value);
+    mqs_pipe_destroy(r.a);
+    mqs_pipe_destroy(r.b);
+    return rc ? -1 : pipe_value(p, &r, value);
 }
 
-static int pipe_k_open(struct pipe_point *pt)
+/* A policy row's runtime, or the kernel row's first two CPUs; cross
+ * needs two workers (CPUs), and same and cross run on one and two. */
+static int pipe_open(bench_point_t *p)
 {
-    int n = bench_cpu_list(pt->o->workers, pt->cpus, 2);
-    pt->workers = pt->mode == PIPE_SAME ? 1 : pt->mode == PIPE_CROSS ? 2 : 0;
-    if (pt->mode == PIPE_BW) {
-        int cpus[MQS_MAX_WORKERS];
-        pt->workers = bench_cpu_list(pt->o->workers, cpus, MQS_MAX_WORKERS);
-    }
+    struct pipe_point *pt = p->ctx;
+    bool kernel = p->row->pseudo;
+    int n = kernel ? bench_cpu_list(p->o->workers, pt->cpus, 2) : 0;
+    if (bench_row_open(p, &pt->rt))
+        return -1;
+    n = kernel ? n : p->workers;
+    if (pt->mode != PIPE_BW)
+        p->workers = pt->mode == PIPE_SAME ? 1 : 2;
     if (pt->mode == PIPE_CROSS && n < 2) {
-        snprintf(pt->note, sizeof pt->note, "needs 2 CPUs");
+        snprintf(p->note, sizeof p->note, "needs 2 %s",
+                 kernel ? "CPUs" : "workers");
         return -1;
     }
     return 0;
 }
 
+static void pipe_close(bench_point_t *p)
+{
+    bench_row_close(p, &((struct pipe_point *)p->ctx)->rt);
+}
+
 /* ------------------------------------------------------------------ */
-/* Peer rows                                                           */
+/* Row kinds and the table entry                                       */
 /* ------------------------------------------------------------------ */
 
-static int pipe_peer_sample(void *arg, double seconds, double *value)
+static const bench_point_kind_t pipe_kind = {pipe_open, pipe_measure,
+                                             pipe_close};
+
+static const bench_peer_map_t pipe_peer_lat = {.value_key = "rtt_ns",
+                                               .value_scale = 1e-3};
+static const bench_peer_map_t pipe_peer_bw = {.value_key = "mb_per_s"};
+
+struct pipe_args {
+    bool modes[PIPE_NMODES];
+    int list[PIPE_NMODES]; /* the modes asked, in order */
+    size_t msg;
+    struct pipe_point cur; /* the point being measured */
+};
+
+static int pipe_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
-    struct pipe_point *pt = arg;
-    char kib[32];
-    const char *lat[] = {"mode=latency", pt->param, NULL};
-    const char *bw[] = {"mode=bandwidth", kib, NULL};
-    snprintf(kib, sizeof kib, "msg_kib=%zu", pt->msg / 1024);
-    bench_peer_result_t res;
-    int rc = bench_peer_sample(pt->row, "pipe", pt->mode == PIPE_BW ? bw : lat,
-                               pt->o->workers, seconds, &res, pt->note,
-                               sizeof pt->note);
-    if (rc)
-        return rc;
-    *value = pt->mode == PIPE_BW ? bench_peer_get(&res, "mb_per_s")
-                                 : bench_peer_get(&res, "rtt_ns") / 1000.0;
-    if (isnan(*value)) {
-        snprintf(pt->note, sizeof pt->note, "failed: key missing");
-        return BENCH_PEER_FAILED;
+    struct pipe_args *a = sw->arg;
+    int m = a->list[i];
+    a->cur = (struct pipe_point){.mode = m, .msg = a->msg};
+    bench_peer_args_t *pa = &p->peer_args;
+    if (m == PIPE_BW) {
+        snprintf(p->param, sizeof p->param, "msg_kib=%zu", a->msg / 1024);
+        bench_peer_args_add(pa, "mode", "bandwidth");
+        bench_peer_args_add(pa, "msg_kib", "%zu", a->msg / 1024);
+    } else {
+        snprintf(p->param, sizeof p->param, "placement=%s",
+                 pipe_mode_names[m]);
+        bench_peer_args_add(pa, "mode", "latency");
+        bench_peer_args_add(pa, "placement", "%s", pipe_mode_names[m]);
     }
+    p->peer_map = m == PIPE_BW ? &pipe_peer_bw : &pipe_peer_lat;
+    p->workers = m == PIPE_SAME; /* a peer's same runs on one worker */
+    p->unit = m == PIPE_BW ? "MiB/s" : "us";
+    p->nextra = PX_COUNT;
+    p->ctx = &a->cur;
     return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Driver                                                              */
-/* ------------------------------------------------------------------ */
-
-static int pipe_point_run(struct pipe_point *pt, bench_progress_t *pg,
-                          bench_result_t *res)
-{
-    bench_estimate_t est;
-    bool peer = bench_peer_is(pt->row), kernel = !strcmp(pt->row, "kernel");
-    bench_sample_fn fn = peer     ? pipe_peer_sample
-                         : kernel ? pipe_k_sample
-                                  : pipe_mq_sample;
-    int rc = 0;
-    if (peer)
-        pt->workers = pt->mode == PIPE_SAME ? 1
-                      : pt->o->workers      ? pt->o->workers
-                                            : bench_cpus_allowed();
-    else
-        rc = kernel ? pipe_k_open(pt) : pipe_mq_open(pt);
-    if (rc == 0)
-        rc = bench_point_estimate(pt->o, pg, pt->row, pt->param, !peer, fn,
-                                  pt, &est);
-    bench_runtime_close("pipe", pt->rt);
-    pt->rt = NULL;
-    const char *unit = pt->mode == PIPE_BW ? "MiB/s" : "us";
-    *res = bench_result_of(pt->row, pt->param, pt->workers, unit, rc, &est,
-                           pt->note[0] ? pt->note : "failed");
-    res->extra[PX_REPEATS] = rc ? NAN : est.n;
-    /* A peer that is absent or lacks the mode is not a failure. */
-    return rc == BENCH_PEER_MISSING || rc == BENCH_PEER_UNSUPPORTED ? 0 : rc;
-}
-
-static int pipe_run_all(const bench_opts_t *o, const bool *modes, size_t msg,
-                        bench_results_t *rs)
-{
-    int nmodes = 0, failed = 0;
-    for (int m = 0; m < PIPE_NMODES; m++)
-        nmodes += modes[m];
-    bench_progress_t pg;
-    bench_progress_init(&pg, o->nrows * nmodes);
-    for (int r = 0; r < o->nrows; r++) {
-        for (int m = 0; m < PIPE_NMODES; m++) {
-            if (!modes[m])
-                continue;
-            struct pipe_point pt = {.o = o, .row = o->rows[r].spec,
-                                    .mode = m, .msg = msg};
-            if (m == PIPE_BW)
-                snprintf(pt.param, sizeof pt.param, "msg_kib=%zu", msg / 1024);
-            else
-                snprintf(pt.param, sizeof pt.param, "placement=%s",
-                         pipe_mode_names[m]);
-            pg.index++;
-            bench_result_t res;
-            failed |= pipe_point_run(&pt, &pg, &res) != 0;
-            if (bench_results_add(rs, &res) != 0)
-                return -1;
-        }
-    }
-    bench_progress_done(&pg);
-    return failed ? -1 : 0;
 }
 
 /* --modes: a comma list of same, cross, bw. */
@@ -532,33 +406,52 @@ static int pipe_parse_modes(const char *s, bool *modes)
     return rc;
 }
 
-int bench_pipe_main(int argc, char **argv)
+static int pipe_options(bench_sweep_t *sw, int *argc, char **argv)
 {
+    struct pipe_args *a = sw->arg;
     const char *modes_s = "same,cross,bw", *kib_s = "64";
     const bench_xopt_t xo[] = {{"modes", &modes_s}, {"msg-kib", &kib_s},
                                {NULL, NULL}};
-    bool modes[PIPE_NMODES] = {false};
     int kib = 0;
-    int rc = bench_take_options("pipe", &argc, argv, xo, pipe_refused);
+    int rc = bench_take_options("pipe", argc, argv, xo, pipe_refused);
     if (rc == 0)
-        rc = pipe_parse_modes(modes_s, modes);
+        rc = pipe_parse_modes(modes_s, a->modes);
     if (rc == 0)
         rc = bench_parse_int("pipe", "--msg-kib", kib_s, 1, 65536, &kib);
-    bench_opts_t o;
-    if (rc == 0)
-        rc = bench_parse_options(&pipe_cli, argc, argv, &o);
-    if (rc == BENCH_HELP_SHOWN)
-        return 0;
-    if (rc)
-        return rc;
-    bench_results_t rs;
-    bench_results_init(&rs, "pipe",
-                       "us per one-byte round trip (placement=*), MiB/s "
-                       "(msg_kib=*)",
-                       pipe_extras, PX_COUNT);
-    int failed = pipe_run_all(&o, modes, (size_t)kib * 1024, &rs);
-    int out = bench_output(&rs, &o);
-    bench_results_free(&rs);
-    bench_opts_free(&o);
-    return failed || out ? 1 : 0;
+    a->msg = (size_t)kib * 1024;
+    return rc;
+}
+
+static int pipe_prepare(bench_sweep_t *sw)
+{
+    struct pipe_args *a = sw->arg;
+    sw->nparams = 0;
+    for (int m = 0; m < PIPE_NMODES; m++)
+        if (a->modes[m])
+            a->list[sw->nparams++] = m;
+    return 0;
+}
+
+static const unsigned char pipe_fold[PX_COUNT] = {[PX_REPEATS] =
+                                                      BENCH_FOLD_REPEATS};
+
+static const bench_row_kind_t pipe_kinds[] = {
+    {NULL, &pipe_kind}, {"kernel", &pipe_kind}, {NULL, NULL}};
+
+static const bench_exp_t pipe_exp = {
+    .cli = &pipe_cli,
+    .title = "us per one-byte round trip (placement=*), MiB/s (msg_kib=*)",
+    .extras = pipe_extras,
+    .nextra = PX_COUNT,
+    .fold = pipe_fold,
+    .kinds = pipe_kinds,
+    .options = pipe_options,
+    .prepare = pipe_prepare,
+    .setup = pipe_setup,
+};
+
+int bench_pipe_main(int argc, char **argv)
+{
+    struct pipe_args a = {0};
+    return bench_exp_main(&pipe_exp, &a, argc, argv);
 }

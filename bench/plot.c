@@ -25,6 +25,7 @@
  * open marker is easy to miss and hard to explain in a legend).
  */
 #include "plot.h"
+#include "common.h"
 
 #include <errno.h>
 #include <math.h>
@@ -227,14 +228,6 @@ static struct plot_series *plot_series_for(struct plot_panel *pl,
     return s;
 }
 
-static void plot_add_cat(struct plot_panel *pl, const char *param)
-{
-    for (int c = 0; c < pl->ncat; c++)
-        if (!strcmp(pl->cats[c], param))
-            return;
-    pl->cats[pl->ncat++] = param;
-}
-
 /* Sort a series' results by x (insertion sort: a series is short). */
 static void plot_sort_series(const bench_results_t *rs,
                              const struct plot_panel *pl,
@@ -265,7 +258,7 @@ static int plot_panel_build(const bench_results_t *rs, const char *unit,
         const bench_result_t *r = &rs->r[i];
         if (!plot_has_value(r) || !plot_in_unit(r, unit))
             continue;
-        plot_add_cat(pl, r->param);
+        bench_intern(pl->cats, &pl->ncat, r->param);
         struct plot_series *s = plot_series_for(pl, r, split);
         if (!s->idx && !(s->idx = calloc(n, sizeof *s->idx)))
             return -1;
@@ -289,14 +282,8 @@ static void plot_panel_free(struct plot_panel *pl)
 static int plot_units(const bench_results_t *rs, const char **units)
 {
     int n = 0;
-    for (int i = 0; i < rs->n; i++) {
-        const char *u = plot_unit(&rs->r[i]);
-        int k = 0;
-        while (k < n && strcmp(units[k], u) != 0)
-            k++;
-        if (k == n)
-            units[n++] = u;
-    }
+    for (int i = 0; i < rs->n; i++)
+        bench_intern(units, &n, plot_unit(&rs->r[i]));
     return n;
 }
 
@@ -677,11 +664,8 @@ static int plot_run_gnuplot(const char *gnuplot, const char *script)
     int rc = posix_spawn(&pid, gnuplot, NULL, NULL, argv, environ);
     if (rc != 0)
         return -1;
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    int st = bench_wait_pid(pid);
+    return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 static bool plot_nonempty(const char *path)

@@ -85,15 +85,6 @@ static char *rrun_drain(int fd)
     return buf;
 }
 
-static int rrun_wait(pid_t pid)
-{
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return st;
-}
-
 void report_probe(const report_t *rp, report_step_t *s)
 {
     int fd[2];
@@ -114,7 +105,7 @@ void report_probe(const report_t *rp, report_step_t *s)
     close(fd[1]);
     char *help = rc == 0 ? rrun_drain(fd[0]) : NULL;
     close(fd[0]);
-    int st = rc == 0 ? rrun_wait(pid) : -1;
+    int st = rc == 0 ? bench_wait_pid(pid) : -1;
     if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
         s->status = REPORT_PLANNED;
         report_parse_help(help, &s->defaults);

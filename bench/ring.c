@@ -87,8 +87,6 @@ struct ring_member {
     uint32_t *array;   /* size KiB of its own                */
     struct ring_run *run;
     int index;
-    mqs_task_t *task;
-    pthread_t thread;
 } __attribute__((aligned(RING_CACHELINE)));
 
 /* One sample: written by task 0 (stamps, laps, done) and the main thread
@@ -101,18 +99,14 @@ struct ring_run {
     int n;
     size_t words;
     struct ring_member *m;
+    mqs_runtime_t *rt; /* NULL: the kernel row */
 };
 
+/* A data point: the ring's members, made once per point. */
 struct ring_point {
-    const bench_opts_t *o;
-    const char *row;
-    int ntasks, workers, size_kib;
+    int ntasks, size_kib;
     mqs_runtime_t *rt;
     struct ring_member *m;
-    double touch_sum; /* touch_us of each sample, summed */
-    int touch_n;
-    char param[32];
-    char note[96];
 };
 
 /* Read and write every word: the working set a switch must bring back. */
@@ -143,31 +137,20 @@ static bool ring_hold(struct ring_member *me)
     return !r->done;
 }
 
-/* The window: from task 0's first hold (a loaded host may take a while
- * to run it), for `seconds`. */
-static void ring_window(struct ring_run *r, double seconds)
-{
-    while (!atomic_load_explicit(&r->started, memory_order_relaxed))
-        bench_sleep_ns(50000);
-    bench_sleep_ns((uint64_t)(seconds * 1e9));
-    atomic_store(&r->stop, 1);
-}
-
 /* us per switch from the run and the touching time. */
-static int ring_value(struct ring_point *pt, struct ring_run *r, double touch,
-                      double *value)
+static int ring_value(bench_point_t *p, struct ring_run *r, double touch,
+                      double *value, double *extra)
 {
     if (r->laps < 1 || r->t1 <= r->t0) {
-        fprintf(stderr, "mqs-bench ring: %s %s: no laps counted\n", pt->row,
-                pt->param);
+        fprintf(stderr, "mqs-bench ring: %s %s: no laps counted\n",
+                p->row->spec, p->param);
         return -1;
     }
     /* t0 and t1 are both stamped by task 0 holding the token: laps
      * whole laps of n hops lie between. */
     double hops = (double)r->laps * r->n;
     *value = (double)(r->t1 - r->t0) / hops / 1000.0 - touch;
-    pt->touch_sum += touch;
-    pt->touch_n++;
+    extra[RX_TOUCH] = touch;
     return 0;
 }
 
@@ -188,172 +171,95 @@ static double ring_touch_alone(const struct ring_point *pt, double seconds)
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows: semaphores between mqs tasks                           */
+/* The token, as a semaphore between mqs tasks (policy rows) or a byte
+ * through a pipe between pthreads (kernel row) */
 /* ------------------------------------------------------------------ */
 
-static void *ring_mq_task(void *arg)
+/* Wait for the token; false when it can never come. */
+static bool ring_take(struct ring_member *me)
 {
-    struct ring_member *me = arg;
-    struct ring_member *next = &me->run->m[(me->index + 1) % me->run->n];
-    bool more = true;
-    while (more) {
-        mqs_sem_wait(&me->sem);
-        more = ring_hold(me);
-        mqs_sem_post(&next->sem);
-    }
-    return NULL;
-}
-
-static int ring_mq_sample(void *arg, double seconds, double *value)
-{
-    struct ring_point *pt = arg;
-    struct ring_run r = {.n = pt->ntasks, .m = pt->m,
-                         .words = (size_t)pt->size_kib * 256};
-    for (int i = 0; i < r.n; i++) {
-        pt->m[i].run = &r;
-        mqs_sem_init(&pt->m[i].sem, 0);
-    }
-    int spawned = 0, rc = 0;
-    for (; spawned < r.n; spawned++) {
-        rc = mqs_spawn(pt->rt, &pt->m[spawned].task, NULL, ring_mq_task,
-                       &pt->m[spawned]);
-        if (rc)
-            break;
-    }
-    if (rc) {
-        fprintf(stderr, "mqs-bench ring: %s: mqs_spawn: %s\n", pt->row,
-                mqs_strerror(rc));
-        r.done = true; /* the token goes round once and everyone exits */
-    }
-    mqs_sem_post(&pt->m[0].sem);
-    if (!rc)
-        ring_window(&r, seconds);
-    for (int i = 0; i < spawned; i++)
-        mqs_join(pt->m[i].task, NULL);
-    for (int i = 0; i < r.n; i++)
-        mqs_sem_destroy(&pt->m[i].sem);
-    return rc ? -1 : ring_value(pt, &r, ring_touch_alone(pt, seconds), value);
-}
-
-static int ring_mq_open(struct ring_point *pt)
-{
-    int w = pt->o->workers ? pt->o->workers : 1;
-    if (bench_runtime_open("ring", pt->row, w, 0, &pt->rt))
-        return -1;
-    pt->workers = mqs_runtime_workers(pt->rt);
-    return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* kernel row: pthreads and pipes                                      */
-/* ------------------------------------------------------------------ */
-
-static void *ring_k_thread(void *arg)
-{
-    struct ring_member *me = arg;
-    struct ring_member *next = &me->run->m[(me->index + 1) % me->run->n];
-    bool more = true;
     unsigned char c;
-    while (more && read(me->fd[0], &c, 1) == 1) {
+    if (me->run->rt) {
+        mqs_sem_wait(&me->sem);
+        return true;
+    }
+    return read(me->fd[0], &c, 1) == 1;
+}
+
+/* Hand the token to `to`; false on failure. */
+static bool ring_pass(struct ring_member *to)
+{
+    unsigned char c = 't';
+    if (to->run->rt) {
+        mqs_sem_post(&to->sem);
+        return true;
+    }
+    return write(to->fd[1], &c, 1) == 1;
+}
+
+static void *ring_task(void *arg)
+{
+    struct ring_member *me = arg;
+    struct ring_member *next = &me->run->m[(me->index + 1) % me->run->n];
+    bool more = true;
+    while (more && ring_take(me)) {
         more = ring_hold(me);
-        if (write(next->fd[1], &c, 1) != 1)
+        if (!ring_pass(next))
             break;
     }
     return NULL;
 }
 
-static void ring_k_close_fds(struct ring_point *pt)
+static int ring_measure(bench_point_t *p, double *value, double *extra)
 {
-    for (int i = 0; i < pt->ntasks; i++)
-        for (int k = 0; k < 2; k++)
-            if (pt->m[i].fd[k] >= 0) {
-                close(pt->m[i].fd[k]);
-                pt->m[i].fd[k] = -1;
-            }
-}
-
-/* Start the threads on the first `workers` CPUs; returns how many. */
-static int ring_k_start(struct ring_point *pt, struct ring_run *r)
-{
-    int cpus[MQS_MAX_WORKERS];
-    cpu_set_t set;
-    bench_cpuset_of(cpus, bench_cpu_list(pt->workers, cpus, MQS_MAX_WORKERS),
-                    &set);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, RING_KERNEL_STACK);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    int started = 0;
-    for (; started < r->n; started++) {
-        struct ring_member *mb = &pt->m[started];
-        mb->run = r;
-        if (pipe(mb->fd) != 0 ||
-            pthread_create(&mb->thread, &attr, ring_k_thread, mb) != 0)
-            break;
-    }
-    pthread_attr_destroy(&attr);
-    return started;
-}
-
-/* End the threads that wait for a token that will never come. */
-static void ring_k_abort(struct ring_point *pt, int started)
-{
-    perror("mqs-bench ring: kernel: pipe, pthread_create or write");
-    for (int i = 0; i < started; i++) { /* end of file ends each one */
-        close(pt->m[i].fd[1]);
-        pt->m[i].fd[1] = -1;
-    }
-}
-
-static int ring_k_sample(void *arg, double seconds, double *value)
-{
-    struct ring_point *pt = arg;
-    struct ring_run r = {.n = pt->ntasks, .m = pt->m,
+    struct ring_point *pt = p->ctx;
+    double seconds = bench_point_seconds(p);
+    struct ring_run r = {.n = pt->ntasks, .m = pt->m, .rt = pt->rt,
                          .words = (size_t)pt->size_kib * 256};
-    for (int i = 0; i < r.n; i++)
-        pt->m[i].fd[0] = pt->m[i].fd[1] = -1;
-    int started = ring_k_start(pt, &r);
-    unsigned char c = 't';
-    bool ok = started == r.n && write(pt->m[0].fd[1], &c, 1) == 1;
-    if (ok)
-        ring_window(&r, seconds);
-    else
-        ring_k_abort(pt, started);
-    for (int i = 0; i < started; i++)
-        pthread_join(pt->m[i].thread, NULL);
-    ring_k_close_fds(pt);
-    return ok ? ring_value(pt, &r, ring_touch_alone(pt, seconds), value) : -1;
-}
-
-/* ------------------------------------------------------------------ */
-/* Peer rows                                                           */
-/* ------------------------------------------------------------------ */
-
-static int ring_peer_sample(void *arg, double seconds, double *value)
-{
-    struct ring_point *pt = arg;
-    char size[32];
-    snprintf(size, sizeof size, "size_kib=%d", pt->size_kib);
-    const char *args[] = {pt->param, size, NULL};
-    bench_peer_result_t res;
-    int rc = bench_peer_sample(pt->row, "ring", args, pt->workers, seconds,
-                               &res, pt->note, sizeof pt->note);
-    if (rc)
-        return rc;
-    double hop = bench_peer_get(&res, "hop_ns");
-    double touch = bench_peer_get(&res, "touch_ns");
-    if (isnan(hop) || isnan(touch)) {
-        snprintf(pt->note, sizeof pt->note, "failed: key missing");
-        return BENCH_PEER_FAILED;
+    bool ok = true;
+    for (int i = 0; i < r.n; i++) {
+        struct ring_member *mb = &pt->m[i];
+        mb->run = &r;
+        mb->fd[0] = mb->fd[1] = -1;
+        if (r.rt)
+            mqs_sem_init(&mb->sem, 0);
+        else if (ok && pipe(mb->fd) != 0) {
+            mb->fd[0] = mb->fd[1] = -1;
+            perror("mqs-bench ring: kernel: pipe");
+            ok = false;
+        }
     }
-    *value = (hop - touch) / 1000.0;
-    pt->touch_sum += touch / 1000.0;
-    pt->touch_n++;
-    return 0;
+    bench_group_t g = {.rt = pt->rt, .workers = p->workers,
+                       .stack = RING_KERNEL_STACK};
+    ok = ok && bench_group_start(&g, "ring", p->row->spec, r.n, ring_task,
+                                 pt->m, sizeof *pt->m) == 0;
+    if (!ok)
+        r.done = true; /* the token goes round once and everyone exits */
+    if (g.started > 0 && !ring_pass(&pt->m[0])) {
+        perror("mqs-bench ring: kernel: write");
+        ok = false;
+        for (int i = 0; i < r.n; i++) /* end of file ends each one */
+            if (pt->m[i].fd[1] >= 0) {
+                close(pt->m[i].fd[1]);
+                pt->m[i].fd[1] = -1;
+            }
+    }
+    if (ok)
+        bench_window(&r.started, &r.stop, seconds);
+    ok = bench_group_join(&g) == 0 && ok;
+    for (int i = 0; i < r.n; i++) {
+        if (r.rt)
+            mqs_sem_destroy(&pt->m[i].sem);
+        for (int k = 0; k < 2; k++)
+            if (pt->m[i].fd[k] >= 0)
+                close(pt->m[i].fd[k]);
+    }
+    return ok ? ring_value(p, &r, ring_touch_alone(pt, seconds), value, extra)
+              : -1;
 }
 
 /* ------------------------------------------------------------------ */
-/* Driver                                                              */
+/* Row kinds                                                           */
 /* ------------------------------------------------------------------ */
 
 static int ring_alloc(struct ring_point *pt)
@@ -372,67 +278,88 @@ static int ring_alloc(struct ring_point *pt)
     return 0;
 }
 
-static void ring_free(struct ring_point *pt)
+/* The members, and a policy row's runtime; both kinds of row run on
+ * the first --workers CPUs (one by default). */
+static int ring_open(bench_point_t *p)
 {
+    struct ring_point *pt = p->ctx;
+    p->workers = p->o->workers ? p->o->workers : 1;
+    if (ring_alloc(pt))
+        return -1;
+    if (p->row->pseudo)
+        return 0;
+    if (bench_runtime_open("ring", p->row->spec, p->workers, 0, &pt->rt))
+        return -1;
+    p->workers = mqs_runtime_workers(pt->rt);
+    return 0;
+}
+
+static void ring_close(bench_point_t *p)
+{
+    struct ring_point *pt = p->ctx;
+    bench_runtime_close("ring", pt->rt);
+    pt->rt = NULL;
     for (int i = 0; pt->m && i < pt->ntasks; i++)
         free(pt->m[i].array);
     free(pt->m);
     pt->m = NULL;
 }
 
-static int ring_point_run(struct ring_point *pt, bench_progress_t *pg,
-                          bench_result_t *res)
+static const bench_point_kind_t ring_kind = {ring_open, ring_measure,
+                                             ring_close};
+
+/* A peer reports the hop and the touching alone, in ns. */
+static int ring_peer_convert(bench_point_t *p, const bench_peer_result_t *r,
+                             double *value, double *extra)
 {
-    bench_estimate_t est;
-    bool peer = bench_peer_is(pt->row), kernel = !strcmp(pt->row, "kernel");
-    bench_sample_fn fn = peer     ? ring_peer_sample
-                         : kernel ? ring_k_sample
-                                  : ring_mq_sample;
-    pt->workers = pt->o->workers ? pt->o->workers : 1;
-    int rc = ring_alloc(pt);
-    if (rc == 0 && !peer && !kernel)
-        rc = ring_mq_open(pt);
-    if (rc == 0)
-        rc = bench_point_estimate(pt->o, pg, pt->row, pt->param, !peer, fn,
-                                  pt, &est);
-    bench_runtime_close("ring", pt->rt);
-    pt->rt = NULL;
-    ring_free(pt);
-    *res = bench_result_of(pt->row, pt->param, pt->workers, "us", rc, &est,
-                           pt->note[0] ? pt->note : "failed");
-    res->extra[RX_TOUCH] =
-        rc == 0 && pt->touch_n ? pt->touch_sum / pt->touch_n : NAN;
-    res->extra[RX_SIZE] = pt->size_kib;
-    res->extra[RX_REPEATS] = rc ? NAN : est.n;
-    return rc == BENCH_PEER_MISSING || rc == BENCH_PEER_UNSUPPORTED ? 0 : rc;
+    double hop = bench_peer_get(r, "hop_ns");
+    double touch = bench_peer_get(r, "touch_ns");
+    (void)p;
+    *value = (hop - touch) / 1000.0;
+    extra[RX_TOUCH] = touch / 1000.0;
+    return isnan(*value) ? -1 : 0;
 }
 
-static int ring_run_all(const bench_opts_t *o, int size_kib,
-                        bench_results_t *rs)
+static const bench_peer_map_t ring_peer_map = {.convert = ring_peer_convert};
+
+/* ------------------------------------------------------------------ */
+/* Options and the table entry                                         */
+/* ------------------------------------------------------------------ */
+
+struct ring_args {
+    int size_kib;
+    struct ring_point cur; /* the point being measured */
+};
+
+/* The size column holds whether the point ran or not. */
+static int ring_emit(bench_point_t *p, bench_result_t *res,
+                     bench_results_t *rs)
 {
-    bench_progress_t pg;
-    bench_progress_init(&pg, o->nrows * o->ntasks);
-    int failed = 0;
-    for (int r = 0; r < o->nrows; r++) {
-        for (int t = 0; t < o->ntasks; t++) {
-            struct ring_point pt = {.o = o, .row = o->rows[r].spec,
-                                    .ntasks = o->tasks[t],
-                                    .size_kib = size_kib};
-            snprintf(pt.param, sizeof pt.param, "tasks=%d", o->tasks[t]);
-            pg.index++;
-            bench_result_t res;
-            failed |= ring_point_run(&pt, &pg, &res) != 0;
-            if (bench_results_add(rs, &res) != 0)
-                return -1;
-        }
-    }
-    bench_progress_done(&pg);
-    return failed ? -1 : 0;
+    res->extra[RX_SIZE] = ((struct ring_point *)p->ctx)->size_kib;
+    return bench_results_add(rs, res);
+}
+
+static int ring_setup(bench_sweep_t *sw, int i, bench_point_t *p)
+{
+    struct ring_args *a = sw->arg;
+    a->cur = (struct ring_point){.ntasks = sw->o->tasks[i],
+                                 .size_kib = a->size_kib};
+    p->unit = "us";
+    p->nextra = RX_COUNT;
+    p->ctx = &a->cur;
+    p->emit = ring_emit;
+    p->workers = sw->o->workers ? sw->o->workers : 1; /* a peer's W */
+    p->peer_map = &ring_peer_map;
+    snprintf(p->param, sizeof p->param, "tasks=%d", a->cur.ntasks);
+    bench_peer_args_add(&p->peer_args, "tasks", "%d", a->cur.ntasks);
+    bench_peer_args_add(&p->peer_args, "size_kib", "%d", a->size_kib);
+    return 0;
 }
 
 /* A ring needs two tasks: one would hand the token to itself. */
-static int ring_check_tasks(const bench_opts_t *o)
+static int ring_prepare(bench_sweep_t *sw)
 {
+    const bench_opts_t *o = sw->o;
     for (int t = 0; t < o->ntasks; t++)
         if (o->tasks[t] < 2) {
             fprintf(stderr, "mqs-bench ring: --tasks: a ring needs at least "
@@ -442,31 +369,37 @@ static int ring_check_tasks(const bench_opts_t *o)
     return 0;
 }
 
-int bench_ring_main(int argc, char **argv)
+static int ring_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     const char *size_s = "0";
     const bench_xopt_t xo[] = {{"size", &size_s}, {NULL, NULL}};
-    int size_kib = 0;
-    int rc = bench_take_options("ring", &argc, argv, xo, NULL);
+    int rc = bench_take_options("ring", argc, argv, xo, NULL);
     if (rc == 0)
-        rc = bench_parse_int("ring", "--size", size_s, 0, 1 << 20, &size_kib);
-    bench_opts_t o;
-    if (rc == 0)
-        rc = bench_parse_options(&ring_cli, argc, argv, &o);
-    if (rc == BENCH_HELP_SHOWN)
-        return 0;
-    if (rc)
-        return rc;
-    if ((rc = ring_check_tasks(&o)) != 0) {
-        bench_opts_free(&o);
-        return rc;
-    }
-    bench_results_t rs;
-    bench_results_init(&rs, "ring", "us per context switch", ring_extras,
-                       RX_COUNT);
-    int failed = ring_run_all(&o, size_kib, &rs);
-    int out = bench_output(&rs, &o);
-    bench_results_free(&rs);
-    bench_opts_free(&o);
-    return failed || out ? 1 : 0;
+        rc = bench_parse_int("ring", "--size", size_s, 0, 1 << 20,
+                             &((struct ring_args *)sw->arg)->size_kib);
+    return rc;
+}
+
+static const unsigned char ring_fold[RX_COUNT] = {[RX_REPEATS] =
+                                                      BENCH_FOLD_REPEATS};
+
+static const bench_row_kind_t ring_kinds[] = {
+    {NULL, &ring_kind}, {"kernel", &ring_kind}, {NULL, NULL}};
+
+static const bench_exp_t ring_exp = {
+    .cli = &ring_cli,
+    .title = "us per context switch",
+    .extras = ring_extras,
+    .nextra = RX_COUNT,
+    .fold = ring_fold,
+    .kinds = ring_kinds,
+    .options = ring_options,
+    .prepare = ring_prepare,
+    .setup = ring_setup,
+};
+
+int bench_ring_main(int argc, char **argv)
+{
+    struct ring_args a = {0};
+    return bench_exp_main(&ring_exp, &a, argc, argv);
 }

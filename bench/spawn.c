@@ -171,6 +171,7 @@ static uint64_t spawn_expected_sum(uint64_t t)
 
 struct spawn_tree {
     int fanout;
+    bool kernel; /* the nodes are pthreads */
     _Atomic int err; /* first spawn error (0 = none) */
 };
 
@@ -186,8 +187,9 @@ static void spawn_fail(struct spawn_tree *tree, int err)
 }
 
 /* A child whose spawn failed is left out of the sum, so the root's sum
- * comes out wrong as well as the error being recorded. */
-static void *spawn_mq_node(void *arg)
+ * comes out wrong as well as the error being recorded.  The children are
+ * mqs tasks on this task's runtime, or (kernel row) pthreads. */
+static void *spawn_node(void *arg)
 {
     struct spawn_node *n = arg;
     if (n->size == 1) {
@@ -195,53 +197,38 @@ static void *spawn_mq_node(void *arg)
         return NULL;
     }
     struct spawn_node kids[SPAWN_MAX_FANOUT];
-    mqs_task_t *t[SPAWN_MAX_FANOUT];
-    int f = n->tree->fanout;
-    uint64_t sub = n->size / (uint64_t)f;
-    for (int i = 0; i < f; i++) {
-        kids[i] =
-            (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
-        int rc =
-            mqs_spawn(mqs_runtime_self(), &t[i], NULL, spawn_mq_node, &kids[i]);
-        if (rc) {
-            spawn_fail(n->tree, rc);
-            t[i] = NULL;
-        }
-    }
-    n->sum = 0;
-    for (int i = 0; i < f; i++)
-        if (t[i] && mqs_join(t[i], NULL) == 0)
-            n->sum += kids[i].sum;
-    return NULL;
-}
-
-static void *spawn_kernel_node(void *arg)
-{
-    struct spawn_node *n = arg;
-    if (n->size == 1) {
-        n->sum = n->num;
-        return NULL;
-    }
-    struct spawn_node kids[SPAWN_MAX_FANOUT];
-    pthread_t t[SPAWN_MAX_FANOUT];
+    union {
+        mqs_task_t *task;
+        pthread_t thread;
+    } t[SPAWN_MAX_FANOUT];
     bool ok[SPAWN_MAX_FANOUT];
+    bool kernel = n->tree->kernel;
     pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, SPAWN_KERNEL_STACK);
+    if (kernel) {
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, SPAWN_KERNEL_STACK);
+    }
     int f = n->tree->fanout;
     uint64_t sub = n->size / (uint64_t)f;
     for (int i = 0; i < f; i++) {
         kids[i] =
             (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
-        int rc = pthread_create(&t[i], &attr, spawn_kernel_node, &kids[i]);
+        int rc = kernel ? pthread_create(&t[i].thread, &attr, spawn_node,
+                                         &kids[i])
+                        : mqs_spawn(mqs_runtime_self(), &t[i].task, NULL,
+                                    spawn_node, &kids[i]);
         ok[i] = rc == 0;
         if (rc)
-            spawn_fail(n->tree, rc == EAGAIN ? MQS_ENOMEM : MQS_ESYS);
+            spawn_fail(n->tree, !kernel        ? rc
+                                : rc == EAGAIN ? MQS_ENOMEM
+                                               : MQS_ESYS);
     }
-    pthread_attr_destroy(&attr);
+    if (kernel)
+        pthread_attr_destroy(&attr);
     n->sum = 0;
     for (int i = 0; i < f; i++)
-        if (ok[i] && pthread_join(t[i], NULL) == 0)
+        if (ok[i] && (kernel ? pthread_join(t[i].thread, NULL)
+                             : mqs_join(t[i].task, NULL)) == 0)
             n->sum += kids[i].sum;
     return NULL;
 }
@@ -262,7 +249,6 @@ struct spawn_point {
     long leaves;
     int fanout, kernel_max;
     long live; /* 0: the tree; else tasks alive at once */
-    bench_peer_point_t peer;
 };
 
 static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
@@ -273,7 +259,7 @@ static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
         return -1;
     mqs_task_t *t;
     uint64_t t0 = bench_now_ns();
-    int rc = mqs_spawn(rt, &t, NULL, spawn_mq_node, root);
+    int rc = mqs_spawn(rt, &t, NULL, spawn_node, root);
     if (rc == 0)
         rc = mqs_join(t, NULL);
     *ns = bench_now_ns() - t0;
@@ -291,7 +277,7 @@ static int spawn_run_kernel(bench_point_t *p, struct spawn_node *root,
      * every thread it creates inherits it. */
     sched_setaffinity(0, sizeof set, &set);
     uint64_t t0 = bench_now_ns();
-    spawn_kernel_node(root);
+    spawn_node(root);
     *ns = bench_now_ns() - t0;
     return 0;
 }
@@ -411,7 +397,7 @@ static void spawn_child(bench_point_t *p, struct spawn_out *out)
         spawn_run_live(p, sp->live, out);
         return;
     }
-    struct spawn_tree tree = {.fanout = sp->fanout};
+    struct spawn_tree tree = {.fanout = sp->fanout, .kernel = p->row->pseudo};
     struct spawn_node root = {&tree, 0, (uint64_t)sp->leaves, 0};
     uint64_t ns = 0;
     int rc = p->row->pseudo ? spawn_run_kernel(p, &root, &ns)
@@ -434,11 +420,8 @@ static int spawn_collect(int fd, pid_t pid, struct spawn_out *out)
         got = read(fd, out, sizeof *out);
     while (got < 0 && errno == EINTR);
     close(fd);
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    if (got != (ssize_t)sizeof *out || !WIFEXITED(st))
+    int st = bench_wait_pid(pid);
+    if (st == -1 || got != (ssize_t)sizeof *out || !WIFEXITED(st))
         return -1;
     return 0;
 }
@@ -578,21 +561,21 @@ static const bench_peer_map_t spawn_live_peer_map = {
     .check = spawn_live_peer_check,
 };
 
-static void spawn_peer_args(struct spawn_point *sp)
+/* What a peer row is told about the point. */
+static void spawn_peer_args(bench_point_t *p, const struct spawn_point *sp)
 {
+    bench_peer_args_t *a = &p->peer_args;
+    p->peer_map = sp->live ? &spawn_live_peer_map : &spawn_peer_map;
     if (sp->live) {
-        sp->peer = (bench_peer_point_t){.map = &spawn_live_peer_map,
-                                        .check_ctx = sp};
-        bench_peer_arg(&sp->peer, "live", (double)sp->live);
+        bench_peer_args_add(a, "live", "%ld", sp->live);
         return;
     }
-    sp->peer = (bench_peer_point_t){.map = &spawn_peer_map, .check_ctx = sp};
-    bench_peer_arg(&sp->peer, "tasks", (double)sp->leaves);
-    bench_peer_arg(&sp->peer, "fanout", sp->fanout);
+    bench_peer_args_add(a, "tasks", "%ld", sp->leaves);
+    bench_peer_args_add(a, "fanout", "%d", sp->fanout);
 }
 
 /* ------------------------------------------------------------------ */
-/* Options and the run                                                 */
+/* Options and the table entry                                         */
 /* ------------------------------------------------------------------ */
 
 struct spawn_args {
@@ -600,8 +583,9 @@ struct spawn_args {
     struct spawn_point cur; /* the point being measured */
 };
 
-static int spawn_options(int *argc, char **argv, struct spawn_args *a)
+static int spawn_options(bench_sweep_t *sw, int *argc, char **argv)
 {
+    struct spawn_args *a = sw->arg;
     const char *v[3] = {"10", "10000", "0"};
     const bench_xopt_t xo[] = {{"fanout", &v[0]},
                                {"kernel-tasks", &v[1]},
@@ -634,22 +618,32 @@ static int spawn_check_sizes(const bench_opts_t *o, int fanout)
     return 0;
 }
 
+/* --live: one point per row (--tasks unused), and its own columns. */
+static int spawn_prepare(bench_sweep_t *sw)
+{
+    struct spawn_args *a = sw->arg;
+    if (!a->live)
+        return spawn_check_sizes(sw->o, a->fanout);
+    sw->nparams = 1;
+    sw->title = "ns per spawn, all tasks alive";
+    sw->extras = spawn_live_extras;
+    sw->nextra = SPAWN_L_COUNT;
+    return 0;
+}
+
 static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
     struct spawn_args *a = sw->arg;
     struct spawn_point *sp = &a->cur;
     *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max,
-                               a->live, {0}};
-    bool peer = bench_peer_is(p->row->spec);
-    if (peer)
-        spawn_peer_args(sp);
+                               a->live};
+    spawn_peer_args(p, sp);
     p->unit = "ns";
-    p->nextra = a->live ? SPAWN_L_COUNT : SPAWN_X_COUNT;
+    p->nextra = sw->nextra;
     /* Each run is a cold child anyway; a warm-up of 10^6 tasks would
      * only double the time. */
     p->no_warm = a->live != 0;
-    p->kind = peer ? &bench_peer_kind : &spawn_kind;
-    p->ctx = peer ? (void *)&sp->peer : (void *)sp;
+    p->ctx = sp;
     if (a->live)
         snprintf(p->param, sizeof p->param, "live=%d", a->live);
     else
@@ -657,25 +651,22 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     return 0;
 }
 
+static const bench_row_kind_t spawn_kinds[] = {
+    {NULL, &spawn_kind}, {"kernel", &spawn_kind}, {NULL, NULL}};
+
+static const bench_exp_t spawn_exp = {
+    .cli = &spawn_cli,
+    .title = "ns per task",
+    .extras = spawn_extras,
+    .nextra = SPAWN_X_COUNT,
+    .kinds = spawn_kinds,
+    .options = spawn_options,
+    .prepare = spawn_prepare,
+    .setup = spawn_setup,
+};
+
 int bench_spawn_main(int argc, char **argv)
 {
-    struct spawn_args a;
-    int rc = spawn_options(&argc, argv, &a);
-    bench_opts_t o;
-    if (rc == 0)
-        rc = bench_parse_options(&spawn_cli, argc, argv, &o);
-    if (rc == 0) {
-        rc = a.live ? 0 : spawn_check_sizes(&o, a.fanout);
-        /* live: one point per row, --tasks unused */
-        bench_sweep_t sw = {"spawn", &o, a.live ? 1 : o.ntasks, spawn_setup,
-                            &a};
-        if (rc == 0 && a.live)
-            rc = bench_sweep_report(&sw, "ns per spawn, all tasks alive",
-                                    spawn_live_extras, SPAWN_L_COUNT);
-        else if (rc == 0)
-            rc = bench_sweep_report(&sw, "ns per task", spawn_extras,
-                                    SPAWN_X_COUNT);
-        bench_opts_free(&o);
-    }
-    return rc == BENCH_HELP_SHOWN ? 0 : rc;
+    struct spawn_args a = {0};
+    return bench_exp_main(&spawn_exp, &a, argc, argv);
 }

@@ -104,6 +104,13 @@ struct wake_cfg {
     bool rt;
 };
 
+/* A task or thread of one sample. */
+struct wake_task {
+    mqs_task_t *task;
+    pthread_t thread;
+    bool started;
+};
+
 /* One client: written by the waker (stamp, waiting cleared) and by the
  * client (waiting set, its histogram). */
 struct wake_client {
@@ -113,8 +120,7 @@ struct wake_client {
     sem_t ksem;
     bench_hist_t hist;
     struct wake_run *run;
-    mqs_task_t *task;
-    pthread_t thread;
+    struct wake_task t;
 } __attribute__((aligned(WAKE_CACHELINE)));
 
 /* One sample. */
@@ -128,18 +134,14 @@ struct wake_run {
 
 /* A data point: one row, all seven statistics. */
 struct wake_point {
-    const bench_opts_t *o;
+    bench_point_t *p; /* the driver's, whose ctx this is */
     const struct wake_cfg *cfg;
-    const char *row;
-    int workers;
     mqs_runtime_t *rt;
     struct wake_client *c;
     bench_hist_t one, pooled; /* this repeat's wake-ups, all repeats' */
     double *stat[WS_N];       /* per repeat                           */
     int n, cap, calls;
-    bool warm;
     double samples;
-    char note[128];
 };
 
 static bool wake_stopped(const struct wake_run *r)
@@ -240,92 +242,8 @@ static void *wake_hog_fn(void *arg)
     return NULL;
 }
 
-/* Let the sample run `seconds` from the waker's start. */
-static void wake_window(struct wake_run *r, double seconds)
-{
-    while (!atomic_load_explicit(&r->started, memory_order_relaxed))
-        bench_sleep_ns(50000);
-    bench_sleep_ns((uint64_t)(seconds * 1e9));
-    atomic_store(&r->stop, 1);
-}
-
 /* ------------------------------------------------------------------ */
-/* Policy rows                                                         */
-/* ------------------------------------------------------------------ */
-
-/* Spawn fn; `urgent` tasks get the --class. */
-static int wake_mq_spawn(struct wake_point *pt, bool urgent, mqs_task_fn fn,
-                         void *arg, mqs_task_t **t)
-{
-    mqs_task_attr_t a;
-    mqs_task_attr_init(&a);
-    if (urgent && pt->cfg->rt) {
-        a.sched_class = MQS_CLASS_RR;
-        a.rt_priority = WAKE_RT_PRIO;
-    }
-    int rc = mqs_spawn(pt->rt, t, &a, fn, arg);
-    if (rc)
-        fprintf(stderr, "mqs-bench wake: %s: mqs_spawn: %s\n", pt->row,
-                mqs_strerror(rc));
-    return rc;
-}
-
-/* Start everything: hogs, clients, then the waker.  On a failure, stop
- * is set and the clients started get the waker's final posts. */
-static int wake_mq_start(struct wake_point *pt, struct wake_run *r,
-                         mqs_task_t **hogs, mqs_task_t **waker)
-{
-    const struct wake_cfg *cfg = pt->cfg;
-    int rc = 0;
-    for (int i = 0; i < cfg->hogs && rc == 0; i++)
-        rc = wake_mq_spawn(pt, false, wake_hog_fn, r, &hogs[i]);
-    for (int i = 0; i < cfg->clients && rc == 0; i++)
-        rc = wake_mq_spawn(pt, true, wake_client_fn, &r->c[i], &r->c[i].task);
-    if (rc)
-        atomic_store(&r->stop, 1);
-    /* The waker also ends a failed start: it posts every client. */
-    int rw = wake_mq_spawn(pt, true, wake_waker_fn, r, waker);
-    return rc ? rc : rw;
-}
-
-static void wake_mq_join(struct wake_point *pt, mqs_task_t **hogs,
-                         mqs_task_t *waker)
-{
-    if (waker)
-        mqs_join(waker, NULL);
-    for (int i = 0; i < pt->cfg->clients; i++)
-        if (pt->c[i].task)
-            mqs_join(pt->c[i].task, NULL);
-    for (int i = 0; i < pt->cfg->hogs; i++)
-        if (hogs[i])
-            mqs_join(hogs[i], NULL);
-}
-
-static int wake_mq_run(struct wake_point *pt, struct wake_run *r,
-                       double seconds)
-{
-    mqs_task_t **hogs = calloc((size_t)pt->cfg->hogs + 1, sizeof *hogs);
-    mqs_task_t *waker = NULL;
-    if (!hogs)
-        return -1;
-    for (int i = 0; i < pt->cfg->clients; i++) {
-        mqs_sem_init(&pt->c[i].msem, 0);
-        pt->c[i].task = NULL;
-    }
-    int rc = wake_mq_start(pt, r, hogs, &waker);
-    if (rc == 0)
-        wake_window(r, seconds);
-    else
-        atomic_store(&r->stop, 1);
-    wake_mq_join(pt, hogs, waker);
-    for (int i = 0; i < pt->cfg->clients; i++)
-        mqs_sem_destroy(&pt->c[i].msem);
-    free(hogs);
-    return rc ? -1 : 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* kernel row                                                          */
+/* Starting and joining: mqs tasks (policy rows) or pthreads (kernel)  */
 /* ------------------------------------------------------------------ */
 
 /* Thread attributes: the first `workers` CPUs, and SCHED_FIFO for the
@@ -333,10 +251,8 @@ static int wake_mq_run(struct wake_point *pt, struct wake_run *r,
 static void wake_k_attr(const struct wake_point *pt, bool urgent,
                         pthread_attr_t *a)
 {
-    int cpus[MQS_MAX_WORKERS];
     cpu_set_t set;
-    bench_cpuset_of(cpus, bench_cpu_list(pt->workers, cpus, MQS_MAX_WORKERS),
-                    &set);
+    bench_kernel_cpus(pt->p->workers, &set);
     pthread_attr_init(a);
     pthread_attr_setaffinity_np(a, sizeof set, &set);
     if (urgent && pt->cfg->rt) {
@@ -347,52 +263,93 @@ static void wake_k_attr(const struct wake_point *pt, bool urgent,
     }
 }
 
-static int wake_k_spawn(struct wake_point *pt, bool urgent,
-                        void *(*fn)(void *), void *arg, pthread_t *t)
+/* Start fn(arg) as a task on the point's runtime or (kernel row) a
+ * thread; `urgent` ones get the --class.  0 or the error. */
+static int wake_spawn(struct wake_point *pt, bool urgent,
+                      void *(*fn)(void *), void *arg, struct wake_task *t)
 {
-    pthread_attr_t a;
-    wake_k_attr(pt, urgent, &a);
-    int rc = pthread_create(t, &a, fn, arg);
-    pthread_attr_destroy(&a);
-    if (rc == EPERM && urgent && pt->cfg->rt)
-        snprintf(pt->note, sizeof pt->note,
+    int rc;
+    if (pt->rt) {
+        mqs_task_attr_t a;
+        mqs_task_attr_init(&a);
+        if (urgent && pt->cfg->rt) {
+            a.sched_class = MQS_CLASS_RR;
+            a.rt_priority = WAKE_RT_PRIO;
+        }
+        rc = mqs_spawn(pt->rt, &t->task, &a, fn, arg);
+    } else {
+        pthread_attr_t a;
+        wake_k_attr(pt, urgent, &a);
+        rc = pthread_create(&t->thread, &a, fn, arg);
+        pthread_attr_destroy(&a);
+    }
+    t->started = rc == 0;
+    if (!pt->rt && rc == EPERM && urgent && pt->cfg->rt)
+        snprintf(pt->p->note, sizeof pt->p->note,
                  "SCHED_FIFO not permitted (needs CAP_SYS_NICE or "
                  "RLIMIT_RTPRIO)");
     else if (rc)
-        fprintf(stderr, "mqs-bench wake: kernel: pthread_create: %s\n",
-                strerror(rc));
+        fprintf(stderr, "mqs-bench wake: %s: %s: %s\n", pt->p->row->spec,
+                pt->rt ? "mqs_spawn" : "pthread_create",
+                pt->rt ? mqs_strerror(rc) : strerror(rc));
     return rc;
 }
 
-static int wake_k_run(struct wake_point *pt, struct wake_run *r,
-                      double seconds)
+static void wake_join(struct wake_point *pt, struct wake_task *t)
+{
+    if (t->started && pt->rt)
+        mqs_join(t->task, NULL);
+    else if (t->started)
+        pthread_join(t->thread, NULL);
+    t->started = false;
+}
+
+/* One sample: start the hogs, the clients, then the waker; let them run
+ * `seconds`; join them.  On a failure stop is set and the clients
+ * started get the waker's final posts (or, without a waker, ours). */
+static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
+                           double seconds)
 {
     const struct wake_cfg *cfg = pt->cfg;
-    pthread_t *hogs = calloc((size_t)cfg->hogs + 1, sizeof *hogs), waker;
-    int nh = 0, nc = 0, rc = hogs ? 0 : ENOMEM;
-    for (int i = 0; i < cfg->clients; i++)
-        sem_init(&pt->c[i].ksem, 0, 0);
-    for (; nh < cfg->hogs && rc == 0; nh += rc == 0)
-        rc = wake_k_spawn(pt, false, wake_hog_fn, r, &hogs[nh]);
-    for (; nc < cfg->clients && rc == 0; nc += rc == 0)
-        rc = wake_k_spawn(pt, true, wake_client_fn, &pt->c[nc], &pt->c[nc].thread);
+    /* the hogs, then the waker */
+    struct wake_task *t = calloc((size_t)cfg->hogs + 1, sizeof *t);
+    if (!t)
+        return -1;
+    for (int i = 0; i < cfg->clients; i++) {
+        if (r->kernel)
+            sem_init(&pt->c[i].ksem, 0, 0);
+        else
+            mqs_sem_init(&pt->c[i].msem, 0);
+        pt->c[i].t.started = false;
+    }
+    int rc = 0;
+    for (int i = 0; i < cfg->hogs && rc == 0; i++)
+        rc = wake_spawn(pt, false, wake_hog_fn, r, &t[i]);
+    for (int i = 0; i < cfg->clients && rc == 0; i++)
+        rc = wake_spawn(pt, true, wake_client_fn, &pt->c[i], &pt->c[i].t);
     if (rc)
         atomic_store(&r->stop, 1);
-    int rw = wake_k_spawn(pt, rc == 0, wake_waker_fn, r, &waker);
+    int rw = wake_spawn(pt, rc == 0, wake_waker_fn, r, &t[cfg->hogs]);
     if (rc == 0 && rw == 0)
-        wake_window(r, seconds);
-    if (rw == 0)
-        pthread_join(waker, NULL);
-    else /* nobody posts: end the clients here */
-        for (int i = 0; i < nc; i++)
-            sem_post(&pt->c[i].ksem);
-    for (int i = 0; i < nc; i++)
-        pthread_join(pt->c[i].thread, NULL);
-    for (int i = 0; i < nh; i++)
-        pthread_join(hogs[i], NULL);
+        bench_window(&r->started, &r->stop, seconds);
+    else
+        atomic_store(&r->stop, 1);
+    wake_join(pt, &t[cfg->hogs]);
+    for (int i = 0; rw && i < cfg->clients; i++) /* nobody posts */
+        wake_post(&pt->c[i]);
     for (int i = 0; i < cfg->clients; i++)
-        sem_destroy(&pt->c[i].ksem);
-    free(hogs);
+        wake_join(pt, &pt->c[i].t);
+    for (int i = 0; i < cfg->hogs; i++)
+        wake_join(pt, &t[i]);
+    for (int i = 0; i < cfg->clients; i++) {
+        if (r->kernel)
+            sem_destroy(&pt->c[i].ksem);
+        else
+            mqs_sem_destroy(&pt->c[i].msem);
+    }
+    free(t);
+    if (r->kernel && pt->p->note[0]) /* SCHED_FIFO refused: not a failure */
+        return BENCH_POINT_SKIP;
     return rc || rw ? -1 : 0;
 }
 
@@ -427,84 +384,72 @@ static void wake_stats_of(const bench_hist_t *h, double *v)
     v[WS_STDEV] = bench_hist_stdev(h) / 1000.0;
 }
 
-/* The warm-up is the first call: forget it when the second begins. */
-static void wake_forget_warmup(struct wake_point *pt)
+/* The statistics of one repeat: kept, and pooled (not the warm-up's). */
+static int wake_record(struct wake_point *pt, const double *v, double n)
 {
-    if (pt->calls++ == 1 && pt->warm) {
-        bench_hist_reset(&pt->pooled);
-        pt->n = 0;
-        pt->samples = 0;
-    }
+    if (pt->p->warmup)
+        return 0;
+    pt->samples += n;
+    return wake_keep(pt, v);
 }
 
-static int wake_sample(void *arg, double seconds, double *value)
+static int wake_measure(bench_point_t *p, double *value, double *extra)
 {
-    struct wake_point *pt = arg;
+    struct wake_point *pt = p->ctx;
     struct wake_run r = {.cfg = pt->cfg, .c = pt->c,
-                         .rng = (uint64_t)pt->calls * 7919u + 1,
-                         .kernel = !strcmp(pt->row, "kernel")};
-    wake_forget_warmup(pt);
+                         .rng = (uint64_t)pt->calls++ * 7919u + 1,
+                         .kernel = p->row->pseudo};
+    (void)extra;
     for (int i = 0; i < pt->cfg->clients; i++) {
         atomic_store(&pt->c[i].waiting, 0);
         pt->c[i].run = &r;
         bench_hist_reset(&pt->c[i].hist);
     }
-    int rc = r.kernel ? wake_k_run(pt, &r, seconds)
-                      : wake_mq_run(pt, &r, seconds);
+    double secs = bench_point_seconds(p);
+    int rc = wake_run_sample(pt, &r, secs);
     if (rc)
-        return -1;
+        return rc;
     bench_hist_reset(&pt->one);
     for (int i = 0; i < pt->cfg->clients; i++)
         bench_hist_merge(&pt->one, &pt->c[i].hist);
     if (pt->one.n < 2) {
         fprintf(stderr, "mqs-bench wake: %s: fewer than 2 wake-ups\n",
-                pt->row);
+                p->row->spec);
         return -1;
     }
-    bench_hist_merge(&pt->pooled, &pt->one);
-    pt->samples += (double)pt->one.n;
+    if (!p->warmup)
+        bench_hist_merge(&pt->pooled, &pt->one);
     double v[WS_N];
     wake_stats_of(&pt->one, v);
     *value = v[WS_MEAN];
-    return wake_keep(pt, v);
+    return wake_record(pt, v, (double)pt->one.n);
 }
 
-static int wake_peer_sample(void *arg, double seconds, double *value)
+static int wake_peer_convert(bench_point_t *p, const bench_peer_result_t *r,
+                             double *value, double *extra)
 {
-    struct wake_point *pt = arg;
-    char c[32], h[32], u[32];
-    snprintf(c, sizeof c, "clients=%d", pt->cfg->clients);
-    snprintf(h, sizeof h, "hogs=%d", pt->cfg->hogs);
-    snprintf(u, sizeof u, "hog_slice_us=%d", pt->cfg->hog_slice_us);
-    const char *args[] = {c, h, u, pt->cfg->rt ? "class=rt" : "class=normal",
-                          NULL};
-    bench_peer_result_t res;
-    int rc = bench_peer_sample(pt->row, "wake", args, pt->o->workers, seconds,
-                               &res, pt->note, sizeof pt->note);
-    if (rc)
-        return rc;
     double v[WS_N];
+    (void)extra;
     for (int s = 0; s < WS_N; s++)
-        v[s] = bench_peer_get(&res, wake_peer_keys[s]) / 1000.0;
-    if (isnan(v[WS_MEAN])) {
-        snprintf(pt->note, sizeof pt->note, "failed: key mean_ns missing");
-        return BENCH_PEER_FAILED;
-    }
-    double n = bench_peer_get(&res, "samples");
-    pt->samples += isnan(n) ? 0 : n;
+        v[s] = bench_peer_get(r, wake_peer_keys[s]) / 1000.0;
+    if (isnan(v[WS_MEAN]))
+        return -1;
+    double n = bench_peer_get(r, "samples");
     *value = v[WS_MEAN];
-    return wake_keep(pt, v);
+    return wake_record(p->ctx, v, isnan(n) ? 0 : n);
 }
+
+static const bench_peer_map_t wake_peer_map = {.convert = wake_peer_convert};
 
 /* ------------------------------------------------------------------ */
-/* Driver                                                              */
+/* Row kinds and the table entry                                       */
 /* ------------------------------------------------------------------ */
 
 static int wake_alloc(struct wake_point *pt)
 {
     int n = pt->cfg->clients;
     pt->c = aligned_alloc(WAKE_CACHELINE, (size_t)n * sizeof *pt->c);
-    if (!pt->c || bench_hist_init(&pt->one) || bench_hist_init(&pt->pooled))
+    if (!pt->c)
         return -1;
     memset(pt->c, 0, (size_t)n * sizeof *pt->c);
     for (int i = 0; i < n; i++)
@@ -513,79 +458,91 @@ static int wake_alloc(struct wake_point *pt)
     return 0;
 }
 
-static void wake_free(struct wake_point *pt)
+static int wake_open(bench_point_t *p)
 {
+    struct wake_point *pt = p->ctx;
+    return wake_alloc(pt) || bench_row_open(p, &pt->rt) ? -1 : 0;
+}
+
+static void wake_close(bench_point_t *p)
+{
+    struct wake_point *pt = p->ctx;
+    bench_row_close(p, &pt->rt);
     for (int i = 0; pt->c && i < pt->cfg->clients; i++)
         bench_hist_free(&pt->c[i].hist);
     free(pt->c);
+    pt->c = NULL;
+}
+
+static const bench_point_kind_t wake_kind = {wake_open, wake_measure,
+                                             wake_close};
+
+/* One of the seven results of a row from the statistic's repeats (the
+ * driver's estimate is the one of stat=mean). */
+static int wake_emit_one(bench_point_t *p, int s, const double *pooled,
+                         bench_result_t r, bench_results_t *rs)
+{
+    struct wake_point *pt = p->ctx;
+    bench_estimate_t est = {.mean = NAN, .ci95 = NAN};
+    if (p->ok)
+        bench_estimate_of(pt->stat[s], (size_t)pt->n, p->o->prec.ci_target,
+                          &est);
+    r.param = (char *)wake_params[s];
+    r.value = p->ok ? est.mean : NAN;
+    r.ci95 = p->ok ? est.ci95 : NAN;
+    r.frc = p->ok && est.frc;
+    r.extra[WX_POOLED] = p->ok && pt->pooled.n ? pooled[s] : NAN;
+    r.extra[WX_SAMPLES] = p->ok ? pt->samples : NAN;
+    r.extra[WX_REPEATS] = p->ok ? pt->n : NAN;
+    return bench_results_add(rs, &r);
+}
+
+/* The seven results of a row; frees what the point kept for them. */
+static int wake_emit(bench_point_t *p, bench_result_t *res,
+                     bench_results_t *rs)
+{
+    struct wake_point *pt = p->ctx;
+    double pooled[WS_N];
+    wake_stats_of(&pt->pooled, pooled);
+    int rc = 0;
+    for (int s = 0; s < WS_N && rc == 0; s++)
+        rc = wake_emit_one(p, s, pooled, *res, rs);
     bench_hist_free(&pt->one);
     bench_hist_free(&pt->pooled);
     for (int s = 0; s < WS_N; s++)
         free(pt->stat[s]);
-}
-
-static int wake_open(struct wake_point *pt, bool peer, bool kernel)
-{
-    int rc = wake_alloc(pt);
-    int cpus[MQS_MAX_WORKERS];
-    pt->workers = pt->o->workers ? pt->o->workers : bench_cpus_allowed();
-    if (rc == 0 && kernel)
-        pt->workers = bench_cpu_list(pt->o->workers, cpus, MQS_MAX_WORKERS);
-    if (rc == 0 && !peer && !kernel) {
-        rc = bench_runtime_open("wake", pt->row, pt->o->workers, 0, &pt->rt);
-        pt->workers = rc ? pt->workers : mqs_runtime_workers(pt->rt);
-    }
     return rc;
 }
 
-/* The seven results of a row that ran (or failed with rc). */
-static int wake_emit(struct wake_point *pt, int rc, bench_results_t *rs)
+struct wake_args {
+    struct wake_cfg cfg;
+    struct wake_point cur; /* the point being measured */
+};
+
+static int wake_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
-    bool peer = bench_peer_is(pt->row);
-    double pooled[WS_N];
-    wake_stats_of(&pt->pooled, pooled);
-    for (int s = 0; s < WS_N; s++) {
-        bench_estimate_t est = {.mean = NAN, .ci95 = NAN};
-        if (rc == 0)
-            bench_estimate_of(pt->stat[s], (size_t)pt->n, pt->o->prec.ci_target,
-                              &est);
-        bench_result_t res =
-            bench_result_of(pt->row, wake_params[s], pt->workers, "us", rc,
-                            &est, pt->note[0] ? pt->note : "failed");
-        res.extra[WX_POOLED] = rc == 0 && !peer ? pooled[s] : NAN;
-        res.extra[WX_SAMPLES] = rc == 0 ? pt->samples : NAN;
-        res.extra[WX_REPEATS] = rc == 0 ? pt->n : NAN;
-        if (bench_results_add(rs, &res) != 0)
-            return -1;
-    }
+    struct wake_args *a = sw->arg;
+    const struct wake_cfg *cfg = &a->cfg;
+    bench_peer_args_t *pa = &p->peer_args;
+    (void)i;
+    a->cur = (struct wake_point){.p = p, .cfg = cfg};
+    if (bench_hist_init(&a->cur.one) || bench_hist_init(&a->cur.pooled))
+        return -1;
+    snprintf(p->param, sizeof p->param, "all");
+    p->unit = "us";
+    p->ctx = &a->cur;
+    p->emit = wake_emit;
+    p->peer_map = &wake_peer_map;
+    bench_peer_args_add(pa, "clients", "%d", cfg->clients);
+    bench_peer_args_add(pa, "hogs", "%d", cfg->hogs);
+    bench_peer_args_add(pa, "hog_slice_us", "%d", cfg->hog_slice_us);
+    bench_peer_args_add(pa, "class", "%s", cfg->rt ? "rt" : "normal");
     return 0;
 }
 
-static int wake_point_run(struct wake_point *pt, bench_progress_t *pg,
-                          bench_results_t *rs)
+static int wake_options(bench_sweep_t *sw, int *argc, char **argv)
 {
-    bench_estimate_t est;
-    bool peer = bench_peer_is(pt->row), kernel = !strcmp(pt->row, "kernel");
-    pt->warm = !peer;
-    int rc = wake_open(pt, peer, kernel);
-    if (rc == 0)
-        rc = bench_point_estimate(pt->o, pg, pt->row, "all", pt->warm,
-                                  peer ? wake_peer_sample : wake_sample, pt,
-                                  &est);
-    bench_runtime_close("wake", pt->rt);
-    pt->rt = NULL;
-    int out = wake_emit(pt, rc, rs);
-    wake_free(pt);
-    if (out)
-        return -1;
-    return rc == BENCH_PEER_MISSING || rc == BENCH_PEER_UNSUPPORTED ||
-                   (kernel && pt->note[0])
-               ? 0
-               : rc;
-}
-
-static int wake_parse(int *argc, char **argv, struct wake_cfg *cfg)
-{
+    struct wake_cfg *cfg = &((struct wake_args *)sw->arg)->cfg;
     const char *c = "4", *h = "0", *u = "1000", *cls = "normal";
     const bench_xopt_t xo[] = {{"clients", &c}, {"hogs", &h},
                                {"hog-slice", &u}, {"class", &cls},
@@ -607,31 +564,29 @@ static int wake_parse(int *argc, char **argv, struct wake_cfg *cfg)
     return rc;
 }
 
+/* One point per row: its seven statistics come from the same repeats. */
+static int wake_prepare(bench_sweep_t *sw)
+{
+    sw->nparams = 1;
+    return 0;
+}
+
+static const bench_row_kind_t wake_kinds[] = {
+    {NULL, &wake_kind}, {"kernel", &wake_kind}, {NULL, NULL}};
+
+static const bench_exp_t wake_exp = {
+    .cli = &wake_cli,
+    .title = "us from wake-up to running",
+    .extras = wake_extras,
+    .nextra = WX_COUNT,
+    .kinds = wake_kinds,
+    .options = wake_options,
+    .prepare = wake_prepare,
+    .setup = wake_setup,
+};
+
 int bench_wake_main(int argc, char **argv)
 {
-    struct wake_cfg cfg;
-    bench_opts_t o;
-    int rc = wake_parse(&argc, argv, &cfg);
-    if (rc == 0)
-        rc = bench_parse_options(&wake_cli, argc, argv, &o);
-    if (rc == BENCH_HELP_SHOWN)
-        return 0;
-    if (rc)
-        return rc;
-    bench_results_t rs;
-    bench_results_init(&rs, "wake", "us from wake-up to running",
-                       wake_extras, WX_COUNT);
-    bench_progress_t pg;
-    bench_progress_init(&pg, o.nrows);
-    int failed = 0;
-    for (int r = 0; r < o.nrows; r++) {
-        struct wake_point pt = {.o = &o, .cfg = &cfg, .row = o.rows[r].spec};
-        pg.index++;
-        failed |= wake_point_run(&pt, &pg, &rs) != 0;
-    }
-    bench_progress_done(&pg);
-    int out = bench_output(&rs, &o);
-    bench_results_free(&rs);
-    bench_opts_free(&o);
-    return failed || out ? 1 : 0;
+    struct wake_args a = {0};
+    return bench_exp_main(&wake_exp, &a, argc, argv);
 }

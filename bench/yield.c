@@ -148,46 +148,22 @@ struct fairness {
     double min_over_mean, zero, ndev;
 };
 
-struct point;
-
-/* What differs between row kinds.  open: once per (row, N), before the
- * warm-up (create the runtime, map the floor's stacks); measure: one run
- * of `seconds`, returning ns per yield; close: undo open. */
-struct kind {
-    int (*open)(struct point *pt);
-    int (*measure)(struct point *pt, double seconds, double *ns);
-    void (*close)(struct point *pt);
-};
-
-/* One data point: a row at one N.  Owned by the main thread; tasks see
- * only their slot and the flags. */
+/* One data point: a row at one N (the driver's point's ctx; the row
+ * kinds open it once per point, before the warm-up: create the runtime,
+ * map the floor's stacks).  Owned by the main thread; tasks see only
+ * their slot and the flags. */
 struct point {
-    const bench_opts_t *o;
-    const bench_row_spec_t *row;
-    const struct kind *kind;
-    bench_progress_t *progress;
-    char param[32];
-    int ntasks, workers, busy;
+    int ntasks, busy;
     struct flags *flags;
     struct slot *slots;
     /* per-task yields in the last window, and counters at its start */
     double *work;
     uint64_t *snap;
-    /* fairness, worst over the repeats so far */
-    struct fairness worst;
-    /* policy rows */
-    mqs_runtime_t *rt;
-    mqs_task_t **tasks;
-    /* kernel row */
-    pthread_t *threads;
-    int nthreads;
+    /* policy rows (g.rt) and the kernel row: the tasks */
+    bench_group_t g;
     /* floor row: one mapping holding the N stacks */
     char *stacks;
     size_t stacks_len;
-    /* peer rows: the fairness the peer reported for its last run, and
-     * why the row has no value when it is not a failure */
-    struct fairness peer_fair;
-    char note[64];
 };
 
 /* ------------------------------------------------------------------ */
@@ -239,11 +215,33 @@ static void fairness_of(const double *work, int n, struct fairness *f)
     f->ndev = n > 1 && mean > 0 ? bench_stdev(work, (size_t)n) / mean : 0;
 }
 
-static void fairness_merge(struct fairness *worst, const struct fairness *f)
+/* The fairness of the last window as the point's extras. */
+static void fairness_extras(const struct point *pt, double *extra)
 {
-    worst->min_over_mean = fmin(worst->min_over_mean, f->min_over_mean);
-    worst->zero = fmax(worst->zero, f->zero);
-    worst->ndev = fmax(worst->ndev, f->ndev);
+    struct fairness f;
+    fairness_of(pt->work, pt->ntasks, &f);
+    extra[X_FAIR_MIN] = f.min_over_mean;
+    extra[X_ZERO] = f.zero;
+    extra[X_NDEV] = f.ndev;
+}
+
+/* The slots, flags and counts of a point (every row kind but peers). */
+static int point_alloc(struct point *pt)
+{
+    size_t n = (size_t)pt->ntasks;
+    pt->flags = aligned_alloc(CACHELINE, sizeof *pt->flags);
+    pt->slots = aligned_alloc(CACHELINE, n * sizeof *pt->slots);
+    pt->work = calloc(n, sizeof *pt->work);
+    pt->snap = calloc(n, sizeof *pt->snap);
+    return pt->flags && pt->slots && pt->work && pt->snap ? 0 : -1;
+}
+
+static void point_free(struct point *pt)
+{
+    free(pt->flags);
+    free(pt->slots);
+    free(pt->work);
+    free(pt->snap);
 }
 
 static void reset_counters(struct point *pt)
@@ -266,8 +264,10 @@ static bool all_counted(const struct point *pt)
     return true;
 }
 
-static int run_window(struct point *pt, double seconds, double *ns)
+static int run_window(bench_point_t *p, double *ns, double *extra)
 {
+    struct point *pt = p->ctx;
+    double seconds = bench_point_seconds(p);
     uint64_t win = (uint64_t)(seconds * 1e9);
     atomic_store(&pt->flags->start, 1);
     bench_sleep_ns(win / 10 < SETTLE_MAX_NS ? win / 10 : SETTLE_MAX_NS);
@@ -284,164 +284,82 @@ static int run_window(struct point *pt, double seconds, double *ns)
         total += pt->work[i];
     if (total <= 0) {
         fprintf(stderr, "mqs-bench yield: %s %s: no yields counted\n",
-                pt->row->spec, pt->param);
+                p->row->spec, p->param);
         return -1;
     }
     *ns = (double)(t1 - t0) * pt->busy / total;
+    fairness_extras(pt, extra);
     return 0;
 }
 
 /* ------------------------------------------------------------------ */
-/* Policy rows: mqs tasks                                              */
+/* Policy and kernel rows: mqs tasks, or pthreads and sched_yield      */
 /* ------------------------------------------------------------------ */
+
+/* A task's life: yield until start, then yield and count until stop.
+ * Inlined into each caller, so the yield is a direct call. */
+static inline __attribute__((always_inline)) void
+count_yields(struct slot *s, int (*yield_fn)(void))
+{
+    const struct flags *f = s->flags;
+    _Atomic uint64_t count = 0;
+    atomic_store_explicit(&s->count, &count, memory_order_release);
+    while (!flag(&f->start))
+        yield_fn();
+    while (!flag(&f->stop)) {
+        yield_fn();
+        count_one(&count);
+    }
+}
 
 static void *mq_task(void *arg)
 {
-    struct slot *s = arg;
-    const struct flags *f = s->flags;
-    _Atomic uint64_t count = 0;
-    atomic_store_explicit(&s->count, &count, memory_order_release);
-    while (!flag(&f->start))
-        mqs_yield();
-    while (!flag(&f->stop)) {
-        mqs_yield();
-        count_one(&count);
-    }
+    count_yields(arg, mqs_yield);
     return NULL;
 }
-
-static int mq_open(struct point *pt)
-{
-    if (bench_runtime_open("yield", pt->row->spec, pt->o->workers, 0,
-                           &pt->rt))
-        return -1;
-    pt->workers = mqs_runtime_workers(pt->rt);
-    pt->busy = pt->ntasks < pt->workers ? pt->ntasks : pt->workers;
-    pt->tasks = calloc((size_t)pt->ntasks, sizeof *pt->tasks);
-    return pt->tasks ? 0 : -1;
-}
-
-/* Join the first n tasks; returns the first error. */
-static int mq_join(struct point *pt, int n)
-{
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
-        int r = mqs_join(pt->tasks[i], NULL);
-        if (r && !rc) {
-            fprintf(stderr, "mqs-bench yield: mqs_join: %s\n", mqs_strerror(r));
-            rc = -1;
-        }
-    }
-    return rc;
-}
-
-static int mq_measure(struct point *pt, double seconds, double *ns)
-{
-    reset_counters(pt);
-    for (int i = 0; i < pt->ntasks; i++) {
-        int r = mqs_spawn(pt->rt, &pt->tasks[i], NULL, mq_task, &pt->slots[i]);
-        if (r != 0) {
-            fprintf(stderr, "mqs-bench yield: %s %s: mqs_spawn: %s\n",
-                    pt->row->spec, pt->param, mqs_strerror(r));
-            atomic_store(&pt->flags->stop, 1);
-            atomic_store(&pt->flags->start, 1);
-            mq_join(pt, i);
-            return -1;
-        }
-    }
-    int rc = run_window(pt, seconds, ns);
-    return mq_join(pt, pt->ntasks) ? -1 : rc;
-}
-
-static void mq_close(struct point *pt)
-{
-    bench_runtime_close("yield", pt->rt);
-    free(pt->tasks);
-    pt->rt = NULL;
-    pt->tasks = NULL;
-}
-
-static const struct kind kind_policy = {mq_open, mq_measure, mq_close};
-
-/* ------------------------------------------------------------------ */
-/* kernel row: pthreads and sched_yield                                */
-/* ------------------------------------------------------------------ */
 
 static void *kernel_thread(void *arg)
 {
-    struct slot *s = arg;
-    const struct flags *f = s->flags;
-    _Atomic uint64_t count = 0;
-    atomic_store_explicit(&s->count, &count, memory_order_release);
-    while (!flag(&f->start))
-        sched_yield();
-    while (!flag(&f->stop)) {
-        sched_yield();
-        count_one(&count);
-    }
+    count_yields(arg, sched_yield);
     return NULL;
 }
 
-static int kernel_open(struct point *pt)
+static int tasks_open(bench_point_t *p)
 {
-    cpu_set_t set;
-    pt->workers = bench_kernel_cpus(pt->o->workers, &set);
-    pt->busy = pt->ntasks < pt->workers ? pt->ntasks : pt->workers;
-    pt->threads = calloc((size_t)pt->ntasks, sizeof *pt->threads);
-    return pt->threads ? 0 : -1;
+    struct point *pt = p->ctx;
+    pt->g = (bench_group_t){.workers = p->o->workers, .stack = KERNEL_STACK};
+    if (point_alloc(pt) || bench_row_open(p, &pt->g.rt))
+        return -1;
+    pt->busy = pt->ntasks < p->workers ? pt->ntasks : p->workers;
+    return 0;
 }
 
-static void kernel_join(struct point *pt)
+/* Start the tasks (or threads), count over the window, join them. */
+static int tasks_measure(bench_point_t *p, double *ns, double *extra)
 {
-    for (int i = 0; i < pt->nthreads; i++)
-        pthread_join(pt->threads[i], NULL);
-    pt->nthreads = 0;
-}
-
-static int kernel_spawn(struct point *pt)
-{
-    pthread_attr_t attr;
-    cpu_set_t set;
-    bench_kernel_cpus(pt->o->workers, &set);
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, KERNEL_STACK);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    int rc = 0;
-    for (int i = 0; i < pt->ntasks && rc == 0; i++) {
-        rc = pthread_create(&pt->threads[i], &attr, kernel_thread,
-                            &pt->slots[i]);
-        if (rc == 0)
-            pt->nthreads++;
-    }
-    pthread_attr_destroy(&attr);
-    if (rc)
-        fprintf(stderr, "mqs-bench yield: kernel %s: pthread_create: %s\n",
-                pt->param, strerror(rc));
-    return rc ? -1 : 0;
-}
-
-static int kernel_measure(struct point *pt, double seconds, double *ns)
-{
+    struct point *pt = p->ctx;
     reset_counters(pt);
-    if (kernel_spawn(pt) != 0) {
+    int rc = bench_group_start(&pt->g, "yield", p->row->spec, pt->ntasks,
+                               pt->g.rt ? mq_task : kernel_thread, pt->slots,
+                               sizeof *pt->slots);
+    if (rc) { /* release those started */
         atomic_store(&pt->flags->stop, 1);
         atomic_store(&pt->flags->start, 1);
-        kernel_join(pt);
-        return -1;
+    } else {
+        rc = run_window(p, ns, extra);
     }
-    int rc = run_window(pt, seconds, ns);
-    kernel_join(pt);
-    return rc;
+    return bench_group_join(&pt->g) ? -1 : rc;
 }
 
-static void kernel_close(struct point *pt)
+static void tasks_close(bench_point_t *p)
 {
-    free(pt->threads);
-    pt->threads = NULL;
+    struct point *pt = p->ctx;
+    bench_row_close(p, &pt->g.rt);
+    point_free(pt);
 }
 
-static const struct kind kind_kernel = {kernel_open, kernel_measure,
-                                        kernel_close};
+static const bench_point_kind_t kind_tasks = {tasks_open, tasks_measure,
+                                             tasks_close};
 
 /* ------------------------------------------------------------------ */
 /* floor row: a bare ring of contexts                                  */
@@ -534,9 +452,12 @@ static int floor_contexts(const struct point *pt)
     return pt->ntasks < 2 ? 2 : pt->ntasks;
 }
 
-static int floor_open(struct point *pt)
+static int floor_open(bench_point_t *p)
 {
-    pt->workers = pt->busy = 1;
+    struct point *pt = p->ctx;
+    p->workers = pt->busy = 1;
+    if (point_alloc(pt))
+        return -1;
     pt->stacks_len = (size_t)floor_contexts(pt) * FLOOR_STACK;
     pt->stacks = mmap(NULL, pt->stacks_len, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -598,9 +519,11 @@ static void ring_unmake(struct ring *r)
 }
 
 /* Run the ring for `seconds`; ns per switch through *ns. */
-static int floor_measure(struct point *pt, double seconds, double *ns)
+static int floor_measure(bench_point_t *p, double *ns, double *extra)
 {
-    struct ring r = {.n = floor_contexts(pt), .seconds = seconds};
+    struct point *pt = p->ctx;
+    struct ring r = {.n = floor_contexts(pt),
+                     .seconds = bench_point_seconds(p)};
     r.ctx = aligned_alloc(CACHELINE, (size_t)r.n * sizeof *r.ctx);
     if (!r.ctx)
         return -1;
@@ -618,13 +541,15 @@ static int floor_measure(struct point *pt, double seconds, double *ns)
         }
         *ns = total > 0 ? (double)(r.t1 - r.t0) / total : NAN;
         rc = total > 0 ? 0 : -1;
+        fairness_extras(pt, extra);
     }
     ring_unmake(&r);
     return rc;
 }
 
-static void floor_close(struct point *pt)
+static void floor_close(bench_point_t *p)
 {
+    struct point *pt = p->ctx;
     if (pt->stacks) {
 #if defined(MQS_ASAN)
         __asan_unpoison_memory_region(pt->stacks, pt->stacks_len);
@@ -632,168 +557,62 @@ static void floor_close(struct point *pt)
         munmap(pt->stacks, pt->stacks_len);
     }
     pt->stacks = NULL;
-}
-
-static const struct kind kind_floor = {floor_open, floor_measure, floor_close};
-
-/* ------------------------------------------------------------------ */
-/* go and fiber rows: a peer runtime's program                         */
-/* ------------------------------------------------------------------ */
-
-static int peer_open(struct point *pt)
-{
-    pt->workers = pt->o->workers; /* 0 until the peer says what it used */
-    return 0;
-}
-
-static int peer_measure(struct point *pt, double seconds, double *ns)
-{
-    bench_peer_args_t args;
-    bench_peer_args_init(&args);
-    if (bench_peer_args_add(&args, "tasks", "%d", pt->ntasks) ||
-        bench_peer_args_common(&args, pt->o->workers, seconds))
-        return -1;
-    bench_peer_result_t r;
-    char why[64];
-    int st = bench_peer_run(pt->row->spec, "yield", bench_peer_args_list(&args),
-                            &r, why, sizeof why);
-    if (st == BENCH_PEER_MISSING || st == BENCH_PEER_UNSUPPORTED)
-        snprintf(pt->note, sizeof pt->note, "%s", why);
-    if (st != BENCH_PEER_OK) {
-        if (st == BENCH_PEER_FAILED)
-            fprintf(stderr, "mqs-bench yield: %s %s: %s\n", pt->row->spec,
-                    pt->param, why);
-        return -1;
-    }
-    *ns = bench_peer_get(&r, "ns_per_yield");
-    pt->peer_fair = (struct fairness){
-        bench_peer_get(&r, "fairness_min_over_mean"),
-        bench_peer_get(&r, "zero_work_tasks"), bench_peer_get(&r, "norm_dev")};
-    double w = bench_peer_get(&r, "workers");
-    if (w >= 1)
-        pt->workers = (int)w;
-    return isfinite(*ns) && *ns > 0 ? 0 : -1;
-}
-
-static void peer_close(struct point *pt) { (void)pt; }
-
-static const struct kind kind_peer = {peer_open, peer_measure, peer_close};
-
-/* ------------------------------------------------------------------ */
-/* One data point: warm-up, repeats, result                            */
-/* ------------------------------------------------------------------ */
-
-static int measure_repeat(void *arg, int repeat, double *value)
-{
-    struct point *pt = arg;
-    struct fairness f;
-    bench_progress_show(pt->progress, pt->row->spec, pt->param, repeat + 1);
-    if (pt->kind->measure(pt, pt->o->seconds, value) != 0)
-        return -1;
-    if (pt->kind == &kind_peer)
-        f = pt->peer_fair;
-    else
-        fairness_of(pt->work, pt->ntasks, &f);
-    fairness_merge(&pt->worst, &f);
-    return 0;
-}
-
-static int point_alloc(struct point *pt)
-{
-    size_t n = (size_t)pt->ntasks;
-    pt->flags = aligned_alloc(CACHELINE, sizeof *pt->flags);
-    pt->slots = aligned_alloc(CACHELINE, n * sizeof *pt->slots);
-    pt->work = calloc(n, sizeof *pt->work);
-    pt->snap = calloc(n, sizeof *pt->snap);
-    return pt->flags && pt->slots && pt->work && pt->snap ? 0 : -1;
-}
-
-static void point_free(struct point *pt)
-{
-    free(pt->flags);
-    free(pt->slots);
-    free(pt->work);
-    free(pt->snap);
-}
-
-/* Measure and fill *res (value NAN when it failed). */
-static int point_run(struct point *pt, bench_result_t *res)
-{
-    bench_estimate_t est = {.mean = NAN, .ci95 = NAN, .frc = true};
-    pt->worst = (struct fairness){1, 0, 0};
-    int rc = point_alloc(pt) ? -1 : pt->kind->open(pt);
-    if (rc == 0) {
-        double warm;
-        bench_progress_show(pt->progress, pt->row->spec, pt->param, 0);
-        rc = pt->kind->measure(pt, pt->o->seconds / 4, &warm);
-    }
-    if (rc == 0)
-        rc = bench_repeat_until_precise(&pt->o->prec, measure_repeat, pt, &est);
-    pt->kind->close(pt);
     point_free(pt);
-    bool ok = rc == 0;
-    *res = (bench_result_t){
-        .row = pt->row->spec,
-        .param = pt->param,
-        .workers = pt->workers,
-        .value = ok ? est.mean : NAN,
-        .ci95 = ok ? est.ci95 : NAN,
-        .unit = "ns",
-        .frc = ok && est.frc,
-        .extra = {[X_FAIR_MIN] = ok ? pt->worst.min_over_mean : NAN,
-                  [X_ZERO] = ok ? pt->worst.zero : NAN,
-                  [X_NDEV] = ok ? pt->worst.ndev : NAN,
-                  [X_REPEATS] = ok ? est.n : NAN},
-        .note = pt->note[0] ? pt->note : NULL};
-    return pt->note[0] ? 0 : rc; /* "not installed" is not a failure */
 }
 
-static const struct kind *kind_of(const bench_row_spec_t *row)
+static const bench_point_kind_t kind_floor = {floor_open, floor_measure, floor_close};
+
+/* ------------------------------------------------------------------ */
+/* go and fiber rows, and the table entry                              */
+/* ------------------------------------------------------------------ */
+
+/* A peer reports ns per yield and the fairness of its own counts. */
+static const bench_peer_map_t yield_peer_map = {
+    .value_key = "ns_per_yield",
+    .extra_key = {[X_FAIR_MIN] = "fairness_min_over_mean",
+                  [X_ZERO] = "zero_work_tasks",
+                  [X_NDEV] = "norm_dev"},
+};
+
+static int yield_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
-    if (!row->pseudo)
-        return &kind_policy;
-    if (bench_peer_is(row->spec))
-        return &kind_peer;
-    return strcmp(row->spec, "kernel") == 0 ? &kind_kernel : &kind_floor;
+    struct point *pt = sw->arg;
+    *pt = (struct point){.ntasks = sw->o->tasks[i]};
+    snprintf(p->param, sizeof p->param, "tasks=%d", pt->ntasks);
+    p->unit = "ns";
+    p->nextra = X_COUNT;
+    p->ctx = pt;
+    p->peer_map = &yield_peer_map;
+    bench_peer_args_add(&p->peer_args, "tasks", "%d", pt->ntasks);
+    return 0;
 }
 
-static int run_all(const bench_opts_t *o, bench_results_t *rs)
-{
-    bench_progress_t prog;
-    bench_progress_init(&prog, o->nrows * o->ntasks);
-    int failed = 0;
-    for (int r = 0; r < o->nrows; r++) {
-        for (int t = 0; t < o->ntasks; t++) {
-            struct point pt = {.o = o,
-                               .row = &o->rows[r],
-                               .kind = kind_of(&o->rows[r]),
-                               .progress = &prog,
-                               .ntasks = o->tasks[t]};
-            snprintf(pt.param, sizeof pt.param, "tasks=%d", o->tasks[t]);
-            prog.index++;
-            bench_result_t res;
-            failed |= point_run(&pt, &res) != 0;
-            if (bench_results_add(rs, &res) != 0)
-                return -1;
-        }
-    }
-    bench_progress_done(&prog);
-    return failed ? -1 : 0;
-}
+/* Fairness is the worst seen over the repeats: a policy that starves a
+ * different task each run is still unfair. */
+static const unsigned char yield_fold[X_COUNT] = {
+    [X_FAIR_MIN] = BENCH_FOLD_MIN,
+    [X_ZERO] = BENCH_FOLD_MAX,
+    [X_NDEV] = BENCH_FOLD_MAX,
+    [X_REPEATS] = BENCH_FOLD_REPEATS,
+};
+
+static const bench_row_kind_t yield_kinds[] = {{NULL, &kind_tasks},
+                                               {"kernel", &kind_tasks},
+                                               {"floor", &kind_floor},
+                                               {NULL, NULL}};
+
+static const bench_exp_t yield_exp = {
+    .cli = &yield_cli,
+    .title = "ns per yield",
+    .extras = yield_extras,
+    .nextra = X_COUNT,
+    .fold = yield_fold,
+    .kinds = yield_kinds,
+    .setup = yield_setup,
+};
 
 int bench_yield_main(int argc, char **argv)
 {
-    bench_opts_t o;
-    int rc = bench_parse_options(&yield_cli, argc, argv, &o);
-    if (rc == BENCH_HELP_SHOWN)
-        return 0;
-    if (rc)
-        return rc;
-    bench_results_t rs;
-    bench_results_init(&rs, "yield", "ns per yield", yield_extras, X_COUNT);
-    int failed = run_all(&o, &rs);
-    int out = bench_output(&rs, &o);
-    bench_results_free(&rs);
-    bench_opts_free(&o);
-    return failed || out ? 1 : 0;
+    struct point pt;
+    return bench_exp_main(&yield_exp, &pt, argc, argv);
 }

@@ -33,18 +33,21 @@ TEST(mixed_lists_must_pair)
 {
     char *argv[] = {"mixed", "--short", "5,4", "--long", "5", NULL};
     int argc = 5;
-    struct mixed_args a;
-    CHECK_EQ(mixed_options(&argc, argv, &a), BENCH_EXIT_USAGE);
+    struct mixed_args a = {0};
+    bench_sweep_t sw = {.arg = &a};
+    CHECK_EQ(mixed_options(&sw, &argc, argv), BENCH_EXIT_USAGE);
     free(a.shorts);
     free(a.longs);
     char *b[] = {"mixed", "--short", "0", "--long", "0", NULL};
     argc = 5;
-    CHECK_EQ(mixed_options(&argc, b, &a), BENCH_EXIT_USAGE);
+    a = (struct mixed_args){0};
+    CHECK_EQ(mixed_options(&sw, &argc, b), BENCH_EXIT_USAGE);
     free(a.shorts);
     free(a.longs);
     char *c[] = {"mixed", NULL};
     argc = 1;
-    CHECK_EQ(mixed_options(&argc, c, &a), 0);
+    a = (struct mixed_args){0};
+    CHECK_EQ(mixed_options(&sw, &argc, c), 0);
     CHECK_EQ(a.n, 3);
     CHECK_EQ(a.shorts[2], 16);
     CHECK_EQ(a.longs[2], 0);
@@ -73,12 +76,14 @@ TEST(chat_options_defaults_and_ranges)
 {
     char *argv[] = {"chat", "--msg-bytes", "8", NULL};
     int argc = 3;
-    struct chat_args a;
-    CHECK_EQ(chat_options(&argc, argv, &a), BENCH_EXIT_USAGE);
+    struct chat_args a = {0};
+    bench_sweep_t sw = {.arg = &a};
+    CHECK_EQ(chat_options(&sw, &argc, argv), BENCH_EXIT_USAGE);
     free(a.rooms);
     char *b[] = {"chat", "--rooms=3", NULL};
     argc = 2;
-    CHECK_EQ(chat_options(&argc, b, &a), 0);
+    a = (struct chat_args){0};
+    CHECK_EQ(chat_options(&sw, &argc, b), 0);
     CHECK_EQ(a.nrooms, 1);
     CHECK_EQ(a.rooms[0], 3);
     CHECK_EQ(a.s.users, 20);
@@ -159,7 +164,7 @@ TEST(spawn_tree_arithmetic)
 
 TEST(spawn_peer_sum_is_checked)
 {
-    struct spawn_point sp = {100, 10, 10000, 0, {0}};
+    struct spawn_point sp = {100, 10, 10000, 0};
     bench_peer_result_t r;
     CHECK_EQ(bench_peer_parse("ns_per_task=300 sum=4950", &r), 0);
     CHECK_EQ(spawn_peer_check(&r, &sp), 0);
@@ -189,9 +194,6 @@ TEST(peer_row_missing_is_a_note)
     bench_progress_t prog = {0};
     bench_row_spec_t row = {"go", true};
     struct chat_point cp = {.s = {1, 3, 2, 16}};
-    chat_peer_args(&cp);
-    CHECK_STREQ(cp.peer.args[0], "rooms=1");
-    CHECK_STREQ(cp.peer.args[3], "msg_bytes=16");
     bench_point_t p = {.experiment = "chat",
                        .o = &o,
                        .progress = &prog,
@@ -199,7 +201,11 @@ TEST(peer_row_missing_is_a_note)
                        .unit = "msgs/s",
                        .nextra = 1,
                        .kind = &bench_peer_kind,
-                       .ctx = &cp.peer};
+                       .ctx = &cp};
+    bench_peer_args_init(&p.peer_args);
+    chat_peer_args(&p, &cp.s);
+    CHECK_STREQ(bench_peer_args_list(&p.peer_args)[0], "rooms=1");
+    CHECK_STREQ(bench_peer_args_list(&p.peer_args)[3], "msg_bytes=16");
     bench_result_t r;
     CHECK_EQ(bench_point_run(&p, &r), 0);
     CHECK(isnan(r.value));
@@ -246,7 +252,7 @@ TEST(spawn_small_tree_sums_right_on_mq_and_kernel)
     bench_opts_t o = small_opts();
     bench_result_t r;
     for (int k = 0; k < 2; k++) {
-        struct spawn_point sp = {1000, 10, 10000, 0, {0}};
+        struct spawn_point sp = {1000, 10, 10000, 0};
         CHECK_EQ(run_point(&o, k ? "kernel" : "mq", k == 1, &spawn_kind, &sp,
                            SPAWN_X_COUNT, &r),
                  0);
@@ -262,7 +268,7 @@ TEST(spawn_live_holds_every_task)
 {
     bench_opts_t o = small_opts();
     bench_result_t r;
-    struct spawn_point sp = {1, 10, 10000, 5000, {0}};
+    struct spawn_point sp = {1, 10, 10000, 5000};
     CHECK_EQ(run_point(&o, "mq", false, &spawn_kind, &sp, SPAWN_L_COUNT, &r),
              0);
     CHECK(r.value > 0 && isfinite(r.value));
@@ -288,7 +294,7 @@ TEST(spawn_kernel_above_its_cap_is_skipped)
 {
     bench_opts_t o = small_opts();
     bench_result_t r;
-    struct spawn_point sp = {1000, 10, 100, 0, {0}};
+    struct spawn_point sp = {1000, 10, 100, 0};
     CHECK_EQ(run_point(&o, "kernel", true, &spawn_kind, &sp, SPAWN_X_COUNT, &r),
              0);
     CHECK(isnan(r.value));
@@ -313,10 +319,10 @@ TEST(chat_mq_run_counts_every_delivery)
 {
     mqs_runtime_t *rt;
     CHECK_EQ(bench_runtime_open("chat", "mq", 2, 0, &rt), 0);
-    struct chat_run run = {.s = {3, 5, 40, 32}, .rt = rt};
+    struct chat_run run = {.s = {3, 5, 40, 32}, .rt = rt, .row = "mq"};
     double secs;
     /* A lost or misrouted message makes chat_check fail the run. */
-    CHECK_EQ(chat_mq_run(&run, &secs), 0);
+    CHECK_EQ(chat_run_all(&run, &secs), 0);
     CHECK(secs > 0);
     CHECK_EQ(bench_runtime_close("chat", rt), 0);
 }
@@ -328,7 +334,7 @@ TEST(mixed_small_window_on_mq_and_kernel)
     for (int k = 0; k < 2; k++) {
         struct mixed_point mp = {.nshort = 2, .nlong = 1, .n = 3, .burst = 50};
         int rc = run_point(&o, k ? "kernel" : "mq", k == 1,
-                           k ? &mixed_kernel_kind : &mixed_policy_kind, &mp,
+                           &mixed_kind, &mp,
                            MIXED_X_COUNT, &r);
         CHECK_EQ(rc, 0);
         CHECK(mp.flags == NULL && mp.slots == NULL); /* close freed them */

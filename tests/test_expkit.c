@@ -213,44 +213,143 @@ TEST(point_driver_skip_and_failure)
     CHECK_STREQ(r.note, "failed");
 }
 
-/* The sample-function adapter runs the same loop: one warm-up of a
- * quarter of the seconds (not counted) unless told not to. */
+/* The warm-up runs a quarter of the seconds and is not counted, unless
+ * the point says no warm-up. */
 struct sampler {
     int calls;
     double seconds[8];
 };
 
-static int sampler_fn(void *ctx, double seconds, double *value)
+static int sampler_open(bench_point_t *p)
 {
-    struct sampler *s = ctx;
-    s->seconds[s->calls++ % 8] = seconds;
-    *value = s->calls == 1 ? 1000 : 7;
+    (void)p;
     return 0;
 }
 
-TEST(point_estimate_warms_up_a_quarter)
+static int sampler_measure(bench_point_t *p, double *value, double *extra)
+{
+    struct sampler *s = p->ctx;
+    s->seconds[s->calls++ % 8] = bench_point_seconds(p);
+    *value = s->calls == 1 ? 1000 : 7;
+    extra[0] = s->calls;      /* folded by the least */
+    extra[1] = 10 * s->calls; /* by the greatest */
+    return 0;
+}
+
+static const bench_point_kind_t sampler_kind = {sampler_open, sampler_measure,
+                                                NULL};
+
+static const unsigned char sampler_fold[3] = {
+    BENCH_FOLD_MIN, BENCH_FOLD_MAX, BENCH_FOLD_REPEATS};
+
+static int sampler_run(struct sampler *s, bool warm, bench_result_t *r)
 {
     bench_opts_t o = {0};
     o.prec = (bench_precision_t){3, 3, 1e-9, 100};
     o.seconds = 0.4;
     bench_progress_t prog = {0};
+    bench_row_spec_t row = {"mq", false};
+    bench_point_t p = {.o = &o, .progress = &prog, .row = &row, .unit = "x",
+                       .nextra = 3, .kind = &sampler_kind,
+                       .fold = sampler_fold, .ctx = s, .no_warm = !warm};
+    return bench_point_run(&p, r);
+}
+
+TEST(point_driver_warms_up_a_quarter_and_folds)
+{
     struct sampler s = {0};
-    bench_estimate_t est;
-    CHECK_EQ(bench_point_estimate(&o, &prog, "mq", "n=1", true, sampler_fn,
-                                  &s, &est), 0);
+    bench_result_t r;
+    CHECK_EQ(sampler_run(&s, true, &r), 0);
     CHECK_EQ(s.calls, 4);
     CHECK_NEAR(s.seconds[0], 0.1, 1e-12);
     CHECK_NEAR(s.seconds[1], 0.4, 1e-12);
-    CHECK_NEAR(est.mean, 7, 1e-12);
+    CHECK_NEAR(s.seconds[3], 0.4, 1e-12);
+    CHECK_NEAR(r.value, 7, 1e-12);
+    CHECK_NEAR(r.extra[0], 2, 1e-12);  /* least of calls 2..4 */
+    CHECK_NEAR(r.extra[1], 40, 1e-12); /* greatest of 20..40 */
+    CHECK_NEAR(r.extra[2], 3, 1e-12);  /* repeats */
     struct sampler cold = {0};
-    CHECK_EQ(bench_point_estimate(&o, &prog, "go", "n=1", false, sampler_fn,
-                                  &cold, &est), 0);
+    CHECK_EQ(sampler_run(&cold, false, &r), 0);
     CHECK_EQ(cold.calls, 3);
-    CHECK_NEAR(est.mean, (1000 + 7 + 7) / 3.0, 1e-9);
-    bench_result_t r = bench_result_of("go", "n=1", 2, "us", 0, &est, "x");
-    CHECK_NEAR(r.value, est.mean, 1e-12);
-    CHECK(r.note == NULL);
-    r = bench_result_of("go", "n=1", 2, "us", -1, &est, "failed");
-    CHECK(isnan(r.value));
-    CHECK_STREQ(r.note, "failed");
+    CHECK_NEAR(cold.seconds[0], 0.4, 1e-12);
+    CHECK_NEAR(r.value, (1000 + 7 + 7) / 3.0, 1e-9);
+    CHECK_NEAR(r.extra[0], 1, 1e-12);
+}
+
+/* ------------------------------------------------------------------ */
+/* The sweep over a table entry                                        */
+/* ------------------------------------------------------------------ */
+
+struct table_run {
+    struct script s;
+    int setups, emitted;
+};
+
+/* Every point emits its result twice, the second with its param
+ * suffixed, as an experiment with several lines per point does. */
+static int table_emit(bench_point_t *p, bench_result_t *res,
+                      bench_results_t *rs)
+{
+    struct table_run *t = p->ctx;
+    char param[64];
+    t->emitted++;
+    if (bench_results_add(rs, res))
+        return -1;
+    snprintf(param, sizeof param, "%s+", res->param);
+    res->param = param;
+    return bench_results_add(rs, res);
+}
+
+static int table_setup(bench_sweep_t *sw, int i, bench_point_t *p)
+{
+    struct table_run *t = sw->arg;
+    t->setups++;
+    t->s = (struct script){.fail_at = -1, .values = {1, 2, 3, 4}};
+    snprintf(p->param, sizeof p->param, "n=%d", sw->o->tasks[i]);
+    p->unit = "x";
+    p->nextra = 1;
+    p->ctx = t;
+    p->emit = table_emit;
+    static const bench_peer_map_t map = {.value_key = "v"};
+    p->peer_map = &map;
+    return 0;
+}
+
+/* The script kind reads its struct script at the start of ctx. */
+static const bench_row_kind_t table_kinds[] = {
+    {NULL, &script_kind}, {"kernel", &script_kind}, {NULL, NULL}};
+
+static const bench_cli_t table_cli = {.name = "t"};
+
+static const bench_exp_t table_exp = {.cli = &table_cli,
+                                      .kinds = table_kinds,
+                                      .setup = table_setup};
+
+TEST(sweep_runs_every_row_and_param_by_the_table)
+{
+    setenv("MQS_PEER_DIR", "/nonexistent-mqs-peer-dir", 1);
+    int tasks[] = {1, 2};
+    bench_row_spec_t rows[] = {{"mq", false}, {"kernel", true},
+                               {"go", true}};
+    bench_opts_t o = {.tasks = tasks, .ntasks = 2, .rows = rows, .nrows = 3};
+    o.prec = (bench_precision_t){2, 2, 1e-9, 100};
+    o.seconds = 0.01;
+    struct table_run t = {0};
+    bench_sweep_t sw = {.e = &table_exp, .o = &o, .nparams = 2, .arg = &t};
+    bench_results_t rs;
+    bench_results_init(&rs, "t", "x", NULL, 0);
+    CHECK_EQ(bench_sweep_run(&sw, &rs), 0);
+    CHECK_EQ(t.setups, 6);
+    CHECK_EQ(t.emitted, 6);
+    CHECK_EQ(rs.n, 12);
+    CHECK_STREQ(rs.r[0].row, "mq");
+    CHECK_STREQ(rs.r[0].param, "n=1");
+    CHECK_STREQ(rs.r[1].param, "n=1+");
+    CHECK_NEAR(rs.r[0].value, 1.5, 1e-12); /* repeats 1, 2; warm-up not */
+    CHECK_STREQ(rs.r[4].row, "kernel");
+    CHECK_STREQ(rs.r[10].row, "go");
+    CHECK_STREQ(rs.r[10].param, "n=2");
+    CHECK(isnan(rs.r[10].value));
+    CHECK_STREQ(rs.r[10].note, "not installed");
+    bench_results_free(&rs);
 }
