@@ -230,6 +230,19 @@ struct mqs_policy {
     /* Called once per rq before workers start.  Absent: nothing. */
     void (*init_rq)(struct mqs_rq *rq);
 
+    /* A task was spawned (Linux's task_fork): set up se's policy fields,
+     * e.g. inherit from the spawner.  parent is the spawning task's
+     * entity, NULL when spawned from outside the runtime's tasks (another
+     * thread, another runtime's task); rq is the spawner's worker's queue
+     * (worker 0's without a parent).  Called by the spawning thread,
+     * once, before select_worker and the first enqueue(MQS_ENQ_NEW) (or
+     * before the child runs first), with no lock held: se is the
+     * spawner's alone until queued, and parent is running on this thread
+     * (read its fields, never write them).  Must not block.  Absent:
+     * nothing (se's policy fields start at zero). */
+    void (*task_new)(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                     const struct mqs_sched_entity *parent);
+
     /* Choose the worker for a task that becomes runnable (spawn, wake-up),
      * from any thread, no lock held.  waker is the worker of the caller
      * (-1 from a non-worker thread).  The result must be in the task's
@@ -312,6 +325,23 @@ unsigned mqs_rq_nr_queued(const struct mqs_rq *rq);
 unsigned mqs_rq_best_prio(const struct mqs_rq *rq);
 /* Most urgent level queued on any rq (a hint), MQS_PRIO_NONE if none. */
 unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt);
+/* The same hint as a bitmap: MQS_LEVEL_HINT_WORDS words, bit l (word
+ * l / 64, bit l % 64) set while some rq publishes level l as its best (or
+ * did until its owner's next housekeeping).  Read each word with a
+ * relaxed atomic load, no lock: a policy masks it with the levels it
+ * cares about (a pull of more urgent tasks).  The pointer stays valid for
+ * the runtime's life, so a policy may keep it in its per-rq state. */
+#define MQS_LEVEL_HINT_WORDS 3
+const _Atomic uint64_t *mqs_level_hint(const mqs_runtime_t *rt);
+
+/* The time (ns) of the current scheduling point on rq's worker: what
+ * mqs_sched_clock() returns there, without the thread-local lookup.
+ * Only on rq's own worker (it reads that worker's private clock). */
+uint64_t mqs_rq_clock(const struct mqs_rq *rq);
+/* The task running on rq's worker (the one stopping, in put_prev and the
+ * pick after it), NULL when the worker runs none.  Only on rq's own
+ * worker: the field is that worker's private state. */
+struct mqs_sched_entity *mqs_rq_curr(struct mqs_rq *rq);
 
 /* The default placement: an idle worker the task may use (its last one
  * first; the idle mark is claimed), else the waker's worker for a SYNC
