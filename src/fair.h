@@ -6,7 +6,7 @@
  * tasks in its own order in `tree` and supplies the few callbacks that
  * depend on that order; everything below is written once.
  *
- * Class order (DESIGN.md): realtime FIFO/RR levels 0..99 and the idle
+ * Class order (docs/design.md): realtime FIFO/RR levels 0..99 and the idle
  * level 140 live in one O(1) priority array (src/prio_array.h) beside the
  * tree; pick tries realtime (pulling a more urgent one from another queue
  * first, as mq does, so invariant 2 holds across workers), then the tree,

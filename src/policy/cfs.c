@@ -12,7 +12,7 @@
  * past latency/min_gran tasks the period grows instead (Linux's
  * sched_nr_latency).  A checkpoint reschedules once the slice is spent.
  * Both grow with 1 + log2(workers) (Linux's default tunable scaling), as
- * does wakeup_gran_ns; DESIGN.md's "20 ms x (1 + log2 ncpu)" is the
+ * does wakeup_gran_ns; docs/design.md's "20 ms x (1 + log2 ncpu)" is the
  * default latency_ns of 20 ms with that scaling.
  *
  * min_vruntime follows the smallest virtual runtime of the queue (the

@@ -15,7 +15,7 @@
  * idle worker pulls half of the busiest queue; every balance_ns a worker
  * pulls when the busiest is imbalance_pct longer, expired (cold) tasks
  * first, skipping cache-hot ones.  Not 2.6.0 (Linux added RT push/pull in
- * 2.6.25), for DESIGN.md invariant 2: pick first takes a more urgent
+ * 2.6.25), for invariant 2 (docs/design.md): pick first takes a more urgent
  * realtime task queued on another worker (src/rt_pull.h; rt_pull=0 off).
  *
  * Yield: 2.6.0 moved a yielding task to the expired array, which made

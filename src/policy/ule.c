@@ -17,7 +17,7 @@
  * tasks: an idle worker steals one task from the most loaded (tdq_idled)
  * and every balance_ns the least loaded worker takes half the difference
  * from the most loaded (tdq_balance).  Only realtime wake-ups preempt
- * (preempt_thresh).  Not the 2003 design, for DESIGN.md invariant 2:
+ * (preempt_thresh).  Not the 2003 design, for invariant 2 (docs/design.md):
  * pick first takes a more urgent realtime task queued on another worker
  * (src/rt_pull.h; rt_pull=0 off).
  *

@@ -14,7 +14,7 @@
  * weights, no slices: picks are the only currency, and a FIFO task at
  * position k runs within k * (lifo_max + 1) picks of its worker.
  *
- * DESIGN.md's class order is kept on a rare side path: realtime and
+ * docs/design.md's class order is kept on a rare side path: realtime and
  * idle-class tasks live in a priority array (src/prio_array.h) beside the
  * ws queues; RT levels are served before the slot, an RT task more urgent
  * than anything here is pulled from another worker (the core's level
