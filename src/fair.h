@@ -6,7 +6,7 @@
  * tasks in its own order in `tree` and supplies the few callbacks that
  * depend on that order; everything below is written once.
  *
- * Class order (DESIGN.md): realtime FIFO/RR levels 0..99 and the idle
+ * Class order (docs/design.md): realtime FIFO/RR levels 0..99 and the idle
  * level 140 live in one O(1) priority array (src/prio_array.h) beside the
  * tree; pick tries realtime (pulling a more urgent one from another queue
  * first, as mq does, so invariant 2 holds across workers), then the tree,
@@ -59,7 +59,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "internal.h"
+#include "mqs/policy.h"
+#include "bitmap.h"
 #include "list.h"
 #include "load_avg.h"
 #include "prio_array.h"
@@ -113,7 +114,7 @@ static inline void mqs__fair_set_slot(struct mqs_sched_entity *se, int i,
 
 static inline struct mqs__fair_rq *mqs__fair(struct mqs_rq *rq)
 {
-    return mqs__rq_state(rq);
+    return mqs_rq_state(rq);
 }
 
 /* Linux's SCHED_TUNABLESCALING_LOG: latencies grow with 1 + log2(ncpu),
@@ -248,11 +249,9 @@ static inline bool mqs__fair_tick(struct mqs_rq *rq,
  * queue?  Then a yield takes the slow path, whose pick pulls it. */
 static inline bool mqs__fair_rt_waiting(struct mqs_rq *rq)
 {
-    const mqs_runtime_t *rt = mqs_rq_runtime(rq);
-    uint64_t w0 = atomic_load_explicit(&rt->level_bits[0],
-                                       memory_order_relaxed);
-    uint64_t w1 = atomic_load_explicit(&rt->level_bits[1],
-                                       memory_order_relaxed);
+    const _Atomic uint64_t *hint = mqs_level_hint(mqs_rq_runtime(rq));
+    uint64_t w0 = atomic_load_explicit(&hint[0], memory_order_relaxed);
+    uint64_t w1 = atomic_load_explicit(&hint[1], memory_order_relaxed);
     const struct mqs__prio_array *cls = &mqs__fair(rq)->cls;
     return w0 || (w1 & mqs__below_mask(MQS_PRIO_NORMAL_MIN, 1)) ||
            (cls->nr && mqs__parr_best(cls) < MQS_PRIO_NORMAL_MIN);
@@ -276,7 +275,7 @@ static inline int mqs__fair_take_rt(struct mqs_rq *victim, void *arg,
         {
             struct mqs_sched_entity *se =
                 mqs_se_entry(pos, struct mqs_sched_entity, node);
-            if (n < max && mqs__se_allowed(se, req->dest) &&
+            if (n < max && mqs_se_allowed(se, req->dest) &&
                 mqs_se_movable(se)) {
                 mqs__parr_del(&f->cls, se, lvl);
                 out[n++] = se;
@@ -294,7 +293,7 @@ static inline struct mqs_sched_entity *mqs__fair_pull_rt(struct mqs_rq *rq,
                                                          unsigned below)
 {
     mqs_runtime_t *rt = mqs_rq_runtime(rq);
-    if (mqs__best_prio_anywhere(rt) >= below)
+    if (mqs_best_prio_anywhere(rt) >= below)
         return NULL;
     int self = mqs_rq_worker(rq), n = mqs_nr_workers(rt);
     struct mqs__fair_rt_req req = {below, self};
@@ -493,7 +492,7 @@ static inline bool mqs__fair_can_take(const struct mqs__fair_take_req *req,
                                       const struct mqs_sched_entity *se,
                                       uint64_t moved)
 {
-    if (!mqs__se_allowed(se, req->dest) || !mqs_se_movable(se))
+    if (!mqs_se_allowed(se, req->dest) || !mqs_se_movable(se))
         return false;
     if (req->hot_ns &&
         (int64_t)(req->now - mqs__fair_slot(se, MQS__FAIR_P_LAST)) <
@@ -552,7 +551,7 @@ static inline int mqs__fair_balance(struct mqs_rq *rq, int why,
 {
     struct mqs__fair_rq *f = mqs__fair(rq);
     mqs_runtime_t *rt = mqs_rq_runtime(rq);
-    uint64_t now = mqs__rq_clock(rq), busy;
+    uint64_t now = mqs_rq_clock(rq), busy;
     bool periodic = why == MQS_BALANCE_PERIODIC;
     if (periodic && now < f->next_balance)
         return 0;

@@ -234,6 +234,14 @@ struct mqs_rq {
     /* Times the queue went empty (under lock): housekeeping kicks an
      * idle worker only for a queue that stayed non-empty a whole period. */
     atomic_uint empties;
+#ifdef MQS_CONTRACT_CHECKS
+    /* The contract's checks (rq.c): the thread holding own_lock (an
+     * address unique to it, 0: none), the last op called under it, and
+     * the tasks the core counts as queued here (queued_on). */
+    _Atomic uintptr_t chk_holder;
+    const char *chk_op;
+    atomic_int chk_nr;
+#endif
 } MQS__ALIGNED;
 
 struct mqs__timer_heap {
@@ -377,7 +385,7 @@ struct mqs_runtime {
     /* Hint: per priority level, how many run queues publish it as their
      * best; and the levels with a non-zero count. */
     atomic_uint level_count[MQS_PRIO_LEVELS] MQS__ALIGNED;
-    _Atomic uint64_t level_bits[3] MQS__ALIGNED;
+    _Atomic uint64_t level_bits[MQS_LEVEL_HINT_WORDS] MQS__ALIGNED;
     /* Workers with nothing to run. */
     _Atomic uint64_t idle_bits[MQS__MASK_WORDS] MQS__ALIGNED;
 
@@ -416,45 +424,8 @@ struct mqs_runtime {
 };
 
 /* ------------------------------------------------------------------ */
-/* Inline versions of policy helpers for in-tree code                  */
-/* ------------------------------------------------------------------ */
-/* In-tree policies are compiled with the core and may use these instead
- * of the ABI calls in mqs/policy.h (same meaning, no call). */
-
-static inline bool mqs__se_allowed(const struct mqs_sched_entity *se, int w)
-{
-    return se->any_worker || mqs_mask_isset(&se->affinity, w);
-}
-
-static inline void *mqs__rq_state(struct mqs_rq *rq)
-{
-    return rq->pstate;
-}
-
-static inline unsigned mqs__best_prio_anywhere(const mqs_runtime_t *rt)
-{
-    for (unsigned i = 0; i < 3; i++) {
-        uint64_t b = atomic_load_explicit(&rt->level_bits[i],
-                                          memory_order_relaxed);
-        if (b)
-            return i * 64 + (unsigned)__builtin_ctzll(b);
-    }
-    return MQS_PRIO_NONE;
-}
-
-/* ------------------------------------------------------------------ */
 /* Internal calls                                                      */
 /* ------------------------------------------------------------------ */
-
-/* The time of the current scheduling point on rq's worker (every rq is
- * its worker's own, embedded).  Only the owning worker may call it (the
- * field is its private, unsynchronised state); other threads use
- * mqs_sched_clock().  Inline: a policy's put_prev reads it every yield,
- * and through rq->rt->workers[] it was a call and three loads. */
-static inline uint64_t mqs__rq_clock(const struct mqs_rq *rq)
-{
-    return mqs_se_entry(rq, struct mqs_worker, rq)->now;
-}
 
 /* The calling thread's worker, or NULL.  Never inlined: a task may resume
  * on another OS thread, so a cached TLS address would be wrong. */

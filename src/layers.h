@@ -116,6 +116,32 @@ static inline void mqs__apply_pending(struct mqs_task *t)
 
 /* ---- the run queue: rq.c (the owner's lock side is in rq.h) -------- */
 bool mqs__bias_register(mqs_runtime_t *rt);
+/* The policy contract's checks (MQS_CONTRACT_CHECKS builds: Debug, the
+ * sanitizer builds, the mqs_checked library; nothing in the others).
+ * took/release: every rq lock the core or a policy takes and drops (the
+ * release checks the queue's published count against the core's);
+ * op: the core is about to call policy op `op` on rq with its lock held
+ * (asserted); unlocked_op: ... with no rq lock held by this thread
+ * (asserted); count: d tasks queued on (d > 0) or taken off (d < 0)
+ * worker w's queue, as queued_on records them. */
+#ifdef MQS_CONTRACT_CHECKS
+void mqs__chk_took(struct mqs_rq *rq);
+void mqs__chk_release(struct mqs_rq *rq);
+void mqs__chk_op(struct mqs_rq *rq, const char *op);
+void mqs__chk_unlocked_op(mqs_runtime_t *rt, const char *op);
+void mqs__chk_count(mqs_runtime_t *rt, int w, int d);
+#define MQS__CHK_TOOK(rq) mqs__chk_took(rq)
+#define MQS__CHK_RELEASE(rq) mqs__chk_release(rq)
+#define MQS__CHK_OP(rq, op) mqs__chk_op(rq, op)
+#define MQS__CHK_UNLOCKED_OP(rt, op) mqs__chk_unlocked_op(rt, op)
+#define MQS__CHK_COUNT(rt, w, d) mqs__chk_count(rt, w, d)
+#else
+#define MQS__CHK_TOOK(rq) ((void)0)
+#define MQS__CHK_RELEASE(rq) ((void)0)
+#define MQS__CHK_OP(rq, op) ((void)0)
+#define MQS__CHK_UNLOCKED_OP(rt, op) ((void)0)
+#define MQS__CHK_COUNT(rt, w, d) ((void)0)
+#endif
 
 /* ---- placement: place.c ------------------------------------------- */
 /* Random-schedule mode: splitmix64 of x (seeds the generators); the

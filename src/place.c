@@ -30,7 +30,7 @@ static int allowed_from(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
 {
     for (int i = 0; i < rt->nworkers; i++) {
         int w = (from + i) % rt->nworkers;
-        if (mqs__se_allowed(se, w))
+        if (mqs_se_allowed(se, w))
             return w;
     }
     return 0;
@@ -94,7 +94,7 @@ static int claim_idle_allowed(mqs_runtime_t *rt,
                               const struct mqs_sched_entity *se)
 {
     int last = se->last_worker;
-    if (last >= 0 && mqs__se_allowed(se, last) &&
+    if (last >= 0 && mqs_se_allowed(se, last) &&
         mqs_worker_claim_idle(rt, last))
         return last;
     for (int i = 0; i < MQS__MASK_WORDS && i * 64 < rt->nworkers; i++) {
@@ -119,9 +119,9 @@ int mqs_select_default(mqs_runtime_t *rt, struct mqs_sched_entity *se,
     int idle = claim_idle_allowed(rt, se);
     if (idle >= 0)
         return idle;
-    if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs__se_allowed(se, waker))
+    if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs_se_allowed(se, waker))
         return waker;
-    if (last >= 0 && mqs__se_allowed(se, last))
+    if (last >= 0 && mqs_se_allowed(se, last))
         return last;
     return two_choices(rt, se, waker);
 }
@@ -171,10 +171,10 @@ static __attribute__((noinline)) int shuffle_place(mqs_runtime_t *rt,
     }
     int n = 0;
     for (int i = 0; i < rt->nworkers; i++)
-        n += mqs__se_allowed(&t->se, i);
+        n += mqs_se_allowed(&t->se, i);
     int k = (int)((r & 0xffffffffu) % (uint64_t)n), w = 0;
     for (;; w++)
-        if (mqs__se_allowed(&t->se, w) && k-- == 0)
+        if (mqs_se_allowed(&t->se, w) && k-- == 0)
             break;
     /* The policy may have claimed `chosen` idle (its mark cleared) and it
      * may be parked: wake it, or it sleeps on unmarked. */
@@ -187,6 +187,8 @@ static int select_worker(mqs_runtime_t *rt, struct mqs_task *t, int waker,
                          int flags)
 {
     const struct mqs_policy *p = rt->policy;
+    if (p->select_worker)
+        MQS__CHK_UNLOCKED_OP(rt, "select_worker");
     int w = p->select_worker ? p->select_worker(rt, &t->se, waker, flags)
                              : mqs_select_default(rt, &t->se, waker, flags);
     if (w < 0 || w >= rt->nworkers || !mqs_se_allowed(&t->se, w))
@@ -205,6 +207,7 @@ static bool should_preempt(struct mqs_rq *rq, struct mqs_task *curr,
     const struct mqs_policy *p = rq->rt->policy;
     if (!p->wake_preempt)
         return woken->se.prio < curr->se.prio;
+    MQS__CHK_OP(rq, "wake_preempt");
     return p->wake_preempt(rq, &curr->se, &woken->se);
 }
 
@@ -231,7 +234,10 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
     if (target == waker)
         fast = mqs__own_lock(tw);
     else
+    {
         mqs__spin_lock(tw->rq.lock);
+        MQS__CHK_TOOK(&tw->rq);
+    }
     mqs__rq_enqueue_locked(&tw->rq, t, flags);
     /* Decided under the lock: once it is dropped t may run elsewhere,
      * end and be freed. */
@@ -241,8 +247,10 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
         preempt = should_preempt(&tw->rq, self->curr, t);
     if (target == waker)
         mqs__own_unlock(tw, fast);
-    else
+    else {
+        MQS__CHK_RELEASE(&tw->rq);
         mqs__spin_unlock(tw->rq.lock);
+    }
     if (self && (flags & MQS_ENQ_WAKEUP)) {
         if (target == waker)
             MQS__STAT_ADD(self->stats.wakeups_local, 1);

@@ -97,6 +97,142 @@ void mqs__bias_drop(struct mqs_worker *w)
 #undef MQS__BIAS_QUIET_NS
 
 /* ------------------------------------------------------------------ */
+/* The contract's checks (MQS_CONTRACT_CHECKS builds only)             */
+/* ------------------------------------------------------------------ */
+#ifdef MQS_CONTRACT_CHECKS
+/*
+ * Who holds an rq lock: the lock's home rq (the one whose own_lock it is:
+ * worker 0's for a shared queue) records the holder, an address unique
+ * to the thread (FreeBSD's TDQ_LOCK_ASSERT is owner-aware the same way),
+ * so "held" means held by the caller, not by anyone.  The lock word
+ * itself cannot say: the biased owner enters without touching it.
+ * Each thread also counts the rq locks it holds, for the ops that must be
+ * called with none.  A worker never holds an rq lock across a switch, so
+ * the thread is the right identity.
+ */
+static _Thread_local int chk_nheld;
+static uintptr_t chk_me(void)
+{
+    return (uintptr_t)&chk_nheld;
+}
+static struct mqs_rq *chk_home(struct mqs_rq *rq)
+{
+    return mqs_se_entry(rq->lock, struct mqs_rq, own_lock);
+}
+static bool chk_mine(struct mqs_rq *rq)
+{
+    return atomic_load_explicit(&chk_home(rq)->chk_holder,
+                                memory_order_relaxed) == chk_me();
+}
+static const char *chk_last_op(struct mqs_rq *rq)
+{
+    const char *op = chk_home(rq)->chk_op;
+    return op ? op : "(none yet)";
+}
+/* The op the core last called on this thread, for helpers' messages. */
+static _Thread_local const char *chk_cur_op;
+
+void mqs__chk_took(struct mqs_rq *rq)
+{
+    atomic_store_explicit(&chk_home(rq)->chk_holder, chk_me(),
+                          memory_order_relaxed);
+    chk_nheld++;
+    /* A policy taking another queue's lock does so for the op in
+     * progress; the core names its own op next (mqs__chk_op). */
+    if (chk_cur_op)
+        chk_home(rq)->chk_op = chk_cur_op;
+}
+
+/* Is what the queue published what the core queued on it?  Workers park
+ * and thieves look by the published count alone.  A shared queue
+ * (MQS_POLICY_SHARED_RQ) publishes on each rq what that worker may run:
+ * every queued task counts on at least one rq and none on an rq more
+ * than once, so the largest count is at most the total and the sum at
+ * least the total (a queue publishing 0 with tasks in it fails both). */
+static void chk_published(struct mqs_rq *rq)
+{
+    mqs_runtime_t *rt = rq->rt;
+    if (!(rt->policy->flags & MQS_POLICY_SHARED_RQ)) {
+        int nr = atomic_load_explicit(&rq->chk_nr, memory_order_relaxed);
+        unsigned pub = mqs_rq_nr_queued(rq);
+        if ((unsigned)nr != pub)
+            mqs__panic("policy %s: worker %d's queue holds %d tasks but "
+                       "publishes %u after op %s (rule: publish with "
+                       "mqs_rq_publish whenever the queue changes)",
+                       rt->policy->name, rq->worker, nr, pub,
+                       chk_last_op(rq));
+        return;
+    }
+    unsigned total = 0, max = 0, sum = 0;
+    for (int i = 0; i < rt->nworkers; i++) {
+        struct mqs_rq *r = &rt->workers[i]->rq;
+        unsigned pub = mqs_rq_nr_queued(r);
+        total += (unsigned)atomic_load_explicit(&r->chk_nr,
+                                                memory_order_relaxed);
+        max = pub > max ? pub : max;
+        sum += pub;
+    }
+    if (max > total || sum < total)
+        mqs__panic("policy %s: the shared queue holds %u tasks but its "
+                   "rqs publish at most %u, %u in all, after op %s (rule: "
+                   "publish on every rq with mqs_rq_publish whenever the "
+                   "queue changes)",
+                   rt->policy->name, total, max, sum, chk_last_op(rq));
+}
+
+void mqs__chk_release(struct mqs_rq *rq)
+{
+    if (!chk_mine(rq))
+        mqs__panic("policy %s: worker %d's rq lock released by a thread "
+                   "that does not hold it (last op %s)",
+                   rq->rt->policy->name, rq->worker, chk_last_op(rq));
+    if (rq->rt->workers && rq->rt->workers[rq->rt->nworkers - 1])
+        chk_published(rq);
+    atomic_store_explicit(&chk_home(rq)->chk_holder, 0, memory_order_relaxed);
+    chk_nheld--;
+}
+
+void mqs__chk_op(struct mqs_rq *rq, const char *op)
+{
+    chk_cur_op = op;
+    if (!chk_mine(rq))
+        mqs__panic("policy %s: the core calls op %s on worker %d without "
+                   "holding its rq lock (rule: %s runs under the rq lock)",
+                   rq->rt->policy->name, op, rq->worker, op);
+    chk_home(rq)->chk_op = op;
+}
+
+void mqs__chk_unlocked_op(mqs_runtime_t *rt, const char *op)
+{
+    chk_cur_op = op;
+    if (chk_nheld)
+        mqs__panic("policy %s: the core calls op %s holding %d rq lock(s) "
+                   "(rule: %s runs with no rq lock held)",
+                   rt->policy->name, op, chk_nheld, op);
+}
+
+void mqs__chk_count(mqs_runtime_t *rt, int w, int d)
+{
+    atomic_fetch_add_explicit(&rt->workers[w]->rq.chk_nr, d,
+                              memory_order_relaxed);
+}
+
+/* A helper that needs rq's lock, called by the policy. */
+static void chk_helper_locked(struct mqs_rq *rq, const char *helper)
+{
+    if (!chk_mine(rq))
+        mqs__panic("policy %s: %s on worker %d's queue without holding its "
+                   "rq lock, in op %s (rule: %s needs the rq lock held by "
+                   "the caller)",
+                   rq->rt->policy->name, helper, rq->worker,
+                   chk_cur_op ? chk_cur_op : "(none)", helper);
+}
+#define CHK_HELPER_LOCKED(rq, helper) chk_helper_locked(rq, helper)
+#else
+#define CHK_HELPER_LOCKED(rq, helper) ((void)0)
+#endif
+
+/* ------------------------------------------------------------------ */
 /* Run-queue helpers exported to policies                              */
 /* ------------------------------------------------------------------ */
 
@@ -118,7 +254,23 @@ int mqs_nr_workers(const mqs_runtime_t *rt)
 }
 void *mqs_rq_state(struct mqs_rq *rq)
 {
-    return mqs__rq_state(rq);
+    return rq->pstate;
+}
+/* Every rq is its worker's own, embedded: the clock is one load away.  A
+ * policy's put_prev reads it every yield: through rq->rt->workers[] it
+ * was three loads. */
+uint64_t mqs_rq_clock(const struct mqs_rq *rq)
+{
+    return mqs_se_entry(rq, struct mqs_worker, rq)->now;
+}
+const _Atomic uint64_t *mqs_level_hint(const mqs_runtime_t *rt)
+{
+    return rt->level_bits;
+}
+struct mqs_sched_entity *mqs_rq_curr(struct mqs_rq *rq)
+{
+    struct mqs_task *t = mqs_se_entry(rq, struct mqs_worker, rq)->curr;
+    return t ? &t->se : NULL;
 }
 void *mqs_policy_state(mqs_runtime_t *rt)
 {
@@ -131,14 +283,19 @@ void mqs_rq_lock(struct mqs_rq *rq)
         mqs__spin_acquire(rq->lock); /* the owner: no bias to revoke */
     else
         mqs__spin_lock(rq->lock);
+    MQS__CHK_TOOK(rq);
 }
 void mqs_rq_unlock(struct mqs_rq *rq)
 {
+    MQS__CHK_RELEASE(rq);
     mqs__spin_unlock(rq->lock);
 }
 bool mqs_rq_trylock(struct mqs_rq *rq)
 {
-    return mqs__spin_trylock(rq->lock);
+    if (!mqs__spin_trylock(rq->lock))
+        return false;
+    MQS__CHK_TOOK(rq);
+    return true;
 }
 unsigned mqs_rq_nr_queued(const struct mqs_rq *rq)
 {
@@ -181,6 +338,7 @@ static void level_hint_move(mqs_runtime_t *rt, unsigned from, unsigned to)
  */
 void mqs_rq_publish(struct mqs_rq *rq, unsigned nr, unsigned best)
 {
+    CHK_HELPER_LOCKED(rq, "mqs_rq_publish");
     if (nr == 0) {
         best = MQS_PRIO_NONE;
         atomic_store_explicit(&rq->empties,
@@ -226,7 +384,13 @@ void mqs__rq_hint_settle(struct mqs_worker *w)
 
 unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt)
 {
-    return mqs__best_prio_anywhere(rt);
+    for (unsigned i = 0; i < MQS_LEVEL_HINT_WORDS; i++) {
+        uint64_t b = atomic_load_explicit(&rt->level_bits[i],
+                                          memory_order_relaxed);
+        if (b)
+            return i * 64 + (unsigned)__builtin_ctzll(b);
+    }
+    return MQS_PRIO_NONE;
 }
 
 bool mqs_worker_idle(const mqs_runtime_t *rt, int w)
@@ -246,7 +410,7 @@ bool mqs_worker_claim_idle(mqs_runtime_t *rt, int w)
 
 bool mqs_se_allowed(const struct mqs_sched_entity *se, int w)
 {
-    return mqs__se_allowed(se, w);
+    return se->any_worker || mqs_mask_isset(&se->affinity, w);
 }
 
 bool mqs_se_movable(const struct mqs_sched_entity *se)
@@ -286,6 +450,8 @@ int mqs_rq_steal(struct mqs_rq *rq, struct mqs_rq *victim, int why,
 {
     if (victim == rq || max <= 0 || !mqs__spin_trylock(victim->lock))
         return 0;
+    MQS__CHK_TOOK(victim);
+    MQS__CHK_OP(victim, "mqs_rq_steal's take");
     int n = take(victim, arg, out, max);
     for (int i = 0; i < n; i++) {
         struct mqs_task *t = mqs_se_entry(out[i], struct mqs_task, se);
@@ -297,8 +463,10 @@ int mqs_rq_steal(struct mqs_rq *rq, struct mqs_rq *victim, int why,
                        rq->rt->policy->name, t->name, victim->worker,
                        rq->worker);
         atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
+        MQS__CHK_COUNT(rq->rt, victim->worker, -1);
         t->stolen = true;
     }
+    MQS__CHK_RELEASE(victim);
     mqs__spin_unlock(victim->lock);
     if (n > 0)
         mqs__count_pulls(rq->rt->workers[rq->worker], why, n);
@@ -318,8 +486,11 @@ void mqs_rq_add_stolen(struct mqs_rq *rq, struct mqs_sched_entity *se)
         mqs__panic("policy %s: mqs_rq_add_stolen of task %s, which "
                    "mqs_rq_steal did not hand out",
                    rq->rt->policy->name, t->name);
+    CHK_HELPER_LOCKED(rq, "mqs_rq_add_stolen");
     t->stolen = false;
     atomic_store_explicit(&t->queued_on, rq->worker, memory_order_relaxed);
+    MQS__CHK_COUNT(rq->rt, rq->worker, 1);
+    MQS__CHK_OP(rq, "enqueue");
     rq->rt->policy->enqueue(rq, se, MQS_ENQ_MIGRATED);
 }
 
@@ -342,5 +513,7 @@ void mqs__rq_enqueue_locked(struct mqs_rq *rq, struct mqs_task *t, int flags)
                    "worker %d (invariant 1: at most one queue)",
                    t->name, rq->worker, atomic_load(&t->queued_on));
     atomic_store_explicit(&t->queued_on, rq->worker, memory_order_relaxed);
+    MQS__CHK_COUNT(rq->rt, rq->worker, 1);
+    MQS__CHK_OP(rq, "enqueue");
     rq->rt->policy->enqueue(rq, &t->se, flags);
 }

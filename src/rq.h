@@ -25,19 +25,23 @@ static MQS__HOT bool mqs__own_lock(struct mqs_worker *w)
         atomic_signal_fence(memory_order_seq_cst);
         if (MQS__LIKELY(
                 (atomic_load_explicit(&l->v, memory_order_acquire) |
-                 atomic_load_explicit(&l->notes, memory_order_relaxed)) == 0))
+                 atomic_load_explicit(&l->notes, memory_order_relaxed)) == 0)) {
+            MQS__CHK_TOOK(&w->rq);
             return true;
+        }
         atomic_store_explicit(&l->owner_in, 0, memory_order_release);
     }
     if (MQS__UNLIKELY(!w->bias_ok))
         mqs__spin_acquire(l); /* never biased (a shared queue): plain */
     else
         mqs__own_lock_slow(w);
+    MQS__CHK_TOOK(&w->rq);
     return false;
 }
 
 static MQS__HOT void mqs__own_unlock(struct mqs_worker *w, bool fast)
 {
+    MQS__CHK_RELEASE(&w->rq);
     if (fast)
         atomic_store_explicit(&w->rq.lock->owner_in, 0, memory_order_release);
     else

@@ -2,13 +2,13 @@
  * rt_pull.h - the realtime pull of the priority-array policies (o1, ule,
  * and ws's realtime side): before a worker runs a task, it takes a more
  * urgent realtime task that waits on another worker and may run here
- * (DESIGN.md invariant 2), and a yield leaves its fast path while the
+ * (invariant 2, docs/design.md), and a yield leaves its fast path while the
  * runtime-wide hint shows one.
  * Also the take and the victim search that the pull shares with those
  * policies' balancers (a balancer pulls too, by load).
  *
  * Design.  The hint is the core's bitmap of the levels that some queue
- * publishes as its best (rt->level_bits).  A realtime level below `below`
+ * publishes as its best (mqs_level_hint).  A realtime level below `below`
  * in it means a queue's most urgent waiting task is realtime and beats
  * what this worker would run; only then are the queues' published best
  * levels read, and only a queue that publishes such a level is locked
@@ -38,8 +38,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "mqs/policy.h"
 #include "bitmap.h"
-#include "internal.h"
 #include "list.h"
 #include "prio_array.h"
 
@@ -67,7 +67,7 @@ static inline int mqs__rt_pull_take(struct mqs__prio_array *a,
             step = req->tail ? pos->prev : pos->next;
             struct mqs_sched_entity *se =
                 mqs_se_entry(pos, struct mqs_sched_entity, node);
-            if (!mqs__se_allowed(se, req->dest) || !mqs_se_movable(se) ||
+            if (!mqs_se_allowed(se, req->dest) || !mqs_se_movable(se) ||
                 se->queued_at_ns > req->hot_before)
                 continue;
             mqs__parr_del(a, se, lvl);
@@ -80,12 +80,12 @@ static inline int mqs__rt_pull_take(struct mqs__prio_array *a,
 /* The hint words a policy's pick and yield read: rt's, or with the pull
  * off two words that stay zero (so the fast path has no branch on the
  * tunable). */
-static const _Atomic uint64_t mqs__rt_pull_off[2];
+__attribute__((unused)) static const _Atomic uint64_t mqs__rt_pull_off[2];
 
 static inline const _Atomic uint64_t *mqs__rt_pull_hint(mqs_runtime_t *rt,
                                                         bool on)
 {
-    return on ? rt->level_bits : mqs__rt_pull_off;
+    return on ? mqs_level_hint(rt) : mqs__rt_pull_off;
 }
 
 /* The victim of a balancer: the other worker with the most tasks queued
@@ -135,7 +135,7 @@ static inline struct mqs_sched_entity *
 mqs__rt_pull(struct mqs_rq *rq, const _Atomic uint64_t *hint, unsigned local,
              mqs__rt_pull_take_fn take)
 {
-    mqs_runtime_t *rt = rq->rt;
+    mqs_runtime_t *rt = mqs_rq_runtime(rq);
     unsigned below = local < MQS_PRIO_NORMAL_MIN ? local : MQS_PRIO_NORMAL_MIN;
     if (!mqs__rt_pull_due(hint, below))
         return NULL;

@@ -56,8 +56,8 @@ struct mqs_task *mqs__runnext_pop(struct mqs_worker *w)
     if (!t)
         return NULL;
     mqs__apply_pending(t);
-    if (!mqs__se_allowed(&t->se, w->index) ||
-        t->se.prio > mqs__best_prio_anywhere(w->rt)) {
+    if (!mqs_se_allowed(&t->se, w->index) ||
+        t->se.prio > mqs_best_prio_anywhere(w->rt)) {
         /* Something more urgent waits (or t may not run here): the
          * policy decides for the whole stack. */
         mqs__enqueue_task(w->rt, t, MQS_ENQ_PREEMPTED);
@@ -124,7 +124,7 @@ static struct mqs_task *runnext_take(struct mqs_worker *w,
     for (unsigned i = 0; i < n && !t; i++) {
         struct mqs_task *c = r->v[i];
         if (!atomic_load_explicit(&c->pend_flags, memory_order_relaxed) &&
-            mqs__se_allowed(&c->se, w->index) &&
+            mqs_se_allowed(&c->se, w->index) &&
             !atomic_load_explicit(&c->on_cpu, memory_order_acquire))
             t = runnext_remove(r, i);
     }
@@ -135,7 +135,7 @@ static struct mqs_task *runnext_take(struct mqs_worker *w,
 struct mqs_task *mqs__runnext_steal(struct mqs_worker *w)
 {
     mqs_runtime_t *rt = w->rt;
-    unsigned best = mqs__best_prio_anywhere(rt);
+    unsigned best = mqs_best_prio_anywhere(rt);
     for (int i = 1; i < rt->nworkers; i++) {
         struct mqs_worker *v = rt->workers[(w->index + i) % rt->nworkers];
         struct mqs_task *t = runnext_take(w, v);
@@ -158,11 +158,11 @@ bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
     return prev && w->curr == prev && !child->detached &&
            (w->rt->policy->flags & MQS_POLICY_CHILD_FIRST) &&
            child->se.prio <= prev->se.prio &&
-           mqs__se_allowed(&child->se, w->index) &&
-           mqs__se_allowed(&prev->se, w->index) &&
+           mqs_se_allowed(&child->se, w->index) &&
+           mqs_se_allowed(&prev->se, w->index) &&
            !atomic_load_explicit(&prev->pend_flags, memory_order_relaxed) &&
            !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) &&
-           child->se.prio <= mqs__best_prio_anywhere(w->rt) &&
+           child->se.prio <= mqs_best_prio_anywhere(w->rt) &&
            !mqs__shuffle_coin(w, 1) && mqs__runnext_push(w, prev);
 }
 
@@ -178,6 +178,7 @@ void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
     prev->se.stall_ns = 0; /* not measured here (a spawn is short) */
     if (p->put_prev) {
         bool fast_lock = mqs__own_lock(w);
+        MQS__CHK_OP(&w->rq, "put_prev");
         p->put_prev(&w->rq, &prev->se, ran);
         mqs__own_unlock(w, fast_lock);
     }

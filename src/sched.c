@@ -40,6 +40,7 @@
 struct mqs_task *mqs__pick_locked(struct mqs_worker *w)
 {
     bool fast = mqs__own_lock(w);
+    MQS__CHK_OP(&w->rq, "pick");
     struct mqs_task *t = mqs__checked_pick(w, w->rt->policy->pick(&w->rq));
     mqs__own_unlock(w, fast);
     return t;
@@ -52,6 +53,7 @@ struct mqs_task *mqs__balance_and_pick(struct mqs_worker *w, int why)
     const struct mqs_policy *p = w->rt->policy;
     if (w->rt->nworkers == 1)
         return NULL;
+    MQS__CHK_UNLOCKED_OP(w->rt, "balance");
     if (p->balance && p->balance(&w->rq, why) > 0) {
         struct mqs_task *t = mqs__pick_locked(w);
         if (t)
@@ -127,8 +129,10 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
             empties == w->empties_seen)
             mqs__kick_idle(w->rt);
         w->empties_seen = empties;
-        if (w->rt->policy->balance && w->rt->nworkers > 1)
+        if (w->rt->policy->balance && w->rt->nworkers > 1) {
+            MQS__CHK_UNLOCKED_OP(w->rt, "balance");
             w->rt->policy->balance(&w->rq, MQS_BALANCE_PERIODIC);
+        }
         /* Spawners parked by child-first keep queued tasks waiting at
          * most this long (with nothing queued, they wait for no one). */
         if (atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed))
@@ -151,7 +155,7 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
 {
     const struct mqs_policy *p = w->rt->policy;
     mqs__apply_pending(prev);
-    if (MQS__UNLIKELY(!mqs__se_allowed(&prev->se, w->index))) {
+    if (MQS__UNLIKELY(!mqs_se_allowed(&prev->se, w->index))) {
         /* It cannot be queued elsewhere before its context is saved:
          * mqs__finish_switch places it once on_cpu is 0. */
         atomic_store_explicit(&prev->resched_move, true,
@@ -162,10 +166,13 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
     if (p->yield && !stopping) {
         atomic_store_explicit(&prev->queued_on, w->index,
                               memory_order_relaxed);
+        MQS__CHK_COUNT(w->rt, w->index, 1);
+        MQS__CHK_OP(&w->rq, "yield");
         struct mqs_sched_entity *next = p->yield(&w->rq, &prev->se);
         if (MQS__LIKELY(next != NULL))
             return next;
         atomic_store_explicit(&prev->queued_on, -1, memory_order_relaxed);
+        MQS__CHK_COUNT(w->rt, w->index, -1);
     }
     mqs__rq_enqueue_locked(&w->rq, prev, MQS_ENQ_YIELD);
     return NULL;
@@ -209,8 +216,10 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     if (!fast_lock)
         now = w->now = mqs__clock_ns(&w->clock);
     uint64_t ran = mqs__account_run(w, prev, end);
-    if (p->put_prev)
+    if (p->put_prev) {
+        MQS__CHK_OP(&w->rq, "put_prev");
         p->put_prev(&w->rq, &prev->se, ran);
+    }
     /* A stopping runtime sends every worker back to its loop. */
     bool stopping = atomic_load_explicit(&w->rt->stopping,
                                          memory_order_relaxed);
@@ -223,6 +232,10 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
         move = !fast && atomic_load_explicit(&prev->resched_move,
                                              memory_order_relaxed);
     }
+#ifdef MQS_CONTRACT_CHECKS
+    if (!fast && !parked && !stopping)
+        MQS__CHK_OP(&w->rq, "pick");
+#endif
     struct mqs_task *next = fast       ? mqs__checked_pick(w, fast)
                             : parked   ? parked
                             : stopping ? NULL

@@ -93,9 +93,10 @@ static MQS__HOT struct mqs_task *mqs__checked_pick(struct mqs_worker *w,
         return NULL;
     struct mqs_task *t = mqs_se_entry(se, struct mqs_task, se);
     int q = atomic_load_explicit(&t->queued_on, memory_order_relaxed);
-    if (q == w->index)
+    if (q == w->index) {
         atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
-    else if (q >= 0 && (w->rt->policy->flags & MQS_POLICY_SHARED_RQ)) {
+        MQS__CHK_COUNT(w->rt, q, -1);
+    } else if (q >= 0 && (w->rt->policy->flags & MQS_POLICY_SHARED_RQ)) {
         /* Queued through another worker, which may still be on its
          * stack (it yielded there and is mid-switch). */
         if (t != w->curr && !mqs_se_movable(se))
@@ -104,13 +105,14 @@ static MQS__HOT struct mqs_task *mqs__checked_pick(struct mqs_worker *w,
                        "skip tasks that are not mqs_se_movable)",
                        w->rt->policy->name, w->index, t->name, q);
         atomic_store_explicit(&t->queued_on, -1, memory_order_relaxed);
+        MQS__CHK_COUNT(w->rt, q, -1);
     }
     else if (!(q == -1 && t->stolen))
         mqs__panic("policy %s: pick on worker %d returned task %s, which "
                    "is queued on %d, not here",
                    w->rt->policy->name, w->index, t->name, q);
     t->stolen = false;
-    if (!mqs__se_allowed(se, w->index))
+    if (!mqs_se_allowed(se, w->index))
         mqs__panic("policy %s: pick on worker %d returned task %s outside "
                    "its affinity mask (invariant 4)",
                    w->rt->policy->name, w->index, t->name);

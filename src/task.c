@@ -173,6 +173,15 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
         atomic_fetch_add(&rt->ext_spawns, 1);
     if (out)
         *out = mqs__handle_of(t);
+    /* The policy's task_new (Linux's task_fork): the child inherits from
+     * its parent before anyone can queue or run it.  No lock: the child
+     * is the spawner's alone until it is queued, and the parent, running
+     * here, is changed by no one else. */
+    if (rt->policy->task_new) {
+        MQS__CHK_UNLOCKED_OP(rt, "task_new");
+        rt->policy->task_new(self ? &self->rq : &rt->workers[0]->rq, &t->se,
+                             self && self->curr ? &self->curr->se : NULL);
+    }
     atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
     if (self && mqs__child_first(self, self->curr, t))
         mqs__run_child(self, self->curr, t);
@@ -343,6 +352,10 @@ int mqs_checkpoint(void)
     bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio;
     /* The random-schedule mode yields at one checkpoint in four. */
     bool shuffled = mqs__shuffle_coin(w, 2);
+#ifdef MQS_CONTRACT_CHECKS
+    if (p->tick)
+        MQS__CHK_UNLOCKED_OP(w->rt, "tick");
+#endif
     if (due || urgent || shuffled ||
         (p->tick && p->tick(&w->rq, &t->se, now)))
         mqs__schedule(w, t, MQS__SW_YIELD);

@@ -40,8 +40,10 @@ static struct mqs_rq *lock_task_rq(struct mqs_task *t)
             return NULL;
         struct mqs_rq *rq = &t->rt->workers[q]->rq;
         mqs__spin_lock(rq->lock);
+        MQS__CHK_TOOK(rq);
         if (atomic_load(&t->queued_on) == q)
             return rq;
+        MQS__CHK_RELEASE(rq);
         mqs__spin_unlock(rq->lock);
     }
 }
@@ -53,14 +55,19 @@ static void requeue_if_queued(struct mqs_task *t)
     struct mqs_rq *rq = p->dequeue ? lock_task_rq(t) : NULL;
     if (!rq)
         return;
+    MQS__CHK_OP(rq, "dequeue");
     p->dequeue(rq, &t->se, MQS_DEQ_SAVE);
     mqs__apply_pending(t);
     if (mqs_se_allowed(&t->se, rq->worker)) {
+        MQS__CHK_OP(rq, "enqueue");
         p->enqueue(rq, &t->se, MQS_ENQ_RESTORE);
+        MQS__CHK_RELEASE(rq);
         mqs__spin_unlock(rq->lock);
         return;
     }
     atomic_store(&t->queued_on, -1);
+    MQS__CHK_COUNT(t->rt, rq->worker, -1);
+    MQS__CHK_RELEASE(rq);
     mqs__spin_unlock(rq->lock);
     /* It may have been queued by its own yield and still be on its stack:
      * wait until it is off before another worker can pick it. */

@@ -76,11 +76,13 @@ static uint64_t watchdog_stalled_for(mqs_runtime_t *rt, struct mqs_task *t,
     if (last == 0 || (int64_t)(now - last) > 2 * (int64_t)watchdog_interval(rt))
         return 0; /* q is not scheduling now: a long run or the host */
     mqs__spin_lock(w->rq.lock);
+    MQS__CHK_TOOK(&w->rq);
     bool queued = atomic_load_explicit(&t->queued_on, memory_order_relaxed) == q;
     /* Only a task queued under this lock has its stamp written under it:
      * a waker stamps queued_at_ns before it takes the target's lock. */
     uint64_t at = queued ? t->se.queued_at_ns : 0;
     unsigned prio = queued ? t->se.prio : 0;
+    MQS__CHK_RELEASE(&w->rq);
     mqs__spin_unlock(w->rq.lock);
     uint64_t from = at > since ? at : since;
     if (!queued || prio > ran || (int64_t)(now - from) <= rt->stall_ns)

@@ -4,7 +4,7 @@
  * set up an exact queue state and check what the policy does with it:
  * which task pick returns, where enqueue places a task, what a balancer
  * moves, what a yield runs next.  Deterministic: the only clock the ops
- * see is h->now, written into every worker (mqs__rq_clock) and, through
+ * see is h->now, written into every worker (mqs_rq_clock) and, through
  * the calling thread's worker pointer, mqs_sched_clock().  Tests that
  * need time to pass advance h->now (h_set_now, h_stop), never spin.
  *
@@ -153,6 +153,10 @@ static inline void h_enqueue(struct harness *h, int w,
 {
     struct mqs_rq *rq = h_rq(h, w);
     CHECK_EQ(atomic_load(&h_of(se)->queued_on), -1);
+    /* As the core's spawn does: task_new (no parent: the harness is no
+     * task) before the first enqueue, no lock held. */
+    if ((flags & MQS_ENQ_NEW) && h->pol->task_new)
+        h->pol->task_new(rq, se, NULL);
     mqs_rq_lock(rq);
     atomic_store(&h_of(se)->queued_on, w);
     h->pol->enqueue(rq, se, flags);

@@ -12,6 +12,17 @@
  *   lost-task     enqueue drops a task (caught by the stall watchdog)
  *   no-pick       pick never returns a task although some are queued
  *                 (caught by the stall watchdog)
+ * and, in a build with the contract's checks (MQS_CONTRACT_CHECKS: this
+ * file is also built as test_broken_policies_checked against the
+ * mqs_checked library), two that only those checks catch:
+ *   no-publish    enqueue links spawned tasks without mqs_rq_publish
+ *                 (caught when the rq lock is released: the published
+ *                 count is not what the core queued)
+ *   unlocked-helper  balance calls mqs_rq_publish without the rq lock
+ *                 (caught by the helper's owner-aware lock assertion)
+ * Under the checks lost-task and foreign-pick are caught earlier, by the
+ * published-count check (the dropped task, the task taken behind the
+ * core's back, are still counted where the core queued them).
  * The runtime runs in a forked child with stderr on a pipe; the case
  * passes when the child dies of SIGABRT (what mqs__panic does) and its
  * last words name the policy and, for a stall, the task.  A child that
@@ -95,6 +106,44 @@ static const struct mqs_policy no_pick_policy = {
     .enqueue = minimal_enqueue,
     .pick = no_pick,
 };
+
+#ifdef MQS_CONTRACT_CHECKS
+/* enqueue: a spawned task is linked but the queue's summary is left as it
+ * was (the pick that takes it publishes again). */
+static void no_publish_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                               int flags)
+{
+    if (!(flags & MQS_ENQ_NEW) || se->cls != MQS_CLASS_NORMAL) {
+        minimal_enqueue(rq, se, flags);
+        return;
+    }
+    int w = mqs_rq_worker(rq);
+    mqs__list_add_tail(&minimal_q[w], &se->node); /* normal: the last rank */
+    minimal_n[w]++;
+}
+
+static const struct mqs_policy no_publish_policy = {
+    .name = "broken-no-publish",
+    .enqueue = no_publish_enqueue,
+    .pick = minimal_pick,
+};
+
+/* balance: republishes its queue's summary, unchanged, without the lock
+ * (a balance op runs with no rq lock held). */
+static int unlocked_balance(struct mqs_rq *rq, int why)
+{
+    (void)why;
+    mqs_rq_publish(rq, mqs_rq_nr_queued(rq), mqs_rq_best_prio(rq));
+    return 0;
+}
+
+static const struct mqs_policy unlocked_helper_policy = {
+    .name = "broken-unlocked-helper",
+    .enqueue = minimal_enqueue,
+    .pick = minimal_pick,
+    .balance = unlocked_balance,
+};
+#endif
 
 /* ------------------------------------------------------------------ */
 /* Running a scenario in a child                                       */
@@ -250,7 +299,11 @@ TEST(broken_pick_from_another_queue_is_caught)
 {
     struct outcome o;
     run_child(scenario_foreign_pick, &o);
+#ifdef MQS_CONTRACT_CHECKS
+    expect_abort(&o, "broken-foreign-pick", NULL, "mqs_rq_publish whenever");
+#else
     expect_abort(&o, "broken-foreign-pick", NULL, "not here");
+#endif
 }
 
 static void scenario_lost(void)
@@ -269,7 +322,12 @@ TEST(broken_enqueue_losing_a_task_is_caught)
 {
     struct outcome o;
     run_child(scenario_lost, &o);
+#ifdef MQS_CONTRACT_CHECKS
+    expect_abort(&o, "broken-lost-task", "after op enqueue",
+                 "mqs_rq_publish whenever");
+#else
     expect_abort(&o, "broken-lost-task", "dropped-task", "stall watchdog");
+#endif
 }
 
 static void scenario_no_pick(void)
@@ -286,6 +344,46 @@ TEST(broken_pick_never_choosing_is_caught)
     run_child(scenario_no_pick, &o);
     expect_abort(&o, "broken-no-pick", "never-run", "stall watchdog");
 }
+
+#ifdef MQS_CONTRACT_CHECKS
+static void scenario_no_publish(void)
+{
+    mqs_runtime_t *rt = rt_with(&no_publish_policy, 1);
+    mqs_task_t *t[4];
+    for (int i = 0; i < 4; i++)
+        t[i] = spawn(rt, yield_a_few, NULL);
+    for (int i = 0; i < 4; i++)
+        join(t[i]);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+TEST(broken_enqueue_without_publish_is_caught)
+{
+    struct outcome o;
+    run_child(scenario_no_publish, &o);
+    expect_abort(&o, "broken-no-publish", "after op enqueue",
+                 "publish with mqs_rq_publish whenever the queue changes");
+}
+
+static void scenario_unlocked_helper(void)
+{
+    mqs_runtime_t *rt = rt_with(&unlocked_helper_policy, 2);
+    mqs_task_t *t[4];
+    for (int i = 0; i < 4; i++)
+        t[i] = spawn(rt, yield_a_few, NULL);
+    for (int i = 0; i < 4; i++)
+        join(t[i]);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+TEST(broken_helper_without_its_lock_is_caught)
+{
+    struct outcome o;
+    run_child(scenario_unlocked_helper, &o);
+    expect_abort(&o, "broken-unlocked-helper", "in op balance",
+                 "mqs_rq_publish needs the rq lock held by the caller");
+}
+#endif
 
 /* ----- positive controls: long waits that are not the policy's fault */
 

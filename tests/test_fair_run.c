@@ -20,7 +20,7 @@
 
 static struct mqs__fair_rq *fr_frame(struct harness *h, int w)
 {
-    return mqs__rq_state(h_rq(h, w));
+    return mqs_rq_state(h_rq(h, w));
 }
 
 /* The least key among se[] other than `running`. */

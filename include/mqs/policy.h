@@ -224,25 +224,78 @@ struct mqs_policy {
         const char *help;
     } *tunables;
 
-    /* Called once per runtime after tunables are parsed, before workers
-     * start, with no lock held.  Absent: nothing.  Returns 0 or MQS_E*. */
+    /*
+     * The ops.  For each: who calls it (which thread, which worker), the
+     * lock held, what it must do, what it must not, and what the core
+     * does when it is absent (as Linux's struct sched_class and
+     * sched_ext's sched_ext_ops document theirs).  Rules for every op:
+     * never block, sleep or take a lock that a thread may hold while
+     * waiting for an rq lock; no allocation on the hot path (enqueue,
+     * dequeue, yield, pick, put_prev, tick, wake_preempt); hold no rq
+     * lock on return that was not held on entry.  "rq's lock" means the
+     * lock the core holds, taken by the thread calling the op.
+     *
+     * Publishing: an op that changes what is queued on an rq (enqueue,
+     * dequeue, yield, pick, a steal's take, and balance through
+     * mqs_rq_add_stolen) must call mqs_rq_publish for that rq before the
+     * lock is released, with the number of tasks queued there and the
+     * best level: workers park, thieves choose victims and placement
+     * counts load by what was published, never by the queue itself.  A
+     * task returned by pick or yield is no longer queued.
+     *
+     * Builds with MQS_CONTRACT_CHECKS (Debug, the sanitizer builds, the
+     * mqs_checked library) assert these rules: the core checks that the
+     * calling thread holds (or holds no) rq lock around each op, the
+     * helpers that need the lock check that their caller holds it, and
+     * every release of an rq lock compares the published count with the
+     * tasks the core queued there; a breach aborts naming the policy,
+     * the op and the rule.
+     */
+
+    /* Once per runtime after tunables are parsed, before workers start,
+     * by the thread creating the runtime, no lock held.  May allocate
+     * (its own state: state is rt_size zeroed bytes).  Returns 0 or
+     * MQS_E* (creation then fails with it).  Absent: nothing. */
     int (*init)(mqs_runtime_t *rt, void *state);
-    /* Called once per rq before workers start.  Absent: nothing. */
+    /* Once per rq, after init, before workers start, by the creating
+     * thread, no lock held (no other thread runs yet).  Must not
+     * publish.  Absent: nothing. */
     void (*init_rq)(struct mqs_rq *rq);
 
+    /* A task was spawned (Linux's task_fork): set up se's policy fields,
+     * e.g. inherit from the spawner.  parent is the spawning task's
+     * entity, NULL when spawned from outside the runtime's tasks (another
+     * thread, another runtime's task); rq is the spawner's worker's queue
+     * (worker 0's without a parent).  Called by the spawning thread,
+     * once, before select_worker and the first enqueue(MQS_ENQ_NEW) (or
+     * before the child runs first), with no lock held: se is the
+     * spawner's alone until queued, and parent is running on this thread
+     * (read its fields, never write them).  Must not publish (nothing
+     * is queued) nor block.  Absent: nothing (se's policy fields start
+     * at zero). */
+    void (*task_new)(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                     const struct mqs_sched_entity *parent);
+
     /* Choose the worker for a task that becomes runnable (spawn, wake-up),
-     * from any thread, no lock held.  waker is the worker of the caller
-     * (-1 from a non-worker thread).  The result must be in the task's
-     * affinity mask: the core checks it.  Absent: mqs_select_default(). */
+     * on the thread making it runnable (any thread: a worker's task, a
+     * timer on a worker, a thread outside), no lock held.  waker is the
+     * worker of the caller (-1 from a non-worker thread).  The result
+     * must be in the task's affinity mask: the core checks it.  May read
+     * published summaries, must not change any queue.  Absent:
+     * mqs_select_default(). */
     int (*select_worker)(mqs_runtime_t *rt, struct mqs_sched_entity *se,
                          int waker, int flags);
 
-    /* Make se queued on rq.  rq's lock held.  REQUIRED. */
+    /* Make se queued on rq.  Any thread (a waker, a spawner, rq's worker
+     * re-queueing its task, a thief through mqs_rq_add_stolen), rq's
+     * lock held.  Must publish.  REQUIRED. */
     void (*enqueue)(struct mqs_rq *rq, struct mqs_sched_entity *se, int flags);
 
-    /* Remove a queued se from rq (priority or affinity change).  rq's lock
-     * held.  Absent: the core never dequeues; such changes take effect
-     * when the task next runs. */
+    /* Remove a queued se from rq (priority or affinity change), by the
+     * thread making the change (any thread), rq's lock held; the core
+     * then calls enqueue(MQS_ENQ_RESTORE) on the same rq, or queues the
+     * task elsewhere.  Must publish.  Absent: the core never dequeues;
+     * such changes take effect when the task next runs. */
     void (*dequeue)(struct mqs_rq *rq, struct mqs_sched_entity *se, int flags);
 
     /* Fast path for a yield (Linux's yield_task): the running task se,
@@ -250,54 +303,69 @@ struct mqs_policy {
      * exactly as enqueue(MQS_ENQ_YIELD) would and return, removed from
      * the queue, what pick would then return (se itself when it should
      * go on running), or return NULL having changed nothing, and the core
-     * calls enqueue and pick.  rq's lock held, owning worker.  Absent:
-     * enqueue + pick. */
+     * calls enqueue and pick.  rq's owning worker, rq's lock held.  Must
+     * publish when the summary changes (a swap at one level leaves it as
+     * it was).  Absent: enqueue + pick. */
     struct mqs_sched_entity *(*yield)(struct mqs_rq *rq,
                                       struct mqs_sched_entity *se);
 
     /* Return the next task to run on rq's worker and remove it from its
-     * queue, or NULL.  rq's lock held (only that one).  May take a task
-     * from another rq with mqs_rq_steal() (which only trylocks).  Called on
-     * the owning worker.  REQUIRED. */
+     * queue, or NULL.  rq's owning worker, rq's lock held (only that
+     * one).  May take a task from another rq only with mqs_rq_steal()
+     * (which only trylocks); the core aborts if pick returns a task
+     * queued elsewhere.  Must publish.  REQUIRED. */
     struct mqs_sched_entity *(*pick)(struct mqs_rq *rq);
 
     /* The running task se stops running (yield, block, preemption, exit);
-     * ran_ns is how long this run lasted.  rq's lock held.  Called before
-     * enqueue (when it is re-queued) and before pick.  Absent: nothing. */
+     * ran_ns is how long this run lasted.  rq's owning worker, rq's lock
+     * held.  Called before enqueue (when it is re-queued) and before
+     * pick.  se is not queued: nothing to publish.  Absent: nothing. */
     void (*put_prev)(struct mqs_rq *rq, struct mqs_sched_entity *se,
                      uint64_t ran_ns);
 
-    /* A scheduling point of the running task se at time now (ns).  No lock
-     * held, owning worker.  Return true to have the task give up the
-     * worker (as a yield) at this point.  Absent: false. */
+    /* A scheduling point of the running task se at time now (ns).  rq's
+     * owning worker, no lock held (take none: it runs on every
+     * checkpoint).  Return true to have the task give up the worker (as
+     * a yield) at this point.  Absent: false. */
     bool (*tick)(struct mqs_rq *rq, struct mqs_sched_entity *se, uint64_t now);
 
     /* A task woken onto rq while curr runs there: return true if woken
-     * should run before curr continues.  rq's lock held.  Absent: true
-     * when woken's priority level is more urgent than curr's. */
+     * should run before curr continues.  The waking thread, on rq's
+     * worker (only wake-ups onto the waker's own worker ask), rq's lock
+     * held, after enqueue(woken).  Must not change the queue.  Absent:
+     * true when woken's priority level is more urgent than curr's. */
     bool (*wake_preempt)(struct mqs_rq *rq, struct mqs_sched_entity *curr,
                          struct mqs_sched_entity *woken);
 
-    /* Move tasks between queues for `why`.  Owning worker, no lock held;
-     * take locks with mqs_rq_lock/mqs_rq_steal.  Returns the number of
-     * tasks moved to rq.  Absent: the core never balances. */
+    /* Move tasks between queues for `why`.  rq's owning worker, no lock
+     * held; take locks with mqs_rq_lock/mqs_rq_steal and queue what was
+     * taken with mqs_rq_add_stolen(_all).  Returns the number of tasks
+     * moved to rq.  Absent: the core never balances. */
     int (*balance)(struct mqs_rq *rq, int why);
 };
 
 /* ----- helpers the core exports to policies ----- */
+/* Each says which lock its caller must hold; "no lock" means any thread,
+ * with or without locks.  Those that need rq's lock assert it (held by
+ * the calling thread) in MQS_CONTRACT_CHECKS builds. */
 
-/* The rq of worker w, the worker index of an rq, the number of workers. */
+
+/* The rq of worker w, the worker index of an rq, the number of workers.
+ * No lock (fixed for the runtime's life). */
 struct mqs_rq *mqs_rq_of(mqs_runtime_t *rt, int w);
 int mqs_rq_worker(const struct mqs_rq *rq);
 mqs_runtime_t *mqs_rq_runtime(const struct mqs_rq *rq);
 int mqs_nr_workers(const mqs_runtime_t *rt);
 
-/* Per-rq and per-runtime policy state (rq_size / rt_size bytes). */
+/* Per-rq and per-runtime policy state (rq_size / rt_size bytes).  No
+ * lock to get the pointer; what is in it is the policy's to guard (per-rq
+ * state: by rq's lock, as the ops are called). */
 void *mqs_rq_state(struct mqs_rq *rq);
 void *mqs_policy_state(mqs_runtime_t *rt);
 
 /* Lock / unlock an rq; trylock returns true when taken.  Never hold two rq
- * locks except through mqs_rq_steal. */
+ * locks except through mqs_rq_steal or a trylock; lock only from an op
+ * called with no lock held (balance).  Unlock: the caller must hold it. */
 void mqs_rq_lock(struct mqs_rq *rq);
 void mqs_rq_unlock(struct mqs_rq *rq);
 bool mqs_rq_trylock(struct mqs_rq *rq);
@@ -305,31 +373,55 @@ bool mqs_rq_trylock(struct mqs_rq *rq);
 /* Published summary of an rq, readable without its lock (stale reads are
  * fine when re-checked under the lock): the number of queued tasks and
  * the most urgent queued priority level (MQS_PRIO_NONE when empty).  The
- * policy sets them under the rq lock; mqs_rq_publish() also keeps the
- * runtime-wide hint of which levels are queued anywhere up to date. */
+ * policy sets them with mqs_rq_publish(), which needs rq's lock held by
+ * the caller, whenever the queue changes (see "Publishing" above); it
+ * also keeps the runtime-wide hint of which levels are queued anywhere
+ * up to date.  The two readers need no lock. */
 void mqs_rq_publish(struct mqs_rq *rq, unsigned nr_queued, unsigned best_prio);
 unsigned mqs_rq_nr_queued(const struct mqs_rq *rq);
 unsigned mqs_rq_best_prio(const struct mqs_rq *rq);
-/* Most urgent level queued on any rq (a hint), MQS_PRIO_NONE if none. */
+/* Most urgent level queued on any rq (a hint), MQS_PRIO_NONE if none.
+ * No lock. */
 unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt);
+/* The same hint as a bitmap: MQS_LEVEL_HINT_WORDS words, bit l (word
+ * l / 64, bit l % 64) set while some rq publishes level l as its best (or
+ * did until its owner's next housekeeping).  Read each word with a
+ * relaxed atomic load, no lock: a policy masks it with the levels it
+ * cares about (a pull of more urgent tasks).  The pointer stays valid for
+ * the runtime's life, so a policy may keep it in its per-rq state. */
+#define MQS_LEVEL_HINT_WORDS 3
+const _Atomic uint64_t *mqs_level_hint(const mqs_runtime_t *rt);
+
+/* The time (ns) of the current scheduling point on rq's worker: what
+ * mqs_sched_clock() returns there, without the thread-local lookup.
+ * Only on rq's own worker (it reads that worker's private clock). */
+uint64_t mqs_rq_clock(const struct mqs_rq *rq);
+/* The task running on rq's worker (the one stopping, in put_prev and the
+ * pick after it), NULL when the worker runs none.  Only on rq's own
+ * worker: the field is that worker's private state. */
+struct mqs_sched_entity *mqs_rq_curr(struct mqs_rq *rq);
 
 /* The default placement: an idle worker the task may use (its last one
  * first; the idle mark is claimed), else the waker's worker for a SYNC
  * wake-up, else the last worker (cache affinity), else the less loaded of
  * two candidates: the waker's worker (with no waker, the next in turn,
  * which the other must undercut by two tasks) and a hashed one.
- * Policies may call it and adjust. */
+ * Policies may call it and adjust; no lock held (it may claim an idle
+ * mark). */
 int mqs_select_default(mqs_runtime_t *rt, struct mqs_sched_entity *se,
                        int waker, int flags);
 
-/* Is worker w idle (spinning or parked, nothing queued)? */
+/* Is worker w idle (spinning or parked, nothing queued)?  No lock, nor
+ * for the claim below. */
 bool mqs_worker_idle(const mqs_runtime_t *rt, int w);
 /* Take worker w's idle mark, so that placements racing with this one do
  * not all count on the same idle worker; true if w was idle.  The worker
  * marks itself idle again when it next runs out of work. */
 bool mqs_worker_claim_idle(mqs_runtime_t *rt, int w);
 
-/* May se run on worker w, and is it free to move (not mid-switch)? */
+/* May se run on worker w, and is it free to move (not mid-switch)?  No
+ * lock beyond what guards se (it is queued under a lock the caller holds,
+ * or the caller's own). */
 bool mqs_se_allowed(const struct mqs_sched_entity *se, int w);
 bool mqs_se_movable(const struct mqs_sched_entity *se);
 
@@ -340,6 +432,7 @@ bool mqs_se_movable(const struct mqs_sched_entity *se);
  * to max entities that are allowed on rq's worker and movable and stores
  * them in out.  Returns the number taken, and counts them as pulls of
  * kind why (or MQS_PULL_PRIORITY).  The caller enqueues or runs them.
+ * The take must publish victim's summary (it runs under victim's lock).
  */
 #define MQS_PULL_PRIORITY 3
 /* The kind of pull a pick on rq's own worker makes when rq is empty:
@@ -352,9 +445,9 @@ int mqs_rq_steal(struct mqs_rq *rq, struct mqs_rq *victim, int why,
                              struct mqs_sched_entity **out, int max),
                  void *arg, struct mqs_sched_entity **out, int max);
 
-/* Queue on rq (its lock held) an entity taken with mqs_rq_steal: the core
- * records it as queued there and calls the policy's enqueue with
- * MQS_ENQ_MIGRATED. */
+/* Queue on rq an entity taken with mqs_rq_steal: the core records it as
+ * queued there and calls the policy's enqueue with MQS_ENQ_MIGRATED.
+ * rq's lock held by the caller. */
 void mqs_rq_add_stolen(struct mqs_rq *rq, struct mqs_sched_entity *se);
 /* The same for n entities, taking and dropping rq's lock around them (the
  * caller must not hold it); returns n, what a balance op reports. */
@@ -366,7 +459,8 @@ const struct mqs_policy *mqs_policy_find(const char *name);
 /* The registered policies, NULL-terminated. */
 const struct mqs_policy *const *mqs_policy_list(void);
 
-/* Timestamp (ns) of the current scheduling point on the calling worker. */
+/* Timestamp (ns) of the current scheduling point on the calling worker
+ * (the clock, from a thread that is not a worker).  No lock. */
 uint64_t mqs_sched_clock(void);
 
 #define mqs_se_entry(ptr, type, member) \

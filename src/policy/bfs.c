@@ -59,11 +59,8 @@
  */
 #include <stddef.h>
 
-#include "../fair.h"
-#include "../internal.h"
-#include "../prio_array.h"
-#include "../rbtree.h"
 #include "mqs/policy.h"
+#include "kit.h"
 
 #define BFS_SCAN 16
 #define BFS_NICE 40
@@ -202,7 +199,7 @@ static void bfs_dequeue(struct mqs_rq *rq, struct mqs_sched_entity *se,
 static bool bfs_can_run(const struct mqs_sched_entity *se, int self,
                         const struct mqs_sched_entity *mine)
 {
-    return mqs__se_allowed(se, self) && (se == mine || mqs_se_movable(se));
+    return mqs_se_allowed(se, self) && (se == mine || mqs_se_movable(se));
 }
 
 /* The most urgent realtime (below = 100) or idle (below = 141) task this
@@ -269,8 +266,7 @@ bfs_pick_tree(struct bfs_state *b, int self,
 /* The task now running on rq's worker (the one stopping, during pick). */
 static const struct mqs_sched_entity *bfs_mine(struct mqs_rq *rq)
 {
-    const struct mqs_task *t = rq->rt->workers[rq->worker]->curr;
-    return t ? &t->se : NULL;
+    return mqs_rq_curr(rq);
 }
 
 static struct mqs_sched_entity *bfs_pick(struct mqs_rq *rq)
@@ -301,7 +297,7 @@ static struct mqs_sched_entity *bfs_yield(struct mqs_rq *rq,
     if (se->cls != MQS_CLASS_NORMAL ||
         mqs__parr_best(&b->cls) < MQS_PRIO_NORMAL_MIN)
         return NULL;
-    bfs_renew(b, se, mqs__rq_clock(rq));
+    bfs_renew(b, se, mqs_rq_clock(rq));
     bfs_insert(b, se);
     struct mqs_sched_entity *next = bfs_pick_tree(b, mqs_rq_worker(rq), se);
     mqs__rb_erase(&b->tree, &next->rb, NULL);
@@ -320,7 +316,7 @@ static void bfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
                          uint64_t ran)
 {
     struct bfs_state *b = bfs(rq);
-    uint64_t now = mqs__rq_clock(rq);
+    uint64_t now = mqs_rq_clock(rq);
     if (se->cls == MQS_CLASS_FIFO)
         return;
     uint64_t cpu = mqs__fair_charge_run(se, ran, b->tun.steal_check_ns);

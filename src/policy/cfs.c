@@ -12,7 +12,7 @@
  * past latency/min_gran tasks the period grows instead (Linux's
  * sched_nr_latency).  A checkpoint reschedules once the slice is spent.
  * Both grow with 1 + log2(workers) (Linux's default tunable scaling), as
- * does wakeup_gran_ns; DESIGN.md's "20 ms x (1 + log2 ncpu)" is the
+ * does wakeup_gran_ns; docs/design.md's "20 ms x (1 + log2 ncpu)" is the
  * default latency_ns of 20 ms with that scaling.
  *
  * min_vruntime follows the smallest virtual runtime of the queue (the
@@ -64,9 +64,8 @@
  */
 #include <stddef.h>
 
-#include "../fair.h"
-#include "../internal.h"
 #include "mqs/policy.h"
+#include "kit.h"
 
 #define CFS_VBASE (UINT64_C(1) << 40) /* start of virtual time: headroom */
 #define CFS_SLICE_SHIFT 16
@@ -129,7 +128,7 @@ struct cfs_rq {
 
 static struct cfs_rq *cfs(struct mqs_rq *rq)
 {
-    return mqs__rq_state(rq);
+    return mqs_rq_state(rq);
 }
 
 static void cfs_init_rq(struct mqs_rq *rq)
@@ -295,7 +294,7 @@ static struct mqs_sched_entity *cfs_take_first(struct cfs_rq *c)
 static struct mqs_sched_entity *cfs_pick(struct mqs_rq *rq)
 {
     struct cfs_rq *c = cfs(rq);
-    uint64_t now = mqs__rq_clock(rq);
+    uint64_t now = mqs_rq_clock(rq);
     cfs_settle(c, now);
     struct mqs_sched_entity *se = mqs__fair_pick_rt(rq);
     if (se)
@@ -331,7 +330,7 @@ static void cfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
         return;
     }
     struct cfs_rq *c = cfs(rq);
-    uint64_t now = mqs__rq_clock(rq);
+    uint64_t now = mqs_rq_clock(rq);
     uint64_t cpu = mqs__fair_charge_run(se, ran, c->tun->steal_check_ns);
     se->key += mqs__fair_vtime(cpu, se->weight);
     se->slice_ns -= (int64_t)cpu;
@@ -345,7 +344,7 @@ static bool cfs_wake_preempt(struct mqs_rq *rq, struct mqs_sched_entity *curr,
 {
     if (curr->cls != MQS_CLASS_NORMAL || woken->cls != MQS_CLASS_NORMAL)
         return woken->prio < curr->prio;
-    int64_t ran = (int64_t)(mqs__rq_clock(rq) - curr->exec_start_ns);
+    int64_t ran = (int64_t)(mqs_rq_clock(rq) - curr->exec_start_ns);
     uint64_t cv = curr->key + mqs__fair_vtime(ran > 0 ? (uint64_t)ran : 0,
                                               curr->weight);
     uint64_t gran = mqs__fair_vtime((uint64_t)cfs(rq)->wakeup_gran,

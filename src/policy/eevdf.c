@@ -66,9 +66,8 @@
  */
 #include <stddef.h>
 
-#include "../fair.h"
-#include "../internal.h"
 #include "mqs/policy.h"
+#include "kit.h"
 
 #define EEVDF_VBASE (UINT64_C(1) << 40) /* start of virtual time */
 
@@ -124,7 +123,7 @@ struct eevdf_rq {
 
 static struct eevdf_rq *eevdf(struct mqs_rq *rq)
 {
-    return mqs__rq_state(rq);
+    return mqs_rq_state(rq);
 }
 
 /* The node's aux: the minimum deadline of its subtree. */
@@ -456,7 +455,7 @@ static struct mqs_sched_entity *eevdf_run(struct eevdf_rq *r,
 static struct mqs_sched_entity *eevdf_pick(struct mqs_rq *rq)
 {
     struct eevdf_rq *r = eevdf(rq);
-    uint64_t now = mqs__rq_clock(rq);
+    uint64_t now = mqs_rq_clock(rq);
     eevdf_settle(r, now);
     struct mqs_sched_entity *se = mqs__fair_pick_rt(rq);
     if (se)
@@ -491,7 +490,7 @@ static void eevdf_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
         return;
     }
     struct eevdf_rq *r = eevdf(rq);
-    uint64_t now = mqs__rq_clock(rq);
+    uint64_t now = mqs_rq_clock(rq);
     uint64_t cpu = mqs__fair_charge_run(se, ran, r->tun->steal_check_ns);
     uint64_t dv = mqs__fair_vtime(cpu, se->weight);
     se->key += dv;

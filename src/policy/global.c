@@ -55,10 +55,8 @@
  */
 #include <stddef.h>
 
-#include "../bitmap.h"
-#include "../internal.h"
-#include "../list.h"
 #include "mqs/policy.h"
+#include "kit.h"
 
 #define GLOBAL_WORDS MQS__BITMAP_WORDS(MQS_PRIO_LEVELS)
 #define GLOBAL_RT 1000
@@ -111,7 +109,7 @@ static const struct mqs_tunable global_tunables[] = {
 
 static struct global_rq *global_rq(struct mqs_rq *rq)
 {
-    return mqs__rq_state(rq);
+    return mqs_rq_state(rq);
 }
 
 static int global_init(mqs_runtime_t *rt, void *state)
@@ -231,7 +229,7 @@ static void global_count(struct global_state *g,
     }
     int n = mqs_nr_workers(g->rt);
     for (int w = 0; w < n; w++)
-        if (mqs__se_allowed(se, w))
+        if (mqs_se_allowed(se, w))
             global_rq(mqs_rq_of(g->rt, w))->nr_pinned += (unsigned)d;
 }
 
@@ -318,7 +316,7 @@ static struct mqs_sched_entity *global_pick(struct mqs_rq *rq)
         {
             struct mqs_sched_entity *se =
                 mqs_se_entry(pos, struct mqs_sched_entity, node);
-            if (!mqs__se_allowed(se, w))
+            if (!mqs_se_allowed(se, w))
                 continue;
             int weight = global_goodness(gr, se, w);
             if (weight > c && global_free(se, w)) {

@@ -43,11 +43,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "../bitmap.h"
-#include "../internal.h"
-#include "../list.h"
-#include "../prio_array.h"
 #include "mqs/policy.h"
+#include "kit.h"
 
 #define LEVELS MQS_PRIO_LEVELS
 #define WORDS MQS__BITMAP_WORDS(LEVELS)
@@ -114,7 +111,7 @@ static int64_t slice_cap(const struct mq_tunables *t, unsigned nr);
 
 static struct mq_rq *state(struct mqs_rq *rq)
 {
-    return mqs__rq_state(rq);
+    return mqs_rq_state(rq);
 }
 
 static void mq_init_rq(struct mqs_rq *rq)
@@ -275,7 +272,7 @@ static int take_from(struct mqs__prio_array *a, bool spent,
                 mqs_se_entry(pos, struct mqs_sched_entity, node);
             if (n >= max)
                 break;
-            if (!mqs__se_allowed(se, req->dest) || !mqs_se_movable(se))
+            if (!mqs_se_allowed(se, req->dest) || !mqs_se_movable(se))
                 continue;
             array_del(a, se);
             se->p[MQ_SPENT] = spent;
@@ -401,11 +398,11 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
     unsigned lvl = se->prio;
     if (se->slice_ns <= 0 && se->cls != MQS_CLASS_FIFO)
         return NULL;
-    if (atomic_load_explicit(&rq->best_prio, memory_order_relaxed) < lvl)
+    if (mqs_rq_best_prio(rq) < lvl)
         return NULL;
     if (MQS__UNLIKELY(m->mask_lvl != lvl))
         yield_masks(rq, m, lvl);
-    const _Atomic uint64_t *g = rq->rt->level_bits;
+    const _Atomic uint64_t *g = mqs_level_hint(mqs_rq_runtime(rq));
     if ((atomic_load_explicit(&g[0], memory_order_relaxed) & m->remote_mask[0]) |
         (atomic_load_explicit(&g[1], memory_order_relaxed) & m->remote_mask[1]) |
         (atomic_load_explicit(&g[2], memory_order_relaxed) & m->remote_mask[2]))
@@ -505,7 +502,7 @@ static int mq_balance(struct mqs_rq *rq, int why)
     mqs_runtime_t *rt = mqs_rq_runtime(rq);
     int self = mqs_rq_worker(rq);
     if (why == MQS_BALANCE_PERIODIC) {
-        uint64_t now = mqs__rq_clock(rq);
+        uint64_t now = mqs_rq_clock(rq);
         if (now < m->next_periodic)
             return 0;
         m->next_periodic = now + (uint64_t)m->tun->balance_ns;

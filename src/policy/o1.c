@@ -15,7 +15,7 @@
  * idle worker pulls half of the busiest queue; every balance_ns a worker
  * pulls when the busiest is imbalance_pct longer, expired (cold) tasks
  * first, skipping cache-hot ones.  Not 2.6.0 (Linux added RT push/pull in
- * 2.6.25), for DESIGN.md invariant 2: pick first takes a more urgent
+ * 2.6.25), for invariant 2 (docs/design.md): pick first takes a more urgent
  * realtime task queued on another worker (src/rt_pull.h; rt_pull=0 off).
  *
  * Yield: 2.6.0 moved a yielding task to the expired array, which made
@@ -28,11 +28,8 @@
  */
 #include <stddef.h>
 
-#include "../internal.h"
-#include "../list.h"
-#include "../prio_array.h"
-#include "../rt_pull.h"
 #include "mqs/policy.h"
+#include "kit.h"
 
 #define O1_MAX_BONUS 10
 #define O1_STEAL_MAX 16
@@ -108,7 +105,7 @@ static const struct mqs_tunable o1_tunables[] = {
 
 static struct o1_rq *o1_state(struct mqs_rq *rq)
 {
-    return mqs__rq_state(rq);
+    return mqs_rq_state(rq);
 }
 
 static void o1_init_rq(struct mqs_rq *rq)
@@ -202,18 +199,25 @@ static void o1_add(struct mqs_rq *rq, struct mqs_sched_entity *se,
     o1_publish(rq);
 }
 
-/* A spawned task: its parent's sleep history, and maybe the head of the
- * parent's worker (child runs first). */
+/* A spawned task starts with its parent's sleep history, less a penalty
+ * (sched_fork's CHILD_PENALTY); one spawned from outside a task, with
+ * none. */
+static void o1_task_new(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                        const struct mqs_sched_entity *parent)
+{
+    (void)rq;
+    if (parent)
+        se->p[O1_SLEEP_AVG] = parent->p[O1_SLEEP_AVG] * O1_CHILD_PENALTY / 100;
+}
+
+/* A spawned task (o1_task_new gave it its history): its priority and
+ * slice, and maybe the head of the parent's worker (child runs first),
+ * when the spawner is a task running on rq's worker. */
 static bool o1_new(struct mqs_rq *rq, struct mqs_sched_entity *se)
 {
     struct o1_rq *o = o1_state(rq);
-    struct mqs_worker *self = mqs__worker_self();
-    struct mqs_task *parent = self ? self->curr : NULL;
-    bool here = parent && self->rt == mqs_rq_runtime(rq) &&
-                self->index == mqs_rq_worker(rq);
-    if (parent && parent->rt == mqs_rq_runtime(rq))
-        se->p[O1_SLEEP_AVG] =
-            parent->se.p[O1_SLEEP_AVG] * O1_CHILD_PENALTY / 100;
+    bool here = mqs_runtime_self() == mqs_rq_runtime(rq) &&
+                mqs_worker_self() == mqs_rq_worker(rq);
     se->p[O1_PRIO] = o1_effective_prio(o->tun, se);
     se->slice_ns = o1_timeslice(o->tun, se);
     if (!(o->tun->child_first && here))
@@ -251,7 +255,7 @@ static void o1_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
         o1_add_sleep(o->tun, se, mqs_sched_clock());
         if (se->slice_ns <= 0) /* it blocked just as its slice ran out */
             se->slice_ns = o1_timeslice(o->tun, se);
-        se->p[O1_SYNC] = o1_sync(o->tun, flags) && mqs__current() != NULL;
+        se->p[O1_SYNC] = o1_sync(o->tun, flags) && mqs_worker_self() >= 0;
     } else if (flags & (MQS_ENQ_YIELD | MQS_ENQ_PREEMPTED)) {
         if (se->cls == MQS_CLASS_FIFO)
             head = (flags & MQS_ENQ_PREEMPTED) != 0;
@@ -333,7 +337,7 @@ static struct mqs_sched_entity *o1_yield(struct mqs_rq *rq,
     if (se->cls == MQS_CLASS_NORMAL && o->tun->yield_expired)
         return NULL;
     unsigned lvl = o1_level(se);
-    unsigned best = atomic_load_explicit(&rq->best_prio, memory_order_relaxed);
+    unsigned best = mqs_rq_best_prio(rq);
     if ((best < lvl && mqs__parr_best(o->active) < lvl) ||
         mqs__rt_pull_due(o->rt_hint, lvl))
         return NULL;
@@ -391,7 +395,8 @@ static int o1_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
     bool near = ((flags & MQS_ENQ_NEW) && t->child_first) ||
                 ((flags & MQS_ENQ_WAKEUP) && o1_sync(t, flags) &&
                  (se->cls == MQS_CLASS_NORMAL || se->cls == MQS_CLASS_IDLE));
-    if (near && waker >= 0 && mqs__se_allowed(se, waker) && mqs__current())
+    if (near && waker >= 0 && mqs_se_allowed(se, waker) &&
+        mqs_worker_self() >= 0)
         return waker;
     return mqs_select_default(rt, se, waker, flags & ~MQS_ENQ_SYNC);
 }
@@ -415,7 +420,7 @@ static int o1_balance(struct mqs_rq *rq, int why)
 {
     struct o1_rq *o = o1_state(rq);
     mqs_runtime_t *rt = mqs_rq_runtime(rq);
-    uint64_t now = mqs__rq_clock(rq);
+    uint64_t now = mqs_rq_clock(rq);
     /* 2.6.0 took the least recently queued of each level (the tail) */
     struct mqs__rt_pull_req req = {MQS_PRIO_LEVELS, mqs_rq_worker(rq),
                                    UINT64_MAX, true};
@@ -445,6 +450,7 @@ const struct mqs_policy mqs_policy_o1 = {
     .rt_size = sizeof(struct o1_tunables),
     .tunables = o1_tunables,
     .init_rq = o1_init_rq,
+    .task_new = o1_task_new,
     .select_worker = o1_select_worker,
     .enqueue = o1_enqueue,
     .dequeue = o1_dequeue,

@@ -17,7 +17,7 @@
  * tasks: an idle worker steals one task from the most loaded (tdq_idled)
  * and every balance_ns the least loaded worker takes half the difference
  * from the most loaded (tdq_balance).  Only realtime wake-ups preempt
- * (preempt_thresh).  Not the 2003 design, for DESIGN.md invariant 2:
+ * (preempt_thresh).  Not the 2003 design, for invariant 2 (docs/design.md):
  * pick first takes a more urgent realtime task queued on another worker
  * (src/rt_pull.h; rt_pull=0 off).
  *
@@ -30,11 +30,8 @@
  */
 #include <stddef.h>
 
-#include "../internal.h"
-#include "../list.h"
-#include "../prio_array.h"
-#include "../rt_pull.h"
 #include "mqs/policy.h"
+#include "kit.h"
 
 #define ULE_HALF 50
 #define ULE_STEAL_MAX 16
@@ -100,7 +97,7 @@ static const struct mqs_tunable ule_tunables[] = {
 
 static struct ule_rq *ule_state(struct mqs_rq *rq)
 {
-    return mqs__rq_state(rq);
+    return mqs_rq_state(rq);
 }
 
 static void ule_init_rq(struct mqs_rq *rq)
@@ -225,12 +222,13 @@ static void ule_publish(struct mqs_rq *rq)
  * (sched_fork_thread).  One spawned from outside the runtime has no
  * parent: it starts even (score 50, batch), since a burst of spawns says
  * nothing about interactivity; its first sleep or run decides. */
-static void ule_inherit(struct mqs_rq *rq, struct mqs_sched_entity *se)
+static void ule_task_new(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                         const struct mqs_sched_entity *parent)
 {
-    struct mqs_task *parent = mqs__current();
-    if (parent && parent->rt == mqs_rq_runtime(rq)) {
-        se->p[ULE_RUN] = parent->se.p[ULE_RUN];
-        se->p[ULE_SLP] = parent->se.p[ULE_SLP];
+    (void)rq;
+    if (parent) {
+        se->p[ULE_RUN] = parent->p[ULE_RUN];
+        se->p[ULE_SLP] = parent->p[ULE_SLP];
     } else if (se->p[ULE_RUN] == 0 && se->p[ULE_SLP] == 0) {
         se->p[ULE_RUN] = 1;
         se->p[ULE_SLP] = 1;
@@ -251,8 +249,6 @@ static void ule_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
 {
     struct ule_rq *u = ule_state(rq);
     bool head = false;
-    if (flags & MQS_ENQ_NEW)
-        ule_inherit(rq, se);
     if (flags & MQS_ENQ_WAKEUP)
         ule_add_sleep(se, mqs_sched_clock());
     if ((flags & (MQS_ENQ_YIELD | MQS_ENQ_PREEMPTED)) &&
@@ -354,7 +350,7 @@ static struct mqs_sched_entity *ule_yield(struct mqs_rq *rq,
     unsigned where = se->cls == MQS_CLASS_NORMAL ? u->curr
                                                   : (unsigned)se->p[ULE_WHERE];
     unsigned lvl = (unsigned)se->p[ULE_LEVEL];
-    unsigned best = atomic_load_explicit(&rq->best_prio, memory_order_relaxed);
+    unsigned best = mqs_rq_best_prio(rq);
     if ((best < lvl && !ule_leads(u, where, lvl)) ||
         mqs__rt_pull_due(u->rt_hint, lvl) ||
         (se->cls == MQS_CLASS_NORMAL && ule_yield_to_next(u, MQS_ENQ_YIELD)))
@@ -427,7 +423,7 @@ static int ule_lowest(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
     *load = UINT32_MAX;
     for (int i = 0; i < n; i++) {
         int w = (prefer + i) % n;
-        if (!mqs__se_allowed(se, w))
+        if (!mqs_se_allowed(se, w))
             continue;
         unsigned l =
             mqs_worker_idle(rt, w) ? 0 : mqs_rq_nr_queued(mqs_rq_of(rt, w)) + 1;
@@ -447,7 +443,7 @@ static int ule_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
     (void)flags;
     const struct ule_tunables *t = mqs_policy_state(rt);
     int last = se->last_worker;
-    if (last >= 0 && mqs__se_allowed(se, last)) {
+    if (last >= 0 && mqs_se_allowed(se, last)) {
         if (mqs_worker_claim_idle(rt, last))
             return last;
         bool affine = mqs_sched_clock() - se->slept_at_ns <
@@ -468,7 +464,7 @@ static int ule_want(struct ule_rq *u, struct mqs_rq *rq, int why,
 {
     if (why != MQS_BALANCE_PERIODIC)
         return hi >= (unsigned)u->tun->steal_thresh ? 1 : 0;
-    uint64_t now = mqs__rq_clock(rq);
+    uint64_t now = mqs_rq_clock(rq);
     if (now < u->next_balance)
         return 0;
     u->next_balance = now + (uint64_t)u->tun->balance_ns;
@@ -505,6 +501,7 @@ const struct mqs_policy mqs_policy_ule = {
     .rt_size = sizeof(struct ule_tunables),
     .tunables = ule_tunables,
     .init_rq = ule_init_rq,
+    .task_new = ule_task_new,
     .select_worker = ule_select_worker,
     .enqueue = ule_enqueue,
     .dequeue = ule_dequeue,

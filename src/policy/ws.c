@@ -14,7 +14,7 @@
  * weights, no slices: picks are the only currency, and a FIFO task at
  * position k runs within k * (lifo_max + 1) picks of its worker.
  *
- * DESIGN.md's class order is kept on a rare side path: realtime and
+ * docs/design.md's class order is kept on a rare side path: realtime and
  * idle-class tasks live in a priority array (src/prio_array.h) beside the
  * ws queues; RT levels are served before the slot, an RT task more urgent
  * than anything here is pulled from another worker (the core's level
@@ -36,11 +36,8 @@
  */
 #include <stddef.h>
 
-#include "../internal.h"
-#include "../list.h"
-#include "../prio_array.h"
-#include "../rt_pull.h"
 #include "mqs/policy.h"
+#include "kit.h"
 
 #define WS_BATCH 64                       /* most tasks moved at once */
 #define WS_NORMAL_LVL (MQS_PRIO_IDLE - 1) /* level normal work publishes */
@@ -100,7 +97,7 @@ struct ws_take_req {
 
 static struct ws_rq *ws_state(struct mqs_rq *rq)
 {
-    return mqs__rq_state(rq);
+    return mqs_rq_state(rq);
 }
 
 static int ws_init(mqs_runtime_t *rt, void *state)
@@ -242,7 +239,7 @@ static void ws_dequeue(struct mqs_rq *rq, struct mqs_sched_entity *se,
 
 static bool ws_can_take(const struct mqs_sched_entity *se, int dest)
 {
-    return mqs__se_allowed(se, dest) && mqs_se_movable(se);
+    return mqs_se_allowed(se, dest) && mqs_se_movable(se);
 }
 
 /* Global tasks that count on worker `owner`, from the head. */
@@ -428,7 +425,7 @@ static struct mqs_sched_entity *ws_pull_rt(struct mqs_rq *rq, struct ws_rq *m)
     unsigned local = mqs__parr_best(&m->special);
     if (ws_nnormal(m) && local > WS_NORMAL_LVL)
         local = WS_NORMAL_LVL;
-    return mqs__rt_pull(rq, mqs_rq_runtime(rq)->level_bits, local, ws_take_rt);
+    return mqs__rt_pull(rq, mqs_level_hint(mqs_rq_runtime(rq)), local, ws_take_rt);
 }
 
 /* The slot (at most lifo_max times in a row), else the FIFO head. */
@@ -499,7 +496,7 @@ static struct mqs_sched_entity *ws_yield(struct mqs_rq *rq,
         (m->special.nr &&
          mqs__parr_best(&m->special) < MQS_PRIO_NORMAL_MIN) ||
         m->nfifo + 1 > (unsigned)m->g->local_max ||
-        mqs__rt_pull_due(mqs_rq_runtime(rq)->level_bits, MQS_PRIO_NORMAL_MIN))
+        mqs__rt_pull_due(mqs_level_hint(mqs_rq_runtime(rq)), MQS_PRIO_NORMAL_MIN))
         return NULL;
     if (m->countdown == 1 &&
         atomic_load_explicit(&m->g->nr, memory_order_relaxed))
@@ -523,7 +520,7 @@ static int ws_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
 {
     if (se->cls == MQS_CLASS_NORMAL && waker >= 0 &&
         (flags & (MQS_ENQ_WAKEUP | MQS_ENQ_NEW)) &&
-        mqs__se_allowed(se, waker))
+        mqs_se_allowed(se, waker))
         return waker;
     return mqs_select_default(rt, se, waker, flags);
 }
