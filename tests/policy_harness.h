@@ -148,6 +148,14 @@ static inline struct mqs_task *h_of(struct mqs_sched_entity *se)
     return mqs_se_entry(se, struct mqs_task, se);
 }
 
+/* se goes on w's queue (its lock held), counted as the core counts it. */
+static inline void h_queued(struct harness *h, int w,
+                            struct mqs_sched_entity *se)
+{
+    atomic_store(&h_of(se)->queued_on, w);
+    MQS__CHK_COUNT(h->rt, w, 1);
+}
+
 static inline void h_enqueue(struct harness *h, int w,
                              struct mqs_sched_entity *se, int flags)
 {
@@ -158,16 +166,28 @@ static inline void h_enqueue(struct harness *h, int w,
     if ((flags & MQS_ENQ_NEW) && h->pol->task_new)
         h->pol->task_new(rq, se, NULL);
     mqs_rq_lock(rq);
-    atomic_store(&h_of(se)->queued_on, w);
+    h_queued(h, w, se);
     h->pol->enqueue(rq, se, flags);
     mqs_rq_unlock(rq);
+}
+
+/* se, taken off its queue by pick or yield on w (the lock still held),
+ * leaves the queue's count as the core's check of pick's result does:
+ * contract-checked builds compare it with what the queue published when
+ * the lock is released. */
+static inline void h_taken(struct harness *h, struct mqs_sched_entity *se)
+{
+    int q = atomic_load(&h_of(se)->queued_on);
+    if (q >= 0) {
+        atomic_store(&h_of(se)->queued_on, -1);
+        MQS__CHK_COUNT(h->rt, q, -1);
+    }
 }
 
 /* se, just picked on w, starts running there at h->now. */
 static inline void h_started(struct harness *h, int w,
                              struct mqs_sched_entity *se)
 {
-    atomic_store(&h_of(se)->queued_on, -1);
     h_of(se)->stolen = false;
     se->exec_start_ns = h->now;
     se->last_worker = w;
@@ -179,6 +199,8 @@ static inline struct mqs_sched_entity *h_pick(struct harness *h, int w)
     struct mqs_rq *rq = h_rq(h, w);
     mqs_rq_lock(rq);
     struct mqs_sched_entity *se = h->pol->pick(rq);
+    if (se)
+        h_taken(h, se);
     mqs_rq_unlock(rq);
     if (se)
         h_started(h, w, se);
@@ -204,7 +226,7 @@ static inline void h_stop(struct harness *h, int w,
     mqs_rq_lock(rq);
     h_ran(h, rq, se, ns);
     if (requeue) {
-        atomic_store(&h_of(se)->queued_on, w);
+        h_queued(h, w, se);
         h->pol->enqueue(rq, se, MQS_ENQ_YIELD);
     }
     mqs_rq_unlock(rq);
@@ -220,11 +242,13 @@ static inline struct mqs_sched_entity *h_yield(struct harness *h, int w,
     struct mqs_rq *rq = h_rq(h, w);
     mqs_rq_lock(rq);
     h_ran(h, rq, se, ns);
-    atomic_store(&h_of(se)->queued_on, w);
+    h_queued(h, w, se);
     struct mqs_sched_entity *next =
         h->pol->yield ? h->pol->yield(rq, se) : NULL;
     if (!next)
         h->pol->enqueue(rq, se, MQS_ENQ_YIELD);
+    else
+        h_taken(h, next);
     mqs_rq_unlock(rq);
     if (!next)
         return h_pick(h, w);
