@@ -6,12 +6,13 @@
 # checks watch (enqueue, pick, put_prev, yield, steal, balance, dequeue
 # through priority and affinity changes) on one and two workers.
 # -DEXE: the program; -DFILTERS: the filters, '|'-separated (default
-# below).
+# below); -DEMULATOR: a cross build's emulator, its words '|'-separated.
 if(NOT DEFINED FILTERS)
   set(FILTERS "nothing_lost|rt_pulled|affinity|bad_input")
 endif()
 string(REPLACE "|" ";" FILTERS "${FILTERS}")
-execute_process(COMMAND "${EXE}" --list-policies
+string(REPLACE "|" ";" EMULATOR "${EMULATOR}")
+execute_process(COMMAND ${EMULATOR} "${EXE}" --list-policies
   OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${EXE} --list-policies failed (${rc})")
@@ -22,7 +23,8 @@ foreach(spec IN LISTS names)
   set(ENV{MQS_TEST_POLICY} "${spec}")
   foreach(filter IN LISTS FILTERS)
     message(STATUS "conformance_checked: ${spec}, cases matching '${filter}'")
-    execute_process(COMMAND "${EXE}" "${filter}" RESULT_VARIABLE rc)
+    execute_process(COMMAND ${EMULATOR} "${EXE}" "${filter}"
+      RESULT_VARIABLE rc)
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "conformance_checked: ${spec} failed (${rc})")
     endif()
