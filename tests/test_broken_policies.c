@@ -346,15 +346,21 @@ TEST(broken_pick_never_choosing_is_caught)
 }
 
 #ifdef MQS_CONTRACT_CHECKS
-static void scenario_no_publish(void)
+/* Four tasks that yield a few times under policy p on n workers. */
+static void yielders_under(const struct mqs_policy *p, int n)
 {
-    mqs_runtime_t *rt = rt_with(&no_publish_policy, 1);
+    mqs_runtime_t *rt = rt_with(p, n);
     mqs_task_t *t[4];
     for (int i = 0; i < 4; i++)
         t[i] = spawn(rt, yield_a_few, NULL);
     for (int i = 0; i < 4; i++)
         join(t[i]);
     CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+static void scenario_no_publish(void)
+{
+    yielders_under(&no_publish_policy, 1);
 }
 
 TEST(broken_enqueue_without_publish_is_caught)
@@ -367,13 +373,7 @@ TEST(broken_enqueue_without_publish_is_caught)
 
 static void scenario_unlocked_helper(void)
 {
-    mqs_runtime_t *rt = rt_with(&unlocked_helper_policy, 2);
-    mqs_task_t *t[4];
-    for (int i = 0; i < 4; i++)
-        t[i] = spawn(rt, yield_a_few, NULL);
-    for (int i = 0; i < 4; i++)
-        join(t[i]);
-    CHECK_OK(mqs_runtime_destroy(rt));
+    yielders_under(&unlocked_helper_policy, 2);
 }
 
 TEST(broken_helper_without_its_lock_is_caught)
