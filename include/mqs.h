@@ -176,6 +176,13 @@ typedef struct mqs_config {
     bool ignore_env;      /* true: MQS_* variables are not read */
     char *errbuf;         /* optional: receives the error message */
     size_t errbuf_size;
+    /* Preemption (see mqs_preempt_disable): -1 = default (on), 0 = off
+     * (tasks run until they call the runtime), 1 = on.  MQS_PREEMPT. */
+    int preempt;
+    /* How often the monitor looks at busy workers, and the resolution of
+     * slices on tasks that never yield: -1 = default (1 ms), else 20 us
+     * to 1 s in ns.  MQS_PREEMPT_TICK_NS. */
+    int64_t preempt_tick_ns;
 } mqs_config_t;
 
 void mqs_config_init(mqs_config_t *cfg);
@@ -311,6 +318,43 @@ int mqs_yield(void);
  * urgent task is runnable anywhere, or a timer is due.  Cheap otherwise
  * (one clock read).  Task only. */
 int mqs_checkpoint(void);
+
+/*
+ * Preemption.  With it on (the default; MQS_PREEMPT=0 or config.preempt
+ * = 0 turns it off), a task that computes without calling the runtime is
+ * stopped as the kernel stops a thread: when its slice is spent (the
+ * policy's tick, looked at every MQS_PREEMPT_TICK_NS, 1 ms by default,
+ * while other tasks wait), when a more urgent task is runnable (a woken
+ * FIFO/RR task stops a normal one on a busy worker within microseconds;
+ * IDLE tasks give way to anything), when one of its worker's timers is
+ * due, and when the runtime stops.  A worker whose task is alone with
+ * nothing due is not interrupted, and no worker is while all idle.
+ *
+ * The stop is a SIGURG to the worker's thread, whose handler switches
+ * only at a safe point: the interrupted instruction in the program's own
+ * code (not in libc, the dynamic loader, any other shared library, nor
+ * the runtime), preemption not disabled, not inside the runtime.  Else
+ * the stop is retried shortly.  Every register (FP/SIMD included), the
+ * signal mask and errno are kept; a task stopped this way resumes on the
+ * worker it stopped on.  A SIGURG handler the program installed before
+ * the runtime still gets the SIGURGs that are not the runtime's.
+ *
+ * What a task must not do across code that may be stopped: hold an OS
+ * lock (a pthread mutex or spin lock: another task of the same worker
+ * waiting for it would block the worker; use mqs_mutex_t, or disable
+ * preemption around it).  A blocking system call made from a task may
+ * return EINTR when a stop is asked while it waits, as in any program
+ * that uses signals.
+ *
+ * mqs_preempt_disable() / mqs_preempt_enable(): no stop of the calling
+ * task between them (nestable, a per-task count; a stop asked meanwhile
+ * happens at the outermost enable).  Cheap: no system call.  Outside a
+ * task, and an enable with no disable, they do nothing.
+ */
+void mqs_preempt_disable(void);
+void mqs_preempt_enable(void);
+/* Whether rt preempts (false for NULL). */
+bool mqs_preempt_on(const mqs_runtime_t *rt);
 
 /* Block the calling task for at least ns nanoseconds.  Task only. */
 int mqs_sleep(uint64_t ns);
@@ -631,6 +675,8 @@ typedef struct mqs_worker_stats {
     uint64_t parks;           /* times the worker parked on its futex   */
     uint64_t spawns;
     uint64_t exits;
+    uint64_t preemptions;     /* tasks stopped by the preemption signal */
+    uint64_t preempt_deferred; /* stops asked at an unsafe point (retried) */
 } mqs_worker_stats_t;
 
 /* Counters of one task. */

@@ -11,6 +11,7 @@
  * spawn (a line every worker writes on every spawn and exit).
  */
 #include <limits.h>
+#include <signal.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <stdarg.h>
@@ -89,6 +90,15 @@ void mqs__kick(struct mqs_worker *w)
     atomic_fetch_add(&w->park_futex, 1);
     if (atomic_load(&w->parked))
         futex_wake(&w->park_futex, 1);
+}
+
+/* Ask worker w to stop its running task for the reasons in why: the
+ * preemption signal's handler takes them (preempt.c).  One signal per
+ * batch of requests: while an earlier one is unseen it carries these. */
+void mqs__preempt_request(struct mqs_worker *w, int why)
+{
+    if (atomic_fetch_or(&w->pre.req, why) == 0)
+        syscall(SYS_tgkill, (int)getpid(), w->pre.tid, MQS__PREEMPT_SIGNAL);
 }
 
 void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle)

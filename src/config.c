@@ -228,6 +228,36 @@ static int apply_stall(const mqs_config_t *cfg, mqs_config_t *out,
     return 0;
 }
 
+#define DEFAULT_TICK_NS 1000000LL
+#define MIN_TICK_NS 20000LL
+#define MAX_TICK_NS 1000000000LL
+
+static int apply_preempt(const mqs_config_t *cfg, mqs_config_t *out,
+                         char *err, size_t n)
+{
+    const char *e = env(cfg, "MQS_PREEMPT");
+    long long v = cfg->preempt;
+    if (e && (!parse_ll(e, &v) || (v != 0 && v != 1)))
+        return fail(err, n, MQS_EINVAL, "MQS_PREEMPT=%s: expected 0 or 1", e);
+    if (!e && (v < -1 || v > 1))
+        return fail(err, n, MQS_EINVAL,
+                    "config.preempt=%lld: expected -1 (default), 0 or 1", v);
+    out->preempt = v != 0;
+    e = env(cfg, "MQS_PREEMPT_TICK_NS");
+    v = cfg->preempt_tick_ns;
+    if (e && (!parse_ll(e, &v) || v < MIN_TICK_NS || v > MAX_TICK_NS))
+        return fail(err, n, MQS_EINVAL,
+                    "MQS_PREEMPT_TICK_NS=%s: expected a whole number of "
+                    "nanoseconds from %lld to %lld", e, MIN_TICK_NS,
+                    MAX_TICK_NS);
+    if (!e && v != -1 && (v < MIN_TICK_NS || v > MAX_TICK_NS))
+        return fail(err, n, MQS_EINVAL,
+                    "config.preempt_tick_ns=%lld: expected -1 (default) or "
+                    "%lld to %lld", v, MIN_TICK_NS, MAX_TICK_NS);
+    out->preempt_tick_ns = v == -1 ? DEFAULT_TICK_NS : v;
+    return 0;
+}
+
 static int apply_shuffle(const mqs_config_t *cfg, mqs_config_t *out,
                          char *err, size_t n)
 {
@@ -261,6 +291,7 @@ int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
         (rc = apply_guard(cfg, out, err, n)) ||
         (rc = apply_spin(cfg, out, err, n)) ||
         (rc = apply_stall(cfg, out, err, n)) ||
+        (rc = apply_preempt(cfg, out, err, n)) ||
         (rc = apply_shuffle(cfg, out, err, n)))
         return rc;
     const char *e = env(cfg, "MQS_POLICY");
@@ -288,6 +319,8 @@ void mqs_config_init(mqs_config_t *cfg)
     cfg->pin = -1;
     cfg->idle_spin_ns = -1;
     cfg->stall_ns = -1;
+    cfg->preempt = -1;
+    cfg->preempt_tick_ns = -1;
 }
 
 int mqs_config_resolve(const mqs_config_t *cfg, mqs_config_t *out)

@@ -121,6 +121,11 @@ struct mqs_task {
     bool detached;
     /* Set when it yielded on a worker its new affinity excludes. */
     atomic_bool resched_move;
+    /* Stopped by the preemption signal: it must resume on the worker it
+     * stopped on, se.last_worker (its signal frame and any thread-local
+     * address its code holds belong to that thread; preempt.c).  Written
+     * by the task itself, read by placement under the rq lock. */
+    bool pinned;
 
     /* Counters of every switch (see MQS__STAT_ADD). */
     struct {
@@ -168,6 +173,11 @@ struct mqs_task {
     /* The mutexes it owns, newest first, linked through their held_*
      * fields (sync.c); released "owner died" at exit.  Owner-only. */
     struct mqs_mutex *held_mutexes;
+    /* mqs_preempt_disable() depth, and a stop asked while it was off
+     * (preempt.c).  Owner-only: the task, and the preemption handler on
+     * its own thread. */
+    unsigned preempt_off;
+    bool preempt_pending;
 
     /* Timer: deadline, heap slot and the worker whose heap holds it. */
     uint64_t timer_deadline;
@@ -276,7 +286,37 @@ struct mqs__runnext {
 struct mqs__worker_counters {
     _Atomic uint64_t run_ns, idle_ns, switches, yields, wakeups_local,
         wakeups_remote, migrations, pulls_idle, pulls_newidle,
-        pulls_periodic, pulls_priority, parks, spawns, exits;
+        pulls_periodic, pulls_priority, parks, spawns, exits, preemptions,
+        preempt_deferred;
+};
+
+/* The preemption signal: SIGURG, as Go's runtime uses, because nothing
+ * else does (its default action is to ignore it).  A handler the program
+ * installed before the runtime's is called for the SIGURGs that are not
+ * the runtime's (preempt.c). */
+#define MQS__PREEMPT_SIGNAL SIGURG
+
+/* Why a worker is asked to stop its task (mqs__preempt_request). */
+enum {
+    MQS__PRE_TICK = 1,   /* ran a tick with others waiting: ask tick()   */
+    MQS__PRE_URGENT = 2, /* a more urgent level waits                     */
+    MQS__PRE_TIMER = 4,  /* a timer of this worker is due                 */
+    MQS__PRE_STOP = 8,   /* the runtime stops                             */
+};
+
+/* A worker's preemption state (preempt.c), on a line of its own: the
+ * owner writes level at each switch; the monitor and remote wakers read
+ * it and post requests. */
+struct mqs__preempt_worker {
+    atomic_int req;      /* MQS__PRE_* asked and not yet seen by handler */
+    atomic_int missed;   /* asked, seen at an unsafe point: ask again    */
+    atomic_uint level;   /* running task's prio, MQS_PRIO_NONE in loop   */
+    int tid;             /* the worker thread's id, for tgkill           */
+    int *errno_p;        /* the worker thread's errno                    */
+    /* Monitor-only: switches seen at its last scan, since when, and
+     * requests sent since (a deferred stop is retried soon, a few times). */
+    uint64_t seen, since;
+    unsigned streak;
 };
 
 struct mqs_worker {
@@ -335,6 +375,8 @@ struct mqs_worker {
     size_t loop_stack_size;
     void *tsan_fiber;
 
+    struct mqs__preempt_worker pre MQS__ALIGNED;
+
     /* Stall watchdog record (watchdog.c): written by the owner at its
      * checks, read by whichever worker scans. */
     struct mqs__wd_worker {
@@ -375,6 +417,19 @@ struct mqs_runtime {
     mqs__clock_t clock;
 
     atomic_int stopping;           /* 1: workers leave their loop         */
+
+    /* Preemption (preempt.c): on, its tick, the monitor thread and its
+     * parking word, and where task code may be stopped (the program's
+     * own text, less the runtime's). */
+    struct mqs__preempt_rt {
+        bool on, started;
+        uint64_t tick_ns;
+        pthread_t monitor;
+        atomic_uint futex;
+        atomic_int parked, stop;
+        unsigned nsafe;
+        uintptr_t safe_lo[4], safe_hi[4];
+    } pre;
     _Atomic uint64_t next_id;
     _Atomic int64_t live MQS__ALIGNED;   /* tasks spawned and not ended */
     atomic_uint live_futex;

@@ -14,6 +14,7 @@ void mqs__futex_wait(atomic_uint *word, unsigned val, uint64_t timeout_ns);
 void mqs__futex_wake(atomic_uint *word, int n);
 /* Wake worker w if it sleeps (the analogue of an IPI). */
 void mqs__kick(struct mqs_worker *w);
+void mqs__preempt_request(struct mqs_worker *w, int why);
 void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle);
 /* A new task's id; one live unit for it (spawn, w may be NULL). */
 uint64_t mqs__task_id_next(mqs_runtime_t *rt, struct mqs_worker *w);
@@ -221,6 +222,20 @@ void mqs__wake_flags(struct mqs_task *t, int flags);
  * idle worker may park so that its checks keep coming. */
 void mqs__watchdog_check(struct mqs_worker *w);
 uint64_t mqs__watchdog_park_ns(const mqs_runtime_t *rt, uint64_t timeout_ns);
+
+/* ---- preemption: preempt.c ---------------------------------------- */
+/* Start the monitor and install the handler (runtime create, after the
+ * workers), stop it (destroy, after the workers); per worker thread,
+ * before its loop: its thread id, errno address, signal unblocked. */
+int mqs__preempt_start(mqs_runtime_t *rt);
+void mqs__preempt_stop(mqs_runtime_t *rt);
+void mqs__preempt_worker_init(struct mqs_worker *w);
+/* A worker left its park: wake the monitor if it parked (tickless). */
+void mqs__preempt_monitor_wake(mqs_runtime_t *rt);
+/* May a task be stopped at pc: the main program's text, not the
+ * runtime's?  And is pc in the runtime's own text? */
+bool mqs__preempt_pc_safe(const mqs_runtime_t *rt, uintptr_t pc);
+bool mqs__in_runtime_text(uintptr_t pc);
 
 /* ---- the worker loop: worker.c ------------------------------------ */
 void mqs__worker_loop(struct mqs_worker *w);

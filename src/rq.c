@@ -410,6 +410,10 @@ bool mqs_worker_claim_idle(mqs_runtime_t *rt, int w)
 
 bool mqs_se_allowed(const struct mqs_sched_entity *se, int w)
 {
+    /* A task stopped by the preemption signal resumes where it stopped
+     * (preempt.c); its affinity applies again from its next run. */
+    if (MQS__UNLIKELY(mqs_se_entry(se, struct mqs_task, se)->pinned))
+        return se->last_worker == w;
     return se->any_worker || mqs_mask_isset(&se->affinity, w);
 }
 

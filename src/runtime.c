@@ -97,6 +97,7 @@ static void *worker_main(void *arg)
         pin_to_cpu(w, w->index);
     record_loop_stack(w);
     w->tsan_fiber = mqs__fiber_current();
+    mqs__preempt_worker_init(w);
     mqs__altstack_setup(w);
     w->next_balance = mqs__clock_ns(&w->clock) + 4000000;
     mqs__worker_loop(w);
@@ -122,6 +123,7 @@ static struct mqs_worker *worker_new(mqs_runtime_t *rt, int i)
     w->rq.hint_prio = MQS_PRIO_NONE;
     mqs__spin_init(&w->timers.lock);
     atomic_init(&w->timers.next, UINT64_MAX);
+    atomic_init(&w->pre.level, MQS_PRIO_NONE);
     if (rt->policy->rq_size &&
         !(w->rq.pstate = aligned_zalloc(rt->policy->rq_size))) {
         free(w);
@@ -225,6 +227,8 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     pthread_mutex_init(&rt->slab_lock, NULL);
     mqs__clock_init(&rt->clock);
     rt->stall_ns = c->stall_ns;
+    rt->pre.on = c->preempt;
+    rt->pre.tick_ns = (uint64_t)c->preempt_tick_ns;
     int rc = policy_setup(rt, c, err, n);
     if (rc)
         return rc;
@@ -256,8 +260,11 @@ static void stop_workers(mqs_runtime_t *rt, int started)
     atomic_store(&rt->stopping, 1);
     for (int i = 0; i < started; i++)
         mqs__kick(rt->workers[i]);
+    /* The monitor stops last: a task that never yields reaches a
+     * scheduling point only through it. */
     for (int i = 0; i < started; i++)
         pthread_join(rt->workers[i]->thread, NULL);
+    mqs__preempt_stop(rt);
 }
 
 int mqs_runtime_create(mqs_runtime_t **out, const mqs_config_t *cfg)
@@ -284,6 +291,10 @@ int mqs_runtime_create(mqs_runtime_t **out, const mqs_config_t *cfg)
             rc = MQS_ESYS;
             snprintf(err, sizeof err, "could not start worker thread %d", i);
         }
+    }
+    if (rc == 0 && (rc = mqs__preempt_start(rt)) != 0) {
+        stop_workers(rt, rt->nworkers);
+        snprintf(err, sizeof err, "could not start the preemption monitor");
     }
     if (rc) {
         if (err[0])

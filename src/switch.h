@@ -47,8 +47,12 @@ static MQS__HOT struct mqs_worker *mqs__switch_to(struct mqs_worker *w,
     else
         mqs__switch_enter(&fake, w->loop_stack_lo, w->loop_stack_size,
                           w->tsan_fiber);
+    /* errno belongs to the OS thread; each context keeps its own value
+     * across the switch (on its own stack), whichever thread resumes it. */
+    int err = *w->pre.errno_p;
     w = mqs__ctx_switch(save, to ? to->sp : w->loop_sp, w);
     mqs__switch_leave(fake);
+    *w->pre.errno_p = err;
     return w;
 }
 
@@ -80,6 +84,7 @@ static MQS__HOT void mqs__account_start(struct mqs_worker *w, struct mqs_task *t
         t->se.last_worker = w->index;
     }
     t->se.exec_start_ns = now;
+    atomic_store_explicit(&w->pre.level, t->se.prio, memory_order_relaxed);
     atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
     atomic_store_explicit(&t->state, MQS__RUNNING, memory_order_relaxed);
     w->curr = t;

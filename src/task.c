@@ -108,6 +108,9 @@ static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
     int prio = a->sched_class == MQS_CLASS_NORMAL ? a->nice : a->rt_priority;
     mqs__se_set_class(&t->se, a->sched_class, prio);
     t->se.last_worker = -1;
+    t->pinned = false;
+    t->preempt_off = 0;
+    t->preempt_pending = false;
     if (a->affinity) {
         t->se.affinity = *a->affinity;
         check_mask(rt, a->affinity, &t->se.any_worker);

@@ -75,6 +75,9 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
         mqs__stall_sample(w);
     }
     atomic_store(&w->parked, 0);
+    /* Pairs with the monitor's store of its own parked flag before it
+     * reads every worker's (seq_cst both): one of the two sees the other. */
+    mqs__preempt_monitor_wake(w->rt);
 out:
     MQS__STAT_ADD(w->stats.idle_ns, mqs__clock_ns(&w->clock) - t0);
     mqs__publish_idle(w->rt, w->index, false);
@@ -90,6 +93,8 @@ void mqs__worker_loop(struct mqs_worker *w)
          * which comes with the depth of the task that left). */
         w->in_runtime = 1;
         atomic_signal_fence(memory_order_seq_cst);
+        atomic_store_explicit(&w->pre.level, MQS_PRIO_NONE,
+                              memory_order_relaxed);
         mqs__finish_switch(w);
         if (atomic_load(&w->rt->stopping))
             return;

@@ -405,8 +405,10 @@ static void print_log(void)
 static void *holder(void *arg)
 {
     atomic_store(&holder_running, 1);
+    mqs_preempt_disable(); /* the worker is ours, preemption or not */
     while (!atomic_load(&holder_release))
         ;
+    mqs_preempt_enable();
     CHECK_OK(mqs_yield());
     log_event((int)(intptr_t)arg);
     return NULL;
@@ -1195,8 +1197,10 @@ static void *pair_holder(void *arg)
 {
     (void)arg;
     atomic_store(&pr.holding, 1);
+    mqs_preempt_disable();
     while (!atomic_load(&pr.go))
         ; /* no scheduling point: nothing else runs until go */
+    mqs_preempt_enable();
     return NULL;
 }
 

@@ -68,6 +68,18 @@ static inline mqs_runtime_t *rt_new(int workers)
     return rt_create(&cfg);
 }
 
+/* The same with preemption off: for scenarios built on a task that spins
+ * without a scheduling point and must keep its worker meanwhile. */
+static inline mqs_runtime_t *rt_new_coop(int workers)
+{
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = workers;
+    cfg.preempt = 0;
+    return rt_create(&cfg);
+}
+
 static inline mqs_task_t *spawn_attr(mqs_runtime_t *rt,
                                      const mqs_task_attr_t *a,
                                      mqs_task_fn fn, void *arg)

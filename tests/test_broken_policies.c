@@ -277,8 +277,10 @@ static void *yield_a_few(void *arg)
 static void *hold_worker(void *arg)
 {
     uint64_t end = mqs_now_ns() + 5000000000ull;
+    mqs_preempt_disable(); /* the worker is ours, preemption or not */
     while (mqs_now_ns() < end)
         ;
+    mqs_preempt_enable();
     return arg;
 }
 
@@ -430,8 +432,10 @@ static void *rt_yield_long(void *arg)
 static void *spin_long(void *arg)
 {
     uint64_t end = mqs_now_ns() + 3 * (uint64_t)STALL_NS;
+    mqs_preempt_disable(); /* the worker is ours, preemption or not */
     while (mqs_now_ns() < end)
         ;
+    mqs_preempt_enable();
     return arg;
 }
 

@@ -73,8 +73,10 @@ static void *spin_until_released(void *arg)
 {
     struct spinner *s = arg;
     atomic_store(&s->started, 1);
+    mqs_preempt_disable();
     while (!atomic_load(&s->release))
         mqs__cpu_relax(); /* no scheduling point: the queue stays full */
+    mqs_preempt_enable();
     return NULL;
 }
 

@@ -129,7 +129,8 @@ TEST(outside_placements_take_turns)
 /* A channel partner is woken synchronously (on a real runtime)        */
 /* ------------------------------------------------------------------ */
 
-/* A task that keeps worker 1 busy (no scheduling point) until released,
+/* A task that keeps worker 1 busy (no scheduling point; the runtimes of
+ * these cases do not preempt) until released,
  * or 2 s: a task queued behind it fails the case, not hangs it. */
 struct busy {
     atomic_int spinning, release;
@@ -201,7 +202,7 @@ static void *sender(void *arg)
 
 TEST(channel_partner_is_woken_onto_the_senders_worker)
 {
-    mqs_runtime_t *rt = rt_new(2);
+    mqs_runtime_t *rt = rt_new_coop(2);
     struct partner p = {.woke_on = -1};
     CHECK_OK(mqs_chan_create(&p.ch, sizeof(int), 0));
     mqs_task_t *r = spawn_on(rt, 1, receiver, &p);
@@ -276,7 +277,7 @@ static void *cond_yielder(void *arg)
 
 TEST(cond_wait_hands_its_mutex_to_a_waiter_on_this_worker)
 {
-    mqs_runtime_t *rt = rt_new(2);
+    mqs_runtime_t *rt = rt_new_coop(2);
     struct condpair p = {.woke_on = -1};
     CHECK_OK(mqs_mutex_init(&p.m));
     CHECK_OK(mqs_cond_init(&p.c));

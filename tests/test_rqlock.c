@@ -165,7 +165,7 @@ static void *spinning_spawner(void *arg)
 
 TEST(idle_worker_steals_through_a_biased_lock)
 {
-    struct bias_case c = {.rt = rt_new(2)};
+    struct bias_case c = {.rt = rt_new_coop(2)};
     mqs_task_t *b = spawn_on(c.rt, 1, blocker, &c);
     wait_count(&c.go, 1);
     join(spawn_on(c.rt, 0, spinning_spawner, &c));

@@ -29,8 +29,10 @@ static void *hold_worker(void *arg)
 {
     struct hold *h = arg;
     atomic_fetch_add(&h->running, 1);
+    mqs_preempt_disable();
     while (!atomic_load(&h->release))
         mqs__cpu_relax(); /* no scheduling point: the worker stays ours */
+    mqs_preempt_enable();
     return NULL;
 }
 

@@ -1,0 +1,416 @@
+/*
+ * preempt.c - stopping a task that does not stop itself: the monitor
+ * that decides which worker to interrupt, the signal that interrupts it,
+ * the handler that checks the stop is safe and then takes the worker
+ * back, and mqs_preempt_disable/enable.
+ *
+ * Vocabulary.  A *request* is a set of reasons (MQS__PRE_*) posted to a
+ * worker's pre.req and announced with one SIGURG to its thread
+ * (mqs__preempt_request, base.c).  The *handler* runs on the interrupted
+ * task's stack, takes the reasons and decides: a *safe* stop becomes a
+ * scheduling point (mqs__schedule, as a yield), an unsafe one is
+ * *deferred*: the reasons go to pre.missed and the monitor asks again.
+ *
+ * Who asks.  The monitor thread (Go's sysmon shape), every tick
+ * (MQS_PREEMPT_TICK_NS, 1 ms by default) while some worker runs a task:
+ * TICK for a task that ran a whole tick while others wait (the policy's
+ * tick op then says whether its slice is spent: the kernel's tick, only
+ * where it can matter), URGENT when a more urgent level is queued than
+ * the one running, TIMER when one of the worker's timers is due, STOP
+ * when the runtime stops.  A wake-up onto another worker whose task is
+ * less urgent asks at once (place.c), without waiting for a tick.  No
+ * worker running a task: the monitor parks (tickless), and the first
+ * worker to leave its park wakes it.  A worker whose task is alone with
+ * nothing due gets no signal at all.
+ *
+ * Safe points.  A stop is safe when all of these hold, checked in the
+ * handler on the worker's own thread:
+ *   - the worker is not inside the runtime (in_runtime == 0: no queue
+ *     lock, no switch, no wait-queue section, not the worker loop);
+ *   - the task has not disabled preemption (mqs_preempt_disable);
+ *   - the interrupted instruction lies in the main program's own text,
+ *     and not in the runtime's (mqs__text_begin..end below): never in
+ *     libc (malloc's arenas and tcache, stdio locks), the dynamic loader,
+ *     a sanitizer's runtime or any other shared object, all of which
+ *     may keep per-thread state or hold locks that a second task on the
+ *     same thread would corrupt or wait for.  The vDSO (clock_gettime)
+ *     is the one library allowed: it keeps no state.  These ranges are
+ *     found once with dl_iterate_phdr; everything else is unsafe, so a
+ *     library loaded later needs no registration to be safe.
+ * A deferred stop is retried by the monitor 50 us later until it is
+ * taken (a tick: a few times, then at each tick); one asked while
+ * preemption was off is honoured by mqs_preempt_enable.
+ *
+ * State.  The handler runs on the task's stack and switches from inside
+ * it: the kernel's signal frame holds every register, FP/SIMD included,
+ * and the signal mask, and the return from the handler restores them.
+ * errno is the thread's: the switch keeps each context's own value
+ * (switch.h), and the handler restores the interrupted value.  A task
+ * stopped this way resumes on the worker it stopped on (task->pinned,
+ * honoured by mqs_se_allowed): its frame's return is valid on any
+ * thread, but the code it interrupted may hold the address of a
+ * thread-local (errno's, computed once per function by the compiler),
+ * and that address is this thread's.  A cooperative switch has no such
+ * frame and may migrate as before.
+ *
+ * Rejected: Go's injected call (rewrite the interrupted PC to an
+ * assembly stub that saves every register and calls the scheduler): it
+ * needs a full FP/SIMD save per architecture (XSAVE areas of the CPU's
+ * size) that the kernel's frame already does.  Per-worker POSIX timers
+ * (timer_create with SIGEV_THREAD_ID): a timer per worker ticks whether
+ * or not anyone waits; the monitor sends nothing where nothing needs
+ * preempting.  A pending flag checked only at runtime entries: a task
+ * that never calls the runtime is exactly the one to stop.
+ */
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "rq.h"
+
+/* The runtime's own text.  The library is one translation unit (a unity
+ * build, CMakeLists.txt), compiled without hot/cold splitting, so its
+ * code is one .text section: the compilers emit top-level asm before any
+ * function (begin), and subsection 8191 lands after all of subsection 0
+ * (end).  tests/test_preempt.c checks that functions of every file lie
+ * between the two. */
+__asm__(".pushsection .text\n"
+        ".globl mqs__text_begin\n"
+        ".hidden mqs__text_begin\n"
+        "mqs__text_begin:\n"
+        ".popsection\n"
+        ".pushsection .text, 8191\n"
+        ".globl mqs__text_end\n"
+        ".hidden mqs__text_end\n"
+        "mqs__text_end:\n"
+        ".popsection\n");
+extern const char mqs__text_begin[] __attribute__((visibility("hidden")));
+extern const char mqs__text_end[] __attribute__((visibility("hidden")));
+
+#define RETRY_NS 50000 /* a deferred stop is asked again this soon       */
+#define RETRY_STREAK 4 /* ... a tick this many times in a row, then at
+                          each tick (the others until taken)           */
+
+/* ------------------------------------------------------------------ */
+/* Where a task may be stopped                                          */
+/* ------------------------------------------------------------------ */
+
+/* The main program is the first object dl_iterate_phdr reports; the
+ * vDSO is the one mapped at AT_SYSINFO_EHDR.  Its calls (clock_gettime,
+ * gettimeofday, getcpu) keep no state of their own, and a task that
+ * reads the clock in a loop spends most of its time there. */
+static int safe_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct mqs__preempt_rt *p = arg;
+    (void)size;
+    uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    bool first = p->nsafe == 0, is_vdso = false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && vdso >= lo && vdso < lo + ph->p_memsz)
+            is_vdso = true;
+    }
+    if (!first && !is_vdso)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum && p->nsafe < 4; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        p->safe_lo[p->nsafe] = info->dlpi_addr + ph->p_vaddr;
+        p->safe_hi[p->nsafe] = p->safe_lo[p->nsafe] + ph->p_memsz;
+        p->nsafe++;
+    }
+    return 0;
+}
+
+bool mqs__preempt_pc_safe(const mqs_runtime_t *rt, uintptr_t pc)
+{
+    if (pc >= (uintptr_t)mqs__text_begin && pc < (uintptr_t)mqs__text_end)
+        return false;
+    for (unsigned i = 0; i < rt->pre.nsafe; i++)
+        if (pc >= rt->pre.safe_lo[i] && pc < rt->pre.safe_hi[i])
+            return true;
+    return false;
+}
+
+bool mqs__in_runtime_text(uintptr_t pc)
+{
+    return pc >= (uintptr_t)mqs__text_begin && pc < (uintptr_t)mqs__text_end;
+}
+
+static uintptr_t interrupted_pc(const void *uc)
+{
+    const ucontext_t *u = uc;
+#if defined(__x86_64__)
+    return (uintptr_t)u->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)u->uc_mcontext.pc;
+#else
+#error "preempt.c: the interrupted PC is read for x86-64 and aarch64 only"
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* The handler                                                          */
+/* ------------------------------------------------------------------ */
+
+static struct sigaction old_urg;
+static pthread_once_t preempt_once = PTHREAD_ONCE_INIT;
+static int handler_rc;
+
+/* A stop: the checkpoint's decision (mqs_checkpoint) with the reasons
+ * asked, then a yield.  pin: from the handler, the task resumes on this
+ * worker (its signal frame is on its stack). */
+static void preempt_point(struct mqs_worker *w, struct mqs_task *t, int why,
+                          bool pin)
+{
+    const struct mqs_policy *p = w->rt->policy;
+    uint64_t now = mqs__clock_ns(&w->clock);
+    bool stop = (why & MQS__PRE_STOP) ||
+                atomic_load_explicit(&w->rt->stopping, memory_order_relaxed);
+    bool due = now >= atomic_load_explicit(&w->timers.next,
+                                           memory_order_relaxed);
+    bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio;
+    bool spent = false;
+    if ((why & MQS__PRE_TICK) && !(stop || due || urgent)) {
+        /* A policy with no tick has no slice: a tick with others
+         * waiting is the end of one (round robin at the tick). */
+        MQS__CHK_UNLOCKED_OP(w->rt, "tick");
+        spent = !p->tick || p->tick(&w->rq, &t->se, now);
+    }
+    if (!(stop || due || urgent || spent))
+        return;
+    if (!pin) {
+        mqs__schedule(w, t, MQS__SW_YIELD);
+        return;
+    }
+    MQS__STAT_ADD(w->stats.preemptions, 1);
+    t->pinned = true; /* se.last_worker is this worker */
+    mqs__schedule(w, t, MQS__SW_YIELD);
+    t->pinned = false;
+}
+
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+    if (old_urg.sa_flags & SA_SIGINFO) {
+        if (old_urg.sa_sigaction)
+            old_urg.sa_sigaction(sig, si, uc);
+    } else if (old_urg.sa_handler != SIG_DFL &&
+               old_urg.sa_handler != SIG_IGN) {
+        old_urg.sa_handler(sig);
+    }
+}
+
+static void on_preempt(int sig, siginfo_t *si, void *uc)
+{
+    struct mqs_worker *w = mqs__tls_worker;
+    int why = w ? atomic_exchange(&w->pre.req, 0) : 0;
+    if (!why) {
+        forward(sig, si, uc); /* not the runtime's */
+        return;
+    }
+    int err = errno;
+    struct mqs_task *t = w->curr;
+    if (w->in_runtime || !t) {
+        /* Inside the runtime (or its loop): it reaches a scheduling
+         * point on its own, where the same reasons are looked at. */
+        MQS__STAT_ADD(w->stats.preempt_deferred, 1);
+    } else if (t->preempt_off) {
+        t->preempt_pending = true;
+        MQS__STAT_ADD(w->stats.preempt_deferred, 1);
+    } else if (!mqs__preempt_pc_safe(w->rt, interrupted_pc(uc))) {
+        atomic_fetch_or(&w->pre.missed, why);
+        MQS__STAT_ADD(w->stats.preempt_deferred, 1);
+    } else {
+        preempt_point(w, t, why, true);
+    }
+    errno = err;
+}
+
+static void preempt_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_preempt;
+    /* No SA_ONSTACK: the handler runs on the task's stack, which it may
+     * leave for a while (the alternate stack is the worker's, and the
+     * next task's fault would need it).  SA_NODEFER: the signal stays
+     * deliverable to the tasks that run while this one is stopped
+     * inside its handler; a nested one finds the runtime's text or
+     * in_runtime and defers. */
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    handler_rc = sigaction(MQS__PREEMPT_SIGNAL, &sa, &old_urg) == 0
+                     ? 0
+                     : MQS_ESYS;
+}
+
+/* ------------------------------------------------------------------ */
+/* The monitor                                                          */
+/* ------------------------------------------------------------------ */
+
+/* One look at every worker; returns how long to sleep until the next,
+ * and whether any worker was awake. */
+static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
+{
+    struct mqs__preempt_rt *p = &rt->pre;
+    uint64_t sleep = p->tick_ns;
+    bool stopping = atomic_load_explicit(&rt->stopping, memory_order_relaxed);
+    unsigned best = mqs_best_prio_anywhere(rt);
+    *awake = false;
+    for (int i = 0; i < rt->nworkers; i++) {
+        struct mqs_worker *w = rt->workers[i];
+        uint64_t sw = MQS__STAT_GET(w->stats.switches);
+        if (sw != w->pre.seen) {
+            w->pre.seen = sw;
+            w->pre.since = now;
+            w->pre.streak = 0;
+        }
+        if (atomic_load(&w->parked))
+            continue;
+        *awake = true;
+        unsigned level = atomic_load_explicit(&w->pre.level,
+                                              memory_order_relaxed);
+        if (level == MQS_PRIO_NONE)
+            continue; /* in its loop: a scheduling point by itself */
+        int why = atomic_exchange(&w->pre.missed, 0);
+        if (stopping)
+            why |= MQS__PRE_STOP;
+        uint64_t next = atomic_load_explicit(&w->timers.next,
+                                             memory_order_relaxed);
+        if (next <= now)
+            why |= MQS__PRE_TIMER;
+        else if (next - now < sleep)
+            sleep = next - now;
+        if (best < level)
+            why |= MQS__PRE_URGENT;
+        bool others =
+            atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed) ||
+            atomic_load_explicit(&w->runnext.n, memory_order_relaxed) ||
+            best <= level;
+        if (others && now - w->pre.since >= p->tick_ns) {
+            why |= MQS__PRE_TICK;
+            w->pre.since = now;
+        }
+        if (!why)
+            continue;
+        mqs__preempt_request(w, why);
+        /* Look again soon (was it taken?): always for a stop that is
+         * due, a few times in a row for a tick. */
+        if ((why != MQS__PRE_TICK || w->pre.streak++ < RETRY_STREAK) &&
+            sleep > RETRY_NS)
+            sleep = RETRY_NS;
+    }
+    return sleep;
+}
+
+/* Park until some worker leaves its park (tickless while all idle). */
+static void monitor_park(mqs_runtime_t *rt)
+{
+    struct mqs__preempt_rt *p = &rt->pre;
+    unsigned seen = atomic_load(&p->futex);
+    atomic_store(&p->parked, 1);
+    bool all = true;
+    for (int i = 0; all && i < rt->nworkers; i++)
+        all = atomic_load(&rt->workers[i]->parked);
+    if (all && !atomic_load(&p->stop))
+        mqs__futex_wait(&p->futex, seen, UINT64_MAX);
+    atomic_store(&p->parked, 0);
+}
+
+static void *monitor_main(void *arg)
+{
+    mqs_runtime_t *rt = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    while (!atomic_load(&rt->pre.stop)) {
+        bool awake;
+        unsigned seen = atomic_load(&rt->pre.futex);
+        uint64_t sleep = scan(rt, mqs__clock_ns(&rt->clock), &awake);
+        if (!awake)
+            monitor_park(rt);
+        else
+            mqs__futex_wait(&rt->pre.futex, seen, sleep);
+    }
+    return NULL;
+}
+
+void mqs__preempt_monitor_wake(mqs_runtime_t *rt)
+{
+    if (atomic_load(&rt->pre.parked)) {
+        atomic_fetch_add(&rt->pre.futex, 1);
+        mqs__futex_wake(&rt->pre.futex, 1);
+    }
+}
+
+int mqs__preempt_start(mqs_runtime_t *rt)
+{
+    if (!rt->pre.on)
+        return 0;
+    pthread_once(&preempt_once, preempt_install);
+    if (handler_rc)
+        return handler_rc;
+    dl_iterate_phdr(safe_text, &rt->pre);
+    if (pthread_create(&rt->pre.monitor, NULL, monitor_main, rt) != 0)
+        return MQS_ESYS;
+    rt->pre.started = true;
+    return 0;
+}
+
+void mqs__preempt_stop(mqs_runtime_t *rt)
+{
+    if (!rt->pre.started)
+        return;
+    atomic_store(&rt->pre.stop, 1);
+    atomic_fetch_add(&rt->pre.futex, 1);
+    mqs__futex_wake(&rt->pre.futex, 1);
+    pthread_join(rt->pre.monitor, NULL);
+    rt->pre.started = false;
+}
+
+/* On the worker's thread, before its loop. */
+void mqs__preempt_worker_init(struct mqs_worker *w)
+{
+    w->pre.tid = (int)syscall(SYS_gettid);
+    w->pre.errno_p = &errno;
+    atomic_store(&w->pre.level, MQS_PRIO_NONE);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, MQS__PREEMPT_SIGNAL);
+    pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Public calls                                                         */
+/* ------------------------------------------------------------------ */
+
+void mqs_preempt_disable(void)
+{
+    struct mqs_worker *w = mqs__worker_entry();
+    if (w && w->curr)
+        w->curr->preempt_off++;
+}
+
+void mqs_preempt_enable(void)
+{
+    struct mqs_worker *w = mqs__worker_entry();
+    struct mqs_task *t = w ? w->curr : NULL;
+    if (!t || !t->preempt_off || --t->preempt_off || !t->preempt_pending)
+        return;
+    t->preempt_pending = false;
+    if (!w->in_runtime)
+        preempt_point(w, t, MQS__PRE_TICK, false);
+}
+
+bool mqs_preempt_on(const mqs_runtime_t *rt)
+{
+    return rt && rt->pre.on;
+}

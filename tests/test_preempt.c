@@ -1,0 +1,437 @@
+/*
+ * test_preempt.c - preemption (src/preempt.c): tasks that never call the
+ * runtime share a worker; the runtime's text and the libraries' are never
+ * a stop point; errno and FP/SIMD registers survive a forced switch; a
+ * disabled section is not stopped and its stop comes at the enable; a
+ * realtime task wakes on time among spinners; a timer on a busy worker
+ * fires; destroy stops a spinner; malloc and snprintf hammered under a
+ * short tick on every policy; bad settings are refused.
+ *
+ * Under TSan the cases that need a spinner stopped are left out: TSan's
+ * runtime holds an asynchronous signal until the thread calls into it,
+ * which a spinning task never does.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+
+#include "check.h"
+#include "internal.h"
+#include "helpers.h"
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static mqs_runtime_t *rt_preempt(int workers, const char *policy,
+                                 int64_t tick_ns)
+{
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = workers;
+    cfg.policy = policy;
+    cfg.preempt = 1;
+    cfg.preempt_tick_ns = tick_ns;
+    return rt_create(&cfg);
+}
+
+/* Where a stop may happen: the program's text, never the runtime's nor a
+ * shared library's. */
+TEST(stop_points_are_the_programs_own_code)
+{
+    mqs_runtime_t *rt = rt_preempt(1, NULL, -1);
+    /* Functions of many files of the library (one object): all inside. */
+    uintptr_t in[] = {
+        (uintptr_t)mqs_yield,          (uintptr_t)mqs_spawn,
+        (uintptr_t)mqs__schedule,      (uintptr_t)mqs__enqueue_task,
+        (uintptr_t)mqs_chan_send,      (uintptr_t)mqs_mutex_lock,
+        (uintptr_t)mqs_runtime_create, (uintptr_t)mqs_policy_list,
+        (uintptr_t)mqs_preempt_enable, (uintptr_t)mqs__worker_loop,
+        (uintptr_t)mqs_now_ns,         (uintptr_t)mqs_runtime_stats,
+    };
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+        CHECK(mqs__in_runtime_text(in[i]));
+        CHECK(!mqs__preempt_pc_safe(rt, in[i]));
+    }
+    /* Every policy's ops too (they are in the same object). */
+    for (const struct mqs_policy *const *p = mqs_policy_list(); *p; p++)
+        CHECK(!mqs__preempt_pc_safe(rt, (uintptr_t)(*p)->pick));
+    /* This program's own code: a stop point. */
+    CHECK(mqs__preempt_pc_safe(rt, (uintptr_t)mono_ns));
+    CHECK(!mqs__in_runtime_text((uintptr_t)mono_ns));
+    /* The vDSO (clock_gettime, no state of its own): a stop point. */
+    CHECK(mqs__preempt_pc_safe(rt, (uintptr_t)getauxval(AT_SYSINFO_EHDR)));
+    /* libc and the loader: never. */
+    const char *libc_fns[] = {"malloc", "free", "snprintf", "memcpy",
+                              "pthread_mutex_lock", "dlsym"};
+    for (size_t i = 0; i < sizeof libc_fns / sizeof libc_fns[0]; i++) {
+        void *f = dlsym(RTLD_DEFAULT, libc_fns[i]);
+        CHECK(f != NULL);
+        CHECK(!mqs__preempt_pc_safe(rt, (uintptr_t)f));
+    }
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+#ifndef MQS_TSAN
+
+/* Spinners on one worker: each counts until it has seen every other one
+ * count too (or 5 s pass), never calling the runtime. */
+#define SPINNERS 3
+struct spin {
+    atomic_long count[SPINNERS];
+    atomic_int saw_all[SPINNERS];
+    uint64_t deadline;
+};
+struct spinner {
+    struct spin *s;
+    int i;
+};
+
+static bool all_counted(struct spin *s)
+{
+    for (int j = 0; j < SPINNERS; j++)
+        if (!atomic_load_explicit(&s->count[j], memory_order_relaxed))
+            return false;
+    return true;
+}
+
+static void *spinner(void *arg)
+{
+    struct spinner *me = arg;
+    struct spin *s = me->s;
+    for (long n = 1;; n++) {
+        atomic_store_explicit(&s->count[me->i], n, memory_order_relaxed);
+        if ((n & 1023) == 0) {
+            if (all_counted(s)) {
+                atomic_store(&s->saw_all[me->i], 1);
+                break;
+            }
+            if (mono_ns() > s->deadline)
+                break;
+        }
+    }
+    return NULL;
+}
+
+static void run_spinners(mqs_runtime_t *rt)
+{
+    struct spin s = {.deadline = mono_ns() + 5000000000u};
+    struct spinner sp[SPINNERS];
+    mqs_task_t *t[SPINNERS];
+    for (int i = 0; i < SPINNERS; i++) {
+        sp[i] = (struct spinner){&s, i};
+        t[i] = spawn(rt, spinner, &sp[i]);
+    }
+    for (int i = 0; i < SPINNERS; i++)
+        join(t[i]);
+    for (int i = 0; i < SPINNERS; i++)
+        CHECK_EQ(atomic_load(&s.saw_all[i]), 1);
+}
+
+TEST(spinners_share_one_worker_under_every_policy)
+{
+    for (const struct mqs_policy *const *p = mqs_policy_list(); *p; p++) {
+        mqs_runtime_t *rt = rt_preempt(1, (*p)->name, -1);
+        run_spinners(rt);
+        mqs_worker_stats_t st;
+        CHECK_OK(mqs_runtime_stats(rt, &st));
+        CHECK_GT(st.preemptions, 0);
+        CHECK_OK(mqs_runtime_destroy(rt));
+    }
+}
+
+/* errno is the thread's: each task keeps its own across forced switches
+ * (and the FP/SIMD registers the interrupted code holds). */
+typedef double v2d __attribute__((vector_size(16)));
+struct regs {
+    atomic_int progress[2];
+    atomic_int ok[2];
+    uint64_t deadline;
+};
+struct regs_arg {
+    struct regs *r;
+    int i;
+};
+
+static void *keeps_state(void *arg)
+{
+    struct regs_arg *a = arg;
+    struct regs *r = a->r;
+    int other = 1 - a->i;
+    errno = 1000 + a->i;
+    /* A value kept in vector registers through the whole loop. */
+    v2d x = {1.0 + a->i, 2.0 + a->i}, step = {0.5, 0.25};
+    v2d expect = x;
+    int seen = atomic_load(&r->progress[other]), switches = 0;
+    for (long n = 0; switches < 20 && mono_ns() < r->deadline; n++) {
+        x += step;
+        expect += step;
+        __asm__ volatile("" : "+x"(x)); /* x stays in its register */
+        atomic_store_explicit(&r->progress[a->i], (int)n,
+                              memory_order_relaxed);
+        int now = atomic_load_explicit(&r->progress[other],
+                                       memory_order_relaxed);
+        if (now != seen) { /* the other ran: this one was stopped */
+            seen = now;
+            switches++;
+        }
+    }
+    bool same = x[0] == expect[0] && x[1] == expect[1];
+    atomic_store(&r->ok[a->i], switches == 20 && same &&
+                                   errno == 1000 + a->i);
+    return NULL;
+}
+
+TEST(errno_and_vector_registers_survive_a_forced_switch)
+{
+    mqs_runtime_t *rt = rt_preempt(1, NULL, 50000);
+    struct regs r = {.deadline = mono_ns() + 5000000000u};
+    struct regs_arg a[2] = {{&r, 0}, {&r, 1}};
+    mqs_task_t *t0 = spawn(rt, keeps_state, &a[0]);
+    mqs_task_t *t1 = spawn(rt, keeps_state, &a[1]);
+    join(t0);
+    join(t1);
+    CHECK_EQ(atomic_load(&r.ok[0]), 1);
+    CHECK_EQ(atomic_load(&r.ok[1]), 1);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* A disabled section is not stopped; the stop asked meanwhile comes at
+ * the enable.  The other task is queued from outside while the section
+ * runs (a child spawned from the task would run first). */
+struct quiet {
+    atomic_int other_ran, in_section, queued;
+    int ran_during, ran_after;
+};
+
+static void *other(void *arg)
+{
+    struct quiet *q = arg;
+    atomic_store(&q->other_ran, 1);
+    return NULL;
+}
+
+static void spin_ms(int ms)
+{
+    uint64_t end = mono_ns() + (uint64_t)ms * 1000000;
+    while (mono_ns() < end)
+        ;
+}
+
+static void *quiet_section(void *arg)
+{
+    struct quiet *q = arg;
+    mqs_preempt_disable();
+    mqs_preempt_disable(); /* nested */
+    atomic_store(&q->in_section, 1);
+    while (!atomic_load(&q->queued))
+        ;
+    spin_ms(30); /* 30 ticks with the other task waiting */
+    mqs_preempt_enable();
+    q->ran_during = atomic_load(&q->other_ran);
+    spin_ms(30);
+    q->ran_during |= atomic_load(&q->other_ran);
+    mqs_preempt_enable(); /* the stop asked meanwhile happens here */
+    q->ran_after = atomic_load(&q->other_ran);
+    mqs_preempt_enable(); /* unbalanced: nothing */
+    return NULL;
+}
+
+TEST(disabled_section_is_not_stopped_and_stops_at_the_enable)
+{
+    mqs_runtime_t *rt = rt_preempt(1, "mq", -1);
+    struct quiet q = {0};
+    mqs_task_t *t = spawn(rt, quiet_section, &q);
+    wait_count(&q.in_section, 1);
+    mqs_task_t *o = spawn(rt, other, &q);
+    atomic_store(&q.queued, 1);
+    join(t);
+    join(o);
+    CHECK_EQ(q.ran_during, 0);
+    CHECK_EQ(q.ran_after, 1);
+    mqs_worker_stats_t st;
+    CHECK_OK(mqs_runtime_stats(rt, &st));
+    CHECK_GT(st.preempt_deferred, 0);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* A FIFO task sleeping 1 ms at a time among spinning normal tasks on
+ * every worker: it runs each time (its timer fires on a busy worker, and
+ * it preempts the spinner there). */
+struct rt_wake {
+    atomic_int stop;
+    uint64_t late_max, deadline;
+    int rounds;
+};
+
+static void *normal_spinner(void *arg)
+{
+    struct rt_wake *w = arg;
+    while (!atomic_load_explicit(&w->stop, memory_order_relaxed) &&
+           mono_ns() < w->deadline)
+        ;
+    return NULL;
+}
+
+static void *fifo_sleeper(void *arg)
+{
+    struct rt_wake *w = arg;
+    for (w->rounds = 0; w->rounds < 50; w->rounds++) {
+        uint64_t t0 = mono_ns();
+        CHECK_OK(mqs_sleep(1000000));
+        uint64_t late = mono_ns() - t0 - 1000000;
+        if (late > w->late_max)
+            w->late_max = late;
+    }
+    atomic_store(&w->stop, 1);
+    return NULL;
+}
+
+TEST(fifo_task_wakes_on_time_among_spinners)
+{
+    mqs_runtime_t *rt = rt_preempt(2, NULL, -1);
+    struct rt_wake w = {.deadline = mono_ns() + 5000000000u};
+    mqs_task_t *s0 = spawn_on(rt, 0, normal_spinner, &w);
+    mqs_task_t *s1 = spawn_on(rt, 1, normal_spinner, &w);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.sched_class = MQS_CLASS_FIFO;
+    a.rt_priority = 10;
+    mqs_task_t *f = spawn_attr(rt, &a, fifo_sleeper, &w);
+    join(f);
+    join(s0);
+    join(s1);
+    CHECK_EQ(w.rounds, 50);
+    /* A timer on a busy worker fires at the monitor's next look (1 ms
+     * tick) at the latest; 20 ms leaves room for a loaded host. */
+    CHECK_LT(w.late_max, 20000000u);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* destroy without waiting stops a task that never yields. */
+static void *forever(void *arg)
+{
+    atomic_store((atomic_int *)arg, 1);
+    for (;;)
+        __asm__ volatile("");
+    return NULL;
+}
+
+TEST(destroy_stops_a_task_that_never_yields)
+{
+    mqs_runtime_t *rt = rt_preempt(1, NULL, -1);
+    atomic_int started = 0;
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.detached = true;
+    CHECK_OK(mqs_spawn(rt, NULL, &a, forever, &started));
+    wait_count(&started, 1);
+    FILE *devnull = fopen("/dev/null", "w");
+    CHECK_EQ(mqs_runtime_destroy_ex(rt, MQS_DESTROY_REPORT, devnull), 1);
+    fclose(devnull);
+}
+
+/* malloc, free and snprintf (libc's locks and per-thread caches) from
+ * tasks stopped every 50 us or so, on every policy: no deadlock, no heap
+ * corruption (ASan checks the heap in the sanitizer build). */
+struct hammer {
+    uint64_t deadline;
+    atomic_long ops;
+};
+
+static void *hammer(void *arg)
+{
+    struct hammer *h = arg;
+    char buf[64];
+    while (mono_ns() < h->deadline) {
+        void *p[8];
+        for (int i = 0; i < 8; i++) {
+            p[i] = malloc(16 + (size_t)(i * 97));
+            CHECK(p[i] != NULL);
+            memset(p[i], i, 16);
+        }
+        snprintf(buf, sizeof buf, "%ld %p", (long)atomic_load(&h->ops), p[3]);
+        for (int i = 0; i < 8; i++)
+            free(p[i]);
+        atomic_fetch_add_explicit(&h->ops, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+TEST(malloc_and_snprintf_under_a_short_tick_on_every_policy)
+{
+    const char *e = getenv("MQS_TEST_HAMMER_MS");
+    uint64_t ms = e ? strtoull(e, NULL, 10) : 400;
+    for (const struct mqs_policy *const *p = mqs_policy_list(); *p; p++) {
+        mqs_runtime_t *rt = rt_preempt(2, (*p)->name, 20000);
+        struct hammer h = {.deadline = mono_ns() + ms * 1000000};
+        mqs_task_t *t[6];
+        for (int i = 0; i < 6; i++)
+            t[i] = spawn(rt, hammer, &h);
+        for (int i = 0; i < 6; i++)
+            join(t[i]);
+        CHECK_GT(atomic_load(&h.ops), 0);
+        CHECK_OK(mqs_runtime_destroy(rt));
+    }
+}
+
+#endif /* !MQS_TSAN */
+
+/* Off: today's cooperative behaviour; no monitor. */
+TEST(preempt_off_is_cooperative)
+{
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = 1;
+    cfg.preempt = 0;
+    mqs_runtime_t *rt = rt_create(&cfg);
+    CHECK(!mqs_preempt_on(rt));
+    CHECK_OK(mqs_runtime_destroy(rt));
+    rt = rt_preempt(1, NULL, -1);
+    CHECK(mqs_preempt_on(rt));
+    CHECK_OK(mqs_runtime_destroy(rt));
+    CHECK(!mqs_preempt_on(NULL));
+}
+
+TEST(bad_settings_are_refused)
+{
+    mqs_config_t cfg, out;
+    char err[256];
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.errbuf = err;
+    cfg.errbuf_size = sizeof err;
+    cfg.preempt = 2;
+    CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+    CHECK_STR_CONTAINS(err, "config.preempt");
+    cfg.preempt = -1;
+    cfg.preempt_tick_ns = 1000;
+    CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+    CHECK_STR_CONTAINS(err, "config.preempt_tick_ns");
+    cfg.preempt_tick_ns = -1;
+    cfg.ignore_env = false;
+    setenv("MQS_PREEMPT", "yes", 1);
+    CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+    CHECK_STR_CONTAINS(err, "MQS_PREEMPT=yes");
+    setenv("MQS_PREEMPT", "0", 1);
+    setenv("MQS_PREEMPT_TICK_NS", "5000000000", 1);
+    CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+    CHECK_STR_CONTAINS(err, "MQS_PREEMPT_TICK_NS=5000000000");
+    setenv("MQS_PREEMPT_TICK_NS", "200000", 1);
+    CHECK_OK(mqs_config_resolve(&cfg, &out));
+    CHECK_EQ(out.preempt, 0);
+    CHECK_EQ(out.preempt_tick_ns, 200000);
+}
+
+
