@@ -342,7 +342,9 @@ int mqs_checkpoint(void);
  * What a task must not do across code that may be stopped: hold an OS
  * lock (a pthread mutex or spin lock: another task of the same worker
  * waiting for it would block the worker; use mqs_mutex_t, or disable
- * preemption around it).  A blocking system call made from a task may
+ * preemption around it).  A function of the program that a library
+ * calls back while holding a lock of its own (pthread_once's init
+ * routine, a dl_iterate_phdr callback) must disable preemption.  A blocking system call made from a task may
  * return EINTR when a stop is asked while it waits, as in any program
  * that uses signals.
  *

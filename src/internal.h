@@ -244,6 +244,10 @@ struct mqs_rq {
     /* Times the queue went empty (under lock): housekeeping kicks an
      * idle worker only for a queue that stayed non-empty a whole period. */
     atomic_uint empties;
+    /* The running task's level, MQS_PRIO_NONE in the worker loop: set by
+     * the owner at each switch (on this line, which it writes anyway),
+     * read by a waker that queued here and by the preemption monitor. */
+    atomic_uint curr_level;
 #ifdef MQS_CONTRACT_CHECKS
     /* The contract's checks (rq.c): the thread holding own_lock (an
      * address unique to it, 0: none), the last op called under it, and
@@ -305,12 +309,11 @@ enum {
 };
 
 /* A worker's preemption state (preempt.c), on a line of its own: the
- * owner writes level at each switch; the monitor and remote wakers read
- * it and post requests. */
+ * monitor and remote wakers post requests, the handler takes them (the
+ * running level they compare with is rq.curr_level). */
 struct mqs__preempt_worker {
     atomic_int req;      /* MQS__PRE_* asked and not yet seen by handler */
     atomic_int missed;   /* asked, seen at an unsafe point: ask again    */
-    atomic_uint level;   /* running task's prio, MQS_PRIO_NONE in loop   */
     int tid;             /* the worker thread's id, for tgkill           */
     int *errno_p;        /* the worker thread's errno                    */
     /* Monitor-only: switches seen at its last scan, since when, and
@@ -429,6 +432,7 @@ struct mqs_runtime {
         atomic_int parked, stop;
         unsigned nsafe;
         uintptr_t safe_lo[4], safe_hi[4];
+        uintptr_t unsafe_lo, unsafe_hi; /* a sanitizer inside the program */
     } pre;
     _Atomic uint64_t next_id;
     _Atomic int64_t live MQS__ALIGNED;   /* tasks spawned and not ended */

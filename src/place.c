@@ -239,6 +239,7 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
         MQS__CHK_TOOK(&tw->rq);
     }
     mqs__rq_enqueue_locked(&tw->rq, t, flags);
+    unsigned prio = t->se.prio; /* t may run and end once unlocked */
     /* Decided under the lock: once it is dropped t may run elsewhere,
      * end and be freed. */
     if (target == waker && (flags & MQS_ENQ_WAKEUP) && self->curr &&
@@ -268,6 +269,14 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load(&tw->parked))
         mqs__kick(tw);
+    else if (rt->pre.on) {
+        /* It runs a less urgent task: stop that now, not at the next
+         * tick (preempt.c).  Its loop (MQS_PRIO_NONE) looks by itself. */
+        unsigned level = atomic_load_explicit(&tw->rq.curr_level,
+                                              memory_order_relaxed);
+        if (level != MQS_PRIO_NONE && prio < level)
+            mqs__preempt_request(tw, MQS__PRE_URGENT);
+    }
     /* Work piles up on the target while some worker idles: let that one
      * come and steal. */
     if (atomic_load_explicit(&tw->rq.nr_queued, memory_order_relaxed) > 1)

@@ -31,12 +31,14 @@
  *   - the interrupted instruction lies in the main program's own text,
  *     and not in the runtime's (mqs__text_begin..end below): never in
  *     libc (malloc's arenas and tcache, stdio locks), the dynamic loader,
- *     a sanitizer's runtime or any other shared object, all of which
- *     may keep per-thread state or hold locks that a second task on the
- *     same thread would corrupt or wait for.  The vDSO (clock_gettime)
- *     is the one library allowed: it keeps no state.  These ranges are
- *     found once with dl_iterate_phdr; everything else is unsafe, so a
- *     library loaded later needs no registration to be safe.
+ *     a sanitizer's runtime, the vDSO or any other shared object, all
+ *     of which may keep per-thread state or hold locks that a second
+ *     task on the same thread would corrupt or wait for (the vDSO keeps
+ *     none, but it is entered only through libc or an interceptor,
+ *     whose frames below it may hold one).  A sanitizer's runtime linked
+ *     into the program is left out of its text too, and so is the PLT.
+ *     These ranges are found once with dl_iterate_phdr; everything else
+ *     is unsafe, so a library loaded later needs no registration.
  * A deferred stop is retried by the monitor 50 us later until it is
  * taken (a tick: a few times, then at each tick); one asked while
  * preemption was off is honoured by mqs_preempt_enable.
@@ -63,10 +65,13 @@
  * that never calls the runtime is exactly the one to stop.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -101,24 +106,107 @@ extern const char mqs__text_end[] __attribute__((visibility("hidden")));
 /* Where a task may be stopped                                          */
 /* ------------------------------------------------------------------ */
 
-/* The main program is the first object dl_iterate_phdr reports; the
- * vDSO is the one mapped at AT_SYSINFO_EHDR.  Its calls (clock_gettime,
- * gettimeofday, getcpu) keep no state of their own, and a task that
- * reads the clock in a loop spends most of its time there. */
+/* A sanitizer's runtime linked into the program itself (clang links
+ * ASan's and TSan's statically): its allocator is malloc's, with the same
+ * per-thread caches.  Its functions are found by name in the program's
+ * symbol tables; the runtime is one archive linked as a whole, so the
+ * span from the lowest to the highest is its code. */
+static bool sanitizer_name(const char *n)
+{
+    static const char *const prefix[] = {
+        "__asan", "__lsan", "__ubsan", "__tsan", "__msan", "__sanitizer",
+        "__interceptor", "___interceptor", "__interception", "_ZN6__asan",
+        "_ZN6__lsan", "_ZN7__ubsan", "_ZN6__tsan", "_ZN11__sanitizer",
+        "_ZN14__interception",
+    };
+    for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++)
+        if (strncmp(n, prefix[i], strlen(prefix[i])) == 0)
+            return true;
+    return false;
+}
+
+static void sanitizer_span(struct mqs__preempt_rt *p, const char *f,
+                           size_t size, const ElfW(Shdr) *sh, unsigned n,
+                           uintptr_t bias)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) ||
+            sh[i].sh_link >= n || sh[i].sh_offset + sh[i].sh_size > size ||
+            sh[sh[i].sh_link].sh_offset + sh[sh[i].sh_link].sh_size > size)
+            continue;
+        const char *str = f + sh[sh[i].sh_link].sh_offset;
+        size_t nstr = sh[sh[i].sh_link].sh_size;
+        const ElfW(Sym) *sym = (const void *)(f + sh[i].sh_offset);
+        for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
+            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC ||
+                !sym[k].st_value || sym[k].st_name >= nstr ||
+                !sanitizer_name(str + sym[k].st_name))
+                continue;
+            uintptr_t a = bias + sym[k].st_value;
+            lo = a < lo ? a : lo;
+            hi = a + sym[k].st_size > hi ? a + sym[k].st_size : hi;
+        }
+    }
+    if (lo < hi) {
+        p->unsafe_lo = lo;
+        p->unsafe_hi = hi;
+    }
+}
+
+/* The program's own code: its .text section, read from /proc/self/exe
+ * (not its whole executable segment: that holds the PLT, whose stubs run
+ * on behalf of whoever calls a library, the runtime or a sanitizer
+ * included).  False when the file cannot be read. */
+static bool program_text(struct mqs__preempt_rt *p, uintptr_t bias)
+{
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 ||
+        (size_t)st.st_size < sizeof(ElfW(Ehdr))) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    size_t size = (size_t)st.st_size;
+    const char *f = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (f == MAP_FAILED)
+        return false;
+    const ElfW(Ehdr) *eh = (const void *)f;
+    const ElfW(Shdr) *sh = (const void *)(f + eh->e_shoff);
+    unsigned n = eh->e_shnum;
+    bool found = false;
+    if (eh->e_shoff && eh->e_shoff + n * sizeof *sh <= size &&
+        eh->e_shstrndx < n &&
+        sh[eh->e_shstrndx].sh_offset + sh[eh->e_shstrndx].sh_size <= size) {
+        const char *names = f + sh[eh->e_shstrndx].sh_offset;
+        for (unsigned i = 0; i < n && !found; i++) {
+            if (sh[i].sh_name >= sh[eh->e_shstrndx].sh_size ||
+                strcmp(names + sh[i].sh_name, ".text") != 0)
+                continue;
+            p->safe_lo[p->nsafe] = bias + sh[i].sh_addr;
+            p->safe_hi[p->nsafe] = p->safe_lo[p->nsafe] + sh[i].sh_size;
+            p->nsafe++;
+            found = true;
+        }
+        sanitizer_span(p, f, size, sh, n, bias);
+    }
+    munmap((void *)f, size);
+    return found;
+}
+
+/* The main program is the first object dl_iterate_phdr reports: its
+ * .text (above), or, when its file cannot be read, its executable
+ * segments.  Nothing else: not even the vDSO, which is stateless itself
+ * but is only ever entered through libc or a sanitizer's interceptor,
+ * whose frames may hold a lock below it. */
 static int safe_text(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct mqs__preempt_rt *p = arg;
     (void)size;
-    uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-    bool first = p->nsafe == 0, is_vdso = false;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && vdso >= lo && vdso < lo + ph->p_memsz)
-            is_vdso = true;
-    }
-    if (!first && !is_vdso)
-        return 0;
+    if (program_text(p, info->dlpi_addr))
+        return 1;
     for (int i = 0; i < info->dlpi_phnum && p->nsafe < 4; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
@@ -127,12 +215,14 @@ static int safe_text(struct dl_phdr_info *info, size_t size, void *arg)
         p->safe_hi[p->nsafe] = p->safe_lo[p->nsafe] + ph->p_memsz;
         p->nsafe++;
     }
-    return 0;
+    return 1;
 }
 
 bool mqs__preempt_pc_safe(const mqs_runtime_t *rt, uintptr_t pc)
 {
     if (pc >= (uintptr_t)mqs__text_begin && pc < (uintptr_t)mqs__text_end)
+        return false;
+    if (pc >= rt->pre.unsafe_lo && pc < rt->pre.unsafe_hi)
         return false;
     for (unsigned i = 0; i < rt->pre.nsafe; i++)
         if (pc >= rt->pre.safe_lo[i] && pc < rt->pre.safe_hi[i])
@@ -276,7 +366,7 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
         if (atomic_load(&w->parked))
             continue;
         *awake = true;
-        unsigned level = atomic_load_explicit(&w->pre.level,
+        unsigned level = atomic_load_explicit(&w->rq.curr_level,
                                               memory_order_relaxed);
         if (level == MQS_PRIO_NONE)
             continue; /* in its loop: a scheduling point by itself */
@@ -331,10 +421,21 @@ static void *monitor_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    /* The monitor stands for the kernel's timer interrupt: it must run
+     * when its tick is due, not after the busy workers' time slices on
+     * the host.  The lowest realtime priority where the process may
+     * (root, or RLIMIT_RTPRIO), else it stays a normal thread. */
+    struct sched_param sp = {.sched_priority = 1};
+    pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    /* Its own copy of the clock, re-anchored at each look: deadlines are
+     * set on the workers' clocks, which their housekeeping re-anchors
+     * every millisecond, and the runtime's copy is never re-anchored
+     * (its drift grew to milliseconds against due timers). */
+    mqs__clock_t clock = rt->clock;
     while (!atomic_load(&rt->pre.stop)) {
         bool awake;
         unsigned seen = atomic_load(&rt->pre.futex);
-        uint64_t sleep = scan(rt, mqs__clock_ns(&rt->clock), &awake);
+        uint64_t sleep = scan(rt, mqs__clock_resync(&clock), &awake);
         if (!awake)
             monitor_park(rt);
         else
@@ -381,7 +482,7 @@ void mqs__preempt_worker_init(struct mqs_worker *w)
 {
     w->pre.tid = (int)syscall(SYS_gettid);
     w->pre.errno_p = &errno;
-    atomic_store(&w->pre.level, MQS_PRIO_NONE);
+    atomic_store(&w->rq.curr_level, MQS_PRIO_NONE);
     sigset_t s;
     sigemptyset(&s);
     sigaddset(&s, MQS__PREEMPT_SIGNAL);

@@ -123,7 +123,7 @@ static struct mqs_worker *worker_new(mqs_runtime_t *rt, int i)
     w->rq.hint_prio = MQS_PRIO_NONE;
     mqs__spin_init(&w->timers.lock);
     atomic_init(&w->timers.next, UINT64_MAX);
-    atomic_init(&w->pre.level, MQS_PRIO_NONE);
+    atomic_init(&w->rq.curr_level, MQS_PRIO_NONE);
     if (rt->policy->rq_size &&
         !(w->rq.pstate = aligned_zalloc(rt->policy->rq_size))) {
         free(w);

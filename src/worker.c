@@ -93,7 +93,7 @@ void mqs__worker_loop(struct mqs_worker *w)
          * which comes with the depth of the task that left). */
         w->in_runtime = 1;
         atomic_signal_fence(memory_order_seq_cst);
-        atomic_store_explicit(&w->pre.level, MQS_PRIO_NONE,
+        atomic_store_explicit(&w->rq.curr_level, MQS_PRIO_NONE,
                               memory_order_relaxed);
         mqs__finish_switch(w);
         if (atomic_load(&w->rt->stopping))
