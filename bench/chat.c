@@ -510,15 +510,12 @@ static void chat_done(bench_sweep_t *sw)
     free(((struct chat_args *)sw->arg)->rooms);
 }
 
-static const bench_row_kind_t chat_kinds[] = {
-    {NULL, &chat_kind}, {"kernel", &chat_kind}, {NULL, NULL}};
-
 static const bench_exp_t chat_exp = {
     .cli = &chat_cli,
     .title = "messages delivered per second",
     .extras = chat_extras,
     .nextra = CHAT_X_COUNT,
-    .kinds = chat_kinds,
+    .kind = &chat_kind,
     .options = chat_options,
     .prepare = chat_prepare,
     .setup = chat_setup,

@@ -223,8 +223,10 @@ typedef struct bench_exp {
     const bench_extra_col_t *extras;
     int nextra;
     const unsigned char *fold;    /* per extra; NULL: all means         */
-    const bench_row_kind_t *kinds; /* {NULL, NULL}-terminated; peer rows
-                                    * use bench_peer_kind               */
+    /* the kind of the policy rows and of a "kernel" row, unless kinds
+     * names one; peer rows use bench_peer_kind */
+    const bench_point_kind_t *kind;
+    const bench_row_kind_t *kinds; /* {NULL, NULL}-terminated, or NULL */
     /* optional: take the experiment's own options out of argv into
      * sw->arg, before the common parser; 0 or BENCH_EXIT_USAGE. */
     int (*options)(bench_sweep_t *sw, int *argc, char **argv);

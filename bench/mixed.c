@@ -567,16 +567,12 @@ static void mixed_done(bench_sweep_t *sw)
     free(a->longs);
 }
 
-static const bench_row_kind_t mixed_kinds[] = {{NULL, &mixed_kind},
-                                               {"kernel", &mixed_kind},
-                                               {NULL, NULL}};
-
 static const bench_exp_t mixed_exp = {
     .cli = &mixed_cli,
     .title = "records per second",
     .extras = mixed_extras,
     .nextra = MIXED_X_COUNT,
-    .kinds = mixed_kinds,
+    .kind = &mixed_kind,
     .options = mixed_options,
     .prepare = mixed_prepare,
     .setup = mixed_setup,

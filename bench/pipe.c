@@ -435,16 +435,13 @@ static int pipe_prepare(bench_sweep_t *sw)
 static const unsigned char pipe_fold[PX_COUNT] = {[PX_REPEATS] =
                                                       BENCH_FOLD_REPEATS};
 
-static const bench_row_kind_t pipe_kinds[] = {
-    {NULL, &pipe_kind}, {"kernel", &pipe_kind}, {NULL, NULL}};
-
 static const bench_exp_t pipe_exp = {
     .cli = &pipe_cli,
     .title = "us per one-byte round trip (placement=*), MiB/s (msg_kib=*)",
     .extras = pipe_extras,
     .nextra = PX_COUNT,
     .fold = pipe_fold,
-    .kinds = pipe_kinds,
+    .kind = &pipe_kind,
     .options = pipe_options,
     .prepare = pipe_prepare,
     .setup = pipe_setup,

@@ -221,11 +221,11 @@ static const bench_point_kind_t *sweep_kind(const bench_exp_t *e,
 {
     if (bench_peer_is(row->spec))
         return &bench_peer_kind;
-    for (const bench_row_kind_t *k = e->kinds; k->kind; k++)
+    for (const bench_row_kind_t *k = e->kinds; k && k->kind; k++)
         if (row->pseudo ? k->name && strcmp(k->name, row->spec) == 0
                         : !k->name)
             return k->kind;
-    return NULL;
+    return !row->pseudo || strcmp(row->spec, "kernel") == 0 ? e->kind : NULL;
 }
 
 /* Measure the point of row r at parameter i and add its results. */

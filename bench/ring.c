@@ -383,16 +383,13 @@ static int ring_options(bench_sweep_t *sw, int *argc, char **argv)
 static const unsigned char ring_fold[RX_COUNT] = {[RX_REPEATS] =
                                                       BENCH_FOLD_REPEATS};
 
-static const bench_row_kind_t ring_kinds[] = {
-    {NULL, &ring_kind}, {"kernel", &ring_kind}, {NULL, NULL}};
-
 static const bench_exp_t ring_exp = {
     .cli = &ring_cli,
     .title = "us per context switch",
     .extras = ring_extras,
     .nextra = RX_COUNT,
     .fold = ring_fold,
-    .kinds = ring_kinds,
+    .kind = &ring_kind,
     .options = ring_options,
     .prepare = ring_prepare,
     .setup = ring_setup,

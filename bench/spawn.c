@@ -651,15 +651,12 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     return 0;
 }
 
-static const bench_row_kind_t spawn_kinds[] = {
-    {NULL, &spawn_kind}, {"kernel", &spawn_kind}, {NULL, NULL}};
-
 static const bench_exp_t spawn_exp = {
     .cli = &spawn_cli,
     .title = "ns per task",
     .extras = spawn_extras,
     .nextra = SPAWN_X_COUNT,
-    .kinds = spawn_kinds,
+    .kind = &spawn_kind,
     .options = spawn_options,
     .prepare = spawn_prepare,
     .setup = spawn_setup,

@@ -571,15 +571,12 @@ static int wake_prepare(bench_sweep_t *sw)
     return 0;
 }
 
-static const bench_row_kind_t wake_kinds[] = {
-    {NULL, &wake_kind}, {"kernel", &wake_kind}, {NULL, NULL}};
-
 static const bench_exp_t wake_exp = {
     .cli = &wake_cli,
     .title = "us from wake-up to running",
     .extras = wake_extras,
     .nextra = WX_COUNT,
-    .kinds = wake_kinds,
+    .kind = &wake_kind,
     .options = wake_options,
     .prepare = wake_prepare,
     .setup = wake_setup,

@@ -596,9 +596,7 @@ static const unsigned char yield_fold[X_COUNT] = {
     [X_REPEATS] = BENCH_FOLD_REPEATS,
 };
 
-static const bench_row_kind_t yield_kinds[] = {{NULL, &kind_tasks},
-                                               {"kernel", &kind_tasks},
-                                               {"floor", &kind_floor},
+static const bench_row_kind_t yield_kinds[] = {{"floor", &kind_floor},
                                                {NULL, NULL}};
 
 static const bench_exp_t yield_exp = {
@@ -607,6 +605,7 @@ static const bench_exp_t yield_exp = {
     .extras = yield_extras,
     .nextra = X_COUNT,
     .fold = yield_fold,
+    .kind = &kind_tasks,
     .kinds = yield_kinds,
     .setup = yield_setup,
 };
