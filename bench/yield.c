@@ -434,16 +434,13 @@ static void ring_entry(void *arg, void *pass)
     abort(); /* never resumed: the next measurement remakes every context */
 }
 
+/* The period starts with the ring (bench_window): on a loaded host the
+ * thread that runs it may get its CPU later than this one, and a ring
+ * stopped before its first switch measured nothing (a failed point). */
 static void *ring_timer(void *arg)
 {
     struct ring *r = arg;
-    /* The period starts with the ring: on a loaded host the thread that
-     * runs it may get its CPU later than this one, and a ring stopped
-     * before its first switch measured nothing (a failed point). */
-    while (!atomic_load(&r->started))
-        bench_sleep_ns(50000);
-    bench_sleep_ns((uint64_t)(r->seconds * 1e9));
-    atomic_store(&r->stop, 1);
+    bench_window(&r->started, &r->stop, r->seconds);
     return NULL;
 }
 
@@ -560,7 +557,8 @@ static void floor_close(bench_point_t *p)
     point_free(pt);
 }
 
-static const bench_point_kind_t kind_floor = {floor_open, floor_measure, floor_close};
+static const bench_point_kind_t kind_floor = {floor_open, floor_measure,
+                                              floor_close};
 
 /* ------------------------------------------------------------------ */
 /* go and fiber rows, and the table entry                              */
