@@ -24,26 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s, or 0 when it is not one. */
-static int rwrite_utf8_len(const unsigned char *s)
-{
-    int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2
-                           : (s[0] & 0xF0) == 0xE0 ? 3
-                           : (s[0] & 0xF8) == 0xF0 ? 4
-                                                   : 0;
-    if (n == 2 && s[0] < 0xC2)
-        return 0; /* overlong */
-    for (int i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
+#include "output.h"
 
 static void rwrite_html(FILE *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
-        int n = rwrite_utf8_len(p);
+        int n = bench_utf8_len(p);
         const char *ent = *p == '&'   ? "&amp;"
                           : *p == '<' ? "&lt;"
                           : *p == '>' ? "&gt;"
@@ -57,31 +44,6 @@ static void rwrite_html(FILE *out, const char *s)
             fwrite(p, 1, (size_t)n, out);
         p += n ? n : 1;
     }
-}
-
-static void rwrite_json_str(FILE *out, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    if (!s) {
-        fputs("null", out);
-        return;
-    }
-    fputc('"', out);
-    while (*p) {
-        int n = rwrite_utf8_len(p);
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", out);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else if (n == 0)
-            fputs("\\ufffd", out);
-        else
-            fwrite(p, 1, (size_t)n, out);
-        p += n ? n : 1;
-    }
-    fputc('"', out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -362,8 +324,15 @@ int report_write_html(const report_t *rp, FILE *out)
 static void rwrite_key(FILE *out, const char *k, bool first)
 {
     fputs(first ? "" : ", ", out);
-    rwrite_json_str(out, k);
+    bench_json_str(out, k);
     fputs(": ", out);
+}
+
+/* A key after the first, and its string value. */
+static void rwrite_kstr(FILE *out, const char *k, const char *v)
+{
+    rwrite_key(out, k, false);
+    bench_json_str(out, v);
 }
 
 static bool rwrite_string_col(const char *name)
@@ -383,7 +352,7 @@ static void rwrite_json_cell(FILE *out, const char *col, const char *v)
     char *end;
     double d = strtod(v, &end);
     if (rwrite_string_col(col))
-        rwrite_json_str(out, v);
+        bench_json_str(out, v);
     else if (!strcmp(col, "frc") && (!strcmp(v, "0") || !strcmp(v, "1")))
         fputs(*v == '1' ? "true" : "false", out);
     else if (*v && *end == '\0' && isfinite(d))
@@ -391,7 +360,7 @@ static void rwrite_json_cell(FILE *out, const char *col, const char *v)
     else if (!*v || !strcmp(v, "nan") || *end == '\0')
         fputs("null", out);
     else
-        rwrite_json_str(out, v);
+        bench_json_str(out, v);
 }
 
 static void rwrite_json_rows(FILE *out, const report_t *rp)
@@ -417,22 +386,18 @@ static void rwrite_json_machine(FILE *out, const report_machine_t *m)
 {
     fputs("\"machine\": {", out);
     rwrite_key(out, "cpu", true);
-    rwrite_json_str(out, m->cpu);
-    rwrite_key(out, "cores_online", false);
-    fprintf(out, "%d", m->cores_online);
-    rwrite_key(out, "cores_allowed", false);
-    fprintf(out, "%d", m->cores_allowed);
-    rwrite_key(out, "memory_gib", false);
-    fprintf(out, "%.2f", m->mem_gib);
+    bench_json_str(out, m->cpu);
+    fprintf(out,
+            ", \"cores_online\": %d, \"cores_allowed\": %d, "
+            "\"memory_gib\": %.2f",
+            m->cores_online, m->cores_allowed, m->mem_gib);
     const char *const kv[][2] = {{"kernel", m->kernel},
                                  {"compiler", m->compiler},
                                  {"mqs_version", m->version},
                                  {"git_commit", m->commit},
                                  {"date", m->date}};
-    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
-        rwrite_key(out, kv[i][0], false);
-        rwrite_json_str(out, kv[i][1]);
-    }
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        rwrite_kstr(out, kv[i][0], kv[i][1]);
     fputc('}', out);
 }
 
@@ -442,7 +407,7 @@ static void rwrite_json_argv(FILE *out, const report_t *rp,
     fputc('[', out);
     for (int i = 0; s->argv && s->argv[i]; i++) {
         fputs(i ? ", " : "", out);
-        rwrite_json_str(out, i == 0 ? rp->exe_shown : s->argv[i]);
+        bench_json_str(out, i == 0 ? rp->exe_shown : s->argv[i]);
     }
     fputc(']', out);
 }
@@ -453,38 +418,26 @@ static void rwrite_json_step(FILE *out, const report_t *rp,
     char *outcome = rwrite_outcome_text(s);
     fputs("{", out);
     rwrite_key(out, "experiment", true);
-    rwrite_json_str(out, s->def->experiment);
-    rwrite_key(out, "status", false);
-    rwrite_json_str(out, report_status_name(s->status));
-    rwrite_key(out, "outcome", false);
-    rwrite_json_str(out, outcome ? outcome : "");
-    rwrite_key(out, "command", false);
-    rwrite_json_str(out, s->command);
+    bench_json_str(out, s->def->experiment);
+    rwrite_kstr(out, "status", report_status_name(s->status));
+    rwrite_kstr(out, "outcome", outcome ? outcome : "");
+    rwrite_kstr(out, "command", s->command);
     rwrite_key(out, "argv", false);
     rwrite_json_argv(out, rp, s);
-    rwrite_key(out, "rows_not_in_build", false);
-    rwrite_json_str(out, s->dropped);
-    rwrite_key(out, "points", false);
-    fprintf(out, "%d", s->points);
-    rwrite_key(out, "seconds", false);
-    fprintf(out, "%.3f", s->seconds);
-    rwrite_key(out, "repeats", false);
-    fprintf(out, "%d", s->repeats);
-    rwrite_key(out, "point_budget_seconds", false);
-    fprintf(out, "%.2f, \"given_seconds\": %.1f, \"took_seconds\": %.1f, "
-                 "\"exit_status\": %d",
-            s->point_budget_s, s->given_s, s->took_s, s->exit_status);
-    rwrite_key(out, "rows", false);
-    fprintf(out, "%d", s->have_csv ? s->csv.nrow : 0);
-    rwrite_key(out, "csv_error", false);
-    rwrite_json_str(out, s->csv_error);
+    rwrite_kstr(out, "rows_not_in_build", s->dropped);
+    fprintf(out,
+            ", \"points\": %d, \"seconds\": %.3f, \"repeats\": %d, "
+            "\"point_budget_seconds\": %.2f, \"given_seconds\": %.1f, "
+            "\"took_seconds\": %.1f, \"exit_status\": %d, \"rows\": %d",
+            s->points, s->seconds, s->repeats, s->point_budget_s, s->given_s,
+            s->took_s, s->exit_status, s->have_csv ? s->csv.nrow : 0);
+    rwrite_kstr(out, "csv_error", s->csv_error);
     rwrite_key(out, "plot", false);
     if (s->have_plot)
         fprintf(out, "\"%s.svg\"", s->def->experiment);
     else
         fputs("null", out);
-    rwrite_key(out, "stderr", false);
-    rwrite_json_str(out, s->err_text ? s->err_text : "");
+    rwrite_kstr(out, "stderr", s->err_text ? s->err_text : "");
     fputc('}', out);
     free(outcome);
 }
@@ -496,7 +449,7 @@ int report_write_json(const report_t *rp, FILE *out)
     fprintf(out, ",\n \"budget_minutes\": %.2f, \"total_seconds\": %.1f, "
                  "\"plots\": %s,\n \"command\": ",
             rp->budget_s / 60, rp->total_s, rp->plots ? "true" : "false");
-    rwrite_json_str(out, rp->invocation);
+    bench_json_str(out, rp->invocation);
     fputs(",\n \"steps\": [", out);
     for (int i = 0; i < rp->nsteps; i++) {
         fputs(i ? ",\n  " : "\n  ", out);
