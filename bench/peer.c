@@ -117,8 +117,9 @@ double bench_peer_get(const bench_peer_result_t *r, const char *key)
     return NAN;
 }
 
-/* Start the program with stdout on a pipe; returns the read end or -1. */
-static int start(const char *path, char **argv, pid_t *pid)
+/* Start the program with stdout on a pipe (quiet: stderr to /dev/null);
+ * returns the read end or -1. */
+static int start(const char *path, char **argv, bool quiet, pid_t *pid)
 {
     int fd[2];
     if (pipe2(fd, O_CLOEXEC) != 0)
@@ -127,6 +128,9 @@ static int start(const char *path, char **argv, pid_t *pid)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&fa, fd[0]);
+    if (quiet)
+        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null",
+                                         O_WRONLY, 0);
     int rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(fd[1]);
@@ -226,13 +230,11 @@ uint64_t bench_peer_timeout_ns(const char *const *args)
                       1e9);
 }
 
-/* Run the program at path; fills buf with its stdout.  Returns its exit
- * status, -1 when it was killed at the deadline, -2 when it could not
- * be run. */
-static int run_program(char **argv, char *buf, size_t n, uint64_t timeout_ns)
+int bench_run_capture(char **argv, bool quiet, char *buf, size_t n,
+                      uint64_t timeout_ns)
 {
     pid_t pid;
-    int fd = start(argv[0], argv, &pid);
+    int fd = start(argv[0], argv, quiet, &pid);
     if (fd < 0)
         return -2;
     uint64_t deadline = peer_now_ns() + timeout_ns;
@@ -274,7 +276,7 @@ int bench_peer_run_for(const char *peer, const char *experiment,
         argv[argc++] = (char *)args[i];
     argv[argc] = NULL;
     char buf[4096];
-    int status = run_program(argv, buf, sizeof buf, timeout_ns);
+    int status = bench_run_capture(argv, false, buf, sizeof buf, timeout_ns);
     if (status == PEER_EXIT_UNSUPPORTED) {
         say(why, whylen, "%s", "not supported");
         return BENCH_PEER_UNSUPPORTED;

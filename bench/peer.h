@@ -86,6 +86,15 @@ int bench_peer_args_add(bench_peer_args_t *a, const char *key,
 int bench_peer_args_common(bench_peer_args_t *a, int workers, double seconds);
 const char *const *bench_peer_args_list(bench_peer_args_t *a);
 
+/*
+ * Run argv[0] (a path) with argv, its stdout into buf (NUL-terminated,
+ * cut at n - 1 bytes), its stderr passed through or (quiet) dropped.
+ * Returns its exit status (128 + signal when killed by one), -1 when it
+ * was killed at timeout_ns, -2 when it could not be run.
+ */
+int bench_run_capture(char **argv, bool quiet, char *buf, size_t n,
+                      uint64_t timeout_ns);
+
 /* The value of key in r, or NAN when it is absent. */
 double bench_peer_get(const bench_peer_result_t *r, const char *key);
 

@@ -30,11 +30,14 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "peer.h"
 
 extern char **environ;
 
 #define REPORT_RUN_GRACE_S 3.0
 #define REPORT_RUN_POLL_NS 100000000u
+#define REPORT_HELP_MAX 16384 /* an experiment's --help, more than enough */
+#define REPORT_PROBE_S 60     /* the most a --help may take             */
 
 static double rrun_now(void)
 {
@@ -69,48 +72,17 @@ char *report_read_file(const char *path, size_t max)
 /* --help probe                                                        */
 /* ------------------------------------------------------------------ */
 
-static char *rrun_drain(int fd)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    ssize_t n;
-    while (m && ((n = read(fd, chunk, sizeof chunk)) > 0 ||
-                 (n < 0 && errno == EINTR)))
-        if (n > 0)
-            fwrite(chunk, 1, (size_t)n, m);
-    if (m)
-        fclose(m);
-    return buf;
-}
-
 void report_probe(const report_t *rp, report_step_t *s)
 {
-    int fd[2];
     char *argv[] = {(char *)rp->exe, (char *)s->def->experiment,
                     (char *)"--help", NULL};
+    char help[REPORT_HELP_MAX];
     s->status = REPORT_ABSENT;
-    if (pipe(fd) != 0)
-        return;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null",
-                                     O_WRONLY, 0);
-    pid_t pid;
-    int rc = posix_spawn(&pid, rp->exe, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
-    char *help = rc == 0 ? rrun_drain(fd[0]) : NULL;
-    close(fd[0]);
-    int st = rc == 0 ? bench_wait_pid(pid) : -1;
-    if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+    if (bench_run_capture(argv, true, help, sizeof help,
+                          REPORT_PROBE_S * 1000000000ull) == 0) {
         s->status = REPORT_PLANNED;
         report_parse_help(help, &s->defaults);
     }
-    free(help);
 }
 
 /* ------------------------------------------------------------------ */
