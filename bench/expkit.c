@@ -201,30 +201,40 @@ void bench_window(_Atomic int *started, _Atomic int *stop, double seconds)
 /* A measurement's tasks                                               */
 /* ------------------------------------------------------------------ */
 
-static int group_spawn(bench_group_t *g, int n, void *(*fn)(void *),
-                       char *arg, size_t stride)
+void bench_thread_attr(pthread_attr_t *a, int workers, size_t stack)
 {
-    int rc = 0;
-    for (; g->started < n && rc == 0; g->started += rc == 0)
-        rc = mqs_spawn(g->rt, &g->tasks[g->started], NULL, fn,
-                       arg + (size_t)g->started * stride);
+    cpu_set_t set;
+    bench_kernel_cpus(workers, &set);
+    pthread_attr_init(a);
+    if (stack)
+        pthread_attr_setstacksize(a, stack);
+    pthread_attr_setaffinity_np(a, sizeof set, &set);
+}
+
+int bench_task_start(bench_task_t *t, mqs_runtime_t *rt,
+                     const mqs_task_attr_t *a, const pthread_attr_t *ka,
+                     void *(*fn)(void *), void *arg)
+{
+    t->kernel = !rt;
+    int rc = rt ? mqs_spawn(rt, &t->task, a, fn, arg)
+                : pthread_create(&t->thread, ka, fn, arg);
+    t->started = rc == 0;
     return rc;
 }
 
-static int group_threads(bench_group_t *g, int n, void *(*fn)(void *),
-                         char *arg, size_t stride)
+void bench_task_error(const char *exp, const char *row, bool kernel, int rc)
 {
-    pthread_attr_t attr;
-    cpu_set_t set;
-    bench_kernel_cpus(g->workers, &set);
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, g->stack);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    int rc = 0;
-    for (; g->started < n && rc == 0; g->started += rc == 0)
-        rc = pthread_create(&g->threads[g->started], &attr, fn,
-                            arg + (size_t)g->started * stride);
-    pthread_attr_destroy(&attr);
+    fprintf(stderr, "mqs-bench %s: %s: %s: %s\n", exp, row,
+            kernel ? "pthread_create" : "mqs_spawn",
+            kernel ? strerror(rc) : mqs_strerror(rc));
+}
+
+int bench_task_join(bench_task_t *t)
+{
+    int rc = !t->started ? 0
+             : t->kernel ? pthread_join(t->thread, NULL)
+                         : mqs_join(t->task, NULL);
+    t->started = false;
     return rc;
 }
 
@@ -233,18 +243,18 @@ int bench_group_start(bench_group_t *g, const char *exp, const char *row,
 {
     g->exp = exp;
     g->started = 0;
-    if (g->rt)
-        g->tasks = calloc((size_t)n, sizeof *g->tasks);
-    else
-        g->threads = calloc((size_t)n, sizeof *g->threads);
-    if (!g->tasks && !g->threads)
+    g->t = calloc((size_t)n, sizeof *g->t);
+    if (!g->t)
         return -1;
-    int rc = g->rt ? group_spawn(g, n, fn, arg, stride)
-                   : group_threads(g, n, fn, arg, stride);
+    pthread_attr_t attr;
+    bench_thread_attr(&attr, g->workers, g->stack);
+    int rc = 0;
+    for (; g->started < n && rc == 0; g->started += rc == 0)
+        rc = bench_task_start(&g->t[g->started], g->rt, NULL, &attr, fn,
+                              (char *)arg + (size_t)g->started * stride);
+    pthread_attr_destroy(&attr);
     if (rc)
-        fprintf(stderr, "mqs-bench %s: %s: %s: %s\n", exp, row,
-                g->rt ? "mqs_spawn" : "pthread_create",
-                g->rt ? mqs_strerror(rc) : strerror(rc));
+        bench_task_error(exp, row, !g->rt, rc);
     return rc ? -1 : 0;
 }
 
@@ -252,14 +262,11 @@ int bench_group_join(bench_group_t *g)
 {
     int rc = 0;
     for (int i = 0; i < g->started; i++) {
-        int r = g->rt ? mqs_join(g->tasks[i], NULL)
-                      : pthread_join(g->threads[i], NULL);
+        int r = bench_task_join(&g->t[i]);
         rc = rc ? rc : r;
     }
-    free(g->tasks);
-    free(g->threads);
-    g->tasks = NULL;
-    g->threads = NULL;
+    free(g->t);
+    g->t = NULL;
     g->started = 0;
     if (rc)
         fprintf(stderr, "mqs-bench %s: %s: %s\n", g->exp,

@@ -78,10 +78,32 @@ void bench_cpuset_of(const int *cpus, int n, cpu_set_t *set);
  * bench_cpu_list(workers) as a set.  Returns how many. */
 int bench_kernel_cpus(int workers, cpu_set_t *set);
 
+/* Attributes of a kernel row's thread: the mask of the first `workers`
+ * CPUs (bench_kernel_cpus), `stack` bytes of stack (0: the default). */
+void bench_thread_attr(pthread_attr_t *a, int workers, size_t stack);
+
+/* One task of a measurement: an mqs task or (kernel row) a thread. */
+typedef struct bench_task {
+    mqs_task_t *task; /* policy rows, for mqs_task_stats() */
+    pthread_t thread;
+    bool started, kernel;
+} bench_task_t;
+
+/* Start fn(arg) as an mqs task on rt with attributes a or, rt NULL, a
+ * thread with attributes ka.  0, or the error of mqs_spawn or
+ * pthread_create (not said: see bench_task_error). */
+int bench_task_start(bench_task_t *t, mqs_runtime_t *rt,
+                     const mqs_task_attr_t *a, const pthread_attr_t *ka,
+                     void *(*fn)(void *), void *arg);
+/* "mqs-bench <exp>: <row>: mqs_spawn: <why>" (or pthread_create). */
+void bench_task_error(const char *exp, const char *row, bool kernel, int rc);
+/* Join it if it started: 0 or the join's error. */
+int bench_task_join(bench_task_t *t);
+
 /*
  * The n tasks of one measurement: mqs tasks on rt, or (rt NULL) kernel
- * threads of `stack` bytes sharing the mask of the first `workers` CPUs
- * (bench_kernel_cpus).  Task i runs fn(arg + i * stride).
+ * threads with bench_thread_attr(workers, stack).  Task i runs fn(arg +
+ * i * stride).
  */
 typedef struct bench_group {
     const char *exp; /* for messages, set by bench_group_start */
@@ -89,8 +111,7 @@ typedef struct bench_group {
     int workers;
     size_t stack;
     int started;
-    mqs_task_t **tasks; /* policy rows: the tasks, for mqs_task_stats() */
-    pthread_t *threads;
+    bench_task_t *t;
 } bench_group_t;
 
 /* Start them; 0, or -1 with the reason on stderr ("mqs-bench <exp>:

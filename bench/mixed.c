@@ -360,7 +360,7 @@ static void mixed_mq_snap(const struct mixed_point *mp, struct mixed_snap *s)
 {
     for (int i = 0; i < mp->n; i++) {
         mqs_task_stats_t ts;
-        if (mqs_task_stats(mp->g.tasks[i], &ts) == 0) {
+        if (mqs_task_stats(mp->g.t[i].task, &ts) == 0) {
             s->wait += ts.wait_ns;
             s->migr += ts.migrations;
         }

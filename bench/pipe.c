@@ -218,59 +218,33 @@ static void *pipe_reader(void *arg)
 /* rows) or pthreads pinned to CPUs (kernel)                           */
 /* ------------------------------------------------------------------ */
 
-/* A side of one sample: a task or a thread. */
-struct pipe_side {
-    mqs_task_t *task;
-    pthread_t thread;
-    bool started;
-};
-
 /* Start fn as side b (true: the ponger or reader).  same: both sides on
  * worker 0 (CPU cpus[0]); cross: side b on worker 1 (cpus[1]); bw:
  * anywhere (the kernel row's shared mask). */
 static int pipe_spawn(const bench_point_t *p, bool b, void *(*fn)(void *),
-                      struct pipe_run *r, struct pipe_side *s)
+                      struct pipe_run *r, bench_task_t *s)
 {
     const struct pipe_point *pt = p->ctx;
     bool bw = pt->mode == PIPE_BW;
     int w = b && pt->mode == PIPE_CROSS;
-    int rc;
-    if (!r->kernel) {
-        mqs_mask_t m;
-        mqs_task_attr_t a;
-        mqs_task_attr_init(&a);
-        if (!bw) {
-            mqs_mask_zero(&m);
-            mqs_mask_set(&m, w);
-            a.affinity = &m;
-        }
-        rc = mqs_spawn(pt->rt, &s->task, &a, fn, r);
-    } else {
-        cpu_set_t set;
-        pthread_attr_t attr;
-        if (bw)
-            bench_kernel_cpus(p->o->workers, &set);
-        else
-            bench_cpuset_of(&pt->cpus[w], 1, &set);
-        pthread_attr_init(&attr);
-        pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-        rc = pthread_create(&s->thread, &attr, fn, r);
-        pthread_attr_destroy(&attr);
+    mqs_mask_t m;
+    mqs_task_attr_t a;
+    pthread_attr_t ka;
+    cpu_set_t set;
+    mqs_task_attr_init(&a);
+    bench_thread_attr(&ka, p->o->workers, 0);
+    if (!bw) {
+        mqs_mask_zero(&m);
+        mqs_mask_set(&m, w);
+        a.affinity = &m;
+        bench_cpuset_of(&pt->cpus[w], 1, &set);
+        pthread_attr_setaffinity_np(&ka, sizeof set, &set);
     }
-    s->started = rc == 0;
+    int rc = bench_task_start(s, pt->rt, &a, &ka, fn, r);
+    pthread_attr_destroy(&ka);
     if (rc)
-        fprintf(stderr, "mqs-bench pipe: %s: %s: %s\n", p->row->spec,
-                r->kernel ? "pthread_create" : "mqs_spawn",
-                r->kernel ? strerror(rc) : mqs_strerror(rc));
+        bench_task_error("pipe", p->row->spec, r->kernel, rc);
     return rc;
-}
-
-static void pipe_join(const struct pipe_run *r, struct pipe_side *s)
-{
-    if (s->started && r->kernel)
-        pthread_join(s->thread, NULL);
-    else if (s->started)
-        mqs_join(s->task, NULL);
 }
 
 static void pipe_fds_close(struct pipe_run *r)
@@ -287,7 +261,7 @@ static int pipe_measure(bench_point_t *p, double *value, double *extra)
     bool bw = pt->mode == PIPE_BW;
     struct pipe_run r = {.msg = pt->msg, .fa = {-1, -1}, .fb = {-1, -1},
                          .kernel = p->row->pseudo};
-    struct pipe_side sa = {0}, sb = {0};
+    bench_task_t sa = {0}, sb = {0};
     (void)extra;
     int rc = r.kernel ? pipe(r.fa) || pipe(r.fb)
                       : mqs_pipe_create(&r.a, bw ? pt->msg : 1) ||
@@ -302,8 +276,8 @@ static int pipe_measure(bench_point_t *p, double *value, double *extra)
         bench_window(&r.started, &r.stop, bench_point_seconds(p));
     else if (sb.started)
         pipe_end(&r); /* the reader ends */
-    pipe_join(&r, &sa);
-    pipe_join(&r, &sb);
+    bench_task_join(&sa);
+    bench_task_join(&sb);
     pipe_fds_close(&r);
     mqs_pipe_destroy(r.a);
     mqs_pipe_destroy(r.b);

@@ -104,13 +104,6 @@ struct wake_cfg {
     bool rt;
 };
 
-/* A task or thread of one sample. */
-struct wake_task {
-    mqs_task_t *task;
-    pthread_t thread;
-    bool started;
-};
-
 /* One client: written by the waker (stamp, waiting cleared) and by the
  * client (waiting set, its histogram). */
 struct wake_client {
@@ -120,7 +113,7 @@ struct wake_client {
     sem_t ksem;
     bench_hist_t hist;
     struct wake_run *run;
-    struct wake_task t;
+    bench_task_t t;
 } __attribute__((aligned(WAKE_CACHELINE)));
 
 /* One sample. */
@@ -246,62 +239,34 @@ static void *wake_hog_fn(void *arg)
 /* Starting and joining: mqs tasks (policy rows) or pthreads (kernel)  */
 /* ------------------------------------------------------------------ */
 
-/* Thread attributes: the first `workers` CPUs, and SCHED_FIFO for the
- * urgent threads under --class rt. */
-static void wake_k_attr(const struct wake_point *pt, bool urgent,
-                        pthread_attr_t *a)
-{
-    cpu_set_t set;
-    bench_kernel_cpus(pt->p->workers, &set);
-    pthread_attr_init(a);
-    pthread_attr_setaffinity_np(a, sizeof set, &set);
-    if (urgent && pt->cfg->rt) {
-        struct sched_param sp = {.sched_priority = WAKE_RT_PRIO};
-        pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED);
-        pthread_attr_setschedpolicy(a, SCHED_FIFO);
-        pthread_attr_setschedparam(a, &sp);
-    }
-}
-
 /* Start fn(arg) as a task on the point's runtime or (kernel row) a
- * thread; `urgent` ones get the --class.  0 or the error. */
-static int wake_spawn(struct wake_point *pt, bool urgent,
-                      void *(*fn)(void *), void *arg, struct wake_task *t)
+ * thread on the first `workers` CPUs; under --class rt the urgent ones
+ * are MQS_CLASS_RR or SCHED_FIFO.  0 or the error. */
+static int wake_spawn(struct wake_point *pt, bool urgent, void *(*fn)(void *),
+                      void *arg, bench_task_t *t)
 {
-    int rc;
-    if (pt->rt) {
-        mqs_task_attr_t a;
-        mqs_task_attr_init(&a);
-        if (urgent && pt->cfg->rt) {
-            a.sched_class = MQS_CLASS_RR;
-            a.rt_priority = WAKE_RT_PRIO;
-        }
-        rc = mqs_spawn(pt->rt, &t->task, &a, fn, arg);
-    } else {
-        pthread_attr_t a;
-        wake_k_attr(pt, urgent, &a);
-        rc = pthread_create(&t->thread, &a, fn, arg);
-        pthread_attr_destroy(&a);
+    bool rt = urgent && pt->cfg->rt;
+    struct sched_param sp = {.sched_priority = WAKE_RT_PRIO};
+    mqs_task_attr_t a;
+    pthread_attr_t ka;
+    mqs_task_attr_init(&a);
+    bench_thread_attr(&ka, pt->p->workers, 0);
+    if (rt) {
+        a.sched_class = MQS_CLASS_RR;
+        a.rt_priority = WAKE_RT_PRIO;
+        pthread_attr_setinheritsched(&ka, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&ka, SCHED_FIFO);
+        pthread_attr_setschedparam(&ka, &sp);
     }
-    t->started = rc == 0;
-    if (!pt->rt && rc == EPERM && urgent && pt->cfg->rt)
+    int rc = bench_task_start(t, pt->rt, &a, &ka, fn, arg);
+    pthread_attr_destroy(&ka);
+    if (!pt->rt && rc == EPERM && rt)
         snprintf(pt->p->note, sizeof pt->p->note,
                  "SCHED_FIFO not permitted (needs CAP_SYS_NICE or "
                  "RLIMIT_RTPRIO)");
     else if (rc)
-        fprintf(stderr, "mqs-bench wake: %s: %s: %s\n", pt->p->row->spec,
-                pt->rt ? "mqs_spawn" : "pthread_create",
-                pt->rt ? mqs_strerror(rc) : strerror(rc));
+        bench_task_error("wake", pt->p->row->spec, !pt->rt, rc);
     return rc;
-}
-
-static void wake_join(struct wake_point *pt, struct wake_task *t)
-{
-    if (t->started && pt->rt)
-        mqs_join(t->task, NULL);
-    else if (t->started)
-        pthread_join(t->thread, NULL);
-    t->started = false;
 }
 
 /* One sample: start the hogs, the clients, then the waker; let them run
@@ -312,7 +277,7 @@ static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
 {
     const struct wake_cfg *cfg = pt->cfg;
     /* the hogs, then the waker */
-    struct wake_task *t = calloc((size_t)cfg->hogs + 1, sizeof *t);
+    bench_task_t *t = calloc((size_t)cfg->hogs + 1, sizeof *t);
     if (!t)
         return -1;
     for (int i = 0; i < cfg->clients; i++) {
@@ -334,13 +299,13 @@ static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
         bench_window(&r->started, &r->stop, seconds);
     else
         atomic_store(&r->stop, 1);
-    wake_join(pt, &t[cfg->hogs]);
+    bench_task_join(&t[cfg->hogs]);
     for (int i = 0; rw && i < cfg->clients; i++) /* nobody posts */
         wake_post(&pt->c[i]);
     for (int i = 0; i < cfg->clients; i++)
-        wake_join(pt, &pt->c[i].t);
+        bench_task_join(&pt->c[i].t);
     for (int i = 0; i < cfg->hogs; i++)
-        wake_join(pt, &t[i]);
+        bench_task_join(&t[i]);
     for (int i = 0; i < cfg->clients; i++) {
         if (r->kernel)
             sem_destroy(&pt->c[i].ksem);
