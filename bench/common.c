@@ -84,6 +84,50 @@ int bench_wait_pid(pid_t pid)
     return st;
 }
 
+char *bench_read_file(const char *path, size_t max)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    if (max && fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        fseek(f, size > (long)max ? size - (long)max : 0, SEEK_SET);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    char chunk[4096];
+    size_t n;
+    while (m && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        fwrite(chunk, 1, n, m);
+    fclose(f);
+    if (!m || fclose(m) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+bool bench_proc_field(const char *file, const char *key, char *out, size_t n)
+{
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return false;
+    char line[512];
+    bool found = false;
+    size_t kl = strlen(key);
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) != 0 || !strchr(line + kl, ':'))
+            continue;
+        const char *v = strchr(line + kl, ':') + 1;
+        v += strspn(v, " \t");
+        snprintf(out, n, "%.*s", (int)strcspn(v, "\n"), v);
+        found = *out != '\0';
+    }
+    fclose(f);
+    return found;
+}
+
 int bench_cpus_allowed(void)
 {
     cpu_set_t set;

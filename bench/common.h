@@ -48,6 +48,12 @@ int bench_write_all(int fd, const void *buf, size_t n);
 size_t bench_read(int fd, void *buf, size_t n);
 /* waitpid(pid), restarted on EINTR: the wait status, or -1. */
 int bench_wait_pid(pid_t pid);
+/* The whole file, NUL-terminated (malloc'd); NULL when it cannot be
+ * read.  With max, only its last max bytes. */
+char *bench_read_file(const char *path, size_t max);
+/* The value of the first "key<spaces>: value" line of a /proc file into
+ * out; false when there is none. */
+bool bench_proc_field(const char *file, const char *key, char *out, size_t n);
 /* CPUs this process may run on (its affinity mask). */
 int bench_cpus_allowed(void);
 

@@ -322,36 +322,26 @@ static uint64_t mixed_records(const struct mixed_point *mp)
     return sum;
 }
 
-/* Read a small /proc file into buf; -1 when it cannot be read. */
-static int mixed_read_file(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t len = fread(buf, 1, n - 1, f);
-    fclose(f);
-    buf[len] = '\0';
-    return len ? 0 : -1;
-}
-
 /* Kernel threads: run-queue wait and migrations summed over the tasks. */
 static void mixed_proc_snap(const struct mixed_point *mp, struct mixed_snap *s)
 {
-    char path[96], buf[8192];
+    char path[96], *text;
     s->wait_ok = s->migr_ok = true;
     for (int i = 0; i < mp->n; i++) {
         int tid = atomic_load(&mp->slots[i].tid);
         uint64_t v = 0;
         snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
-        if (mixed_read_file(path, buf, sizeof buf) ||
-            mixed_schedstat_wait(buf, &v))
+        if (!(text = bench_read_file(path, 0)) ||
+            mixed_schedstat_wait(text, &v))
             s->wait_ok = false;
+        free(text);
         s->wait += v;
         v = 0;
         snprintf(path, sizeof path, "/proc/self/task/%d/sched", tid);
-        if (mixed_read_file(path, buf, sizeof buf) ||
-            mixed_sched_migrations(buf, &v))
+        if (!(text = bench_read_file(path, 0)) ||
+            mixed_sched_migrations(text, &v))
             s->migr_ok = false;
+        free(text);
         s->migr += v;
     }
 }

@@ -193,9 +193,6 @@ void report_run_step(const report_t *rp, report_step_t *s, int index,
                      double deadline_s);
 /* Read the CSV, stderr and plot a step left in the output directory. */
 void report_read_back(const report_t *rp, report_step_t *s);
-/* The whole file, NUL-terminated (malloc'd); NULL when it cannot be
- * read.  With max, only its last max bytes. */
-char *report_read_file(const char *path, size_t max);
 
 /* ----- writing (report_write.c) ----- */
 

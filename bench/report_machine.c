@@ -24,36 +24,14 @@
 #include "common.h"
 #include "mqs.h"
 
-/* The value of the first "key<spaces>: value" line of a /proc file. */
-static bool rmach_proc_field(const char *file, const char *key, char *out,
-                             size_t n)
-{
-    FILE *f = fopen(file, "r");
-    if (!f)
-        return false;
-    char line[512];
-    bool found = false;
-    size_t kl = strlen(key);
-    while (!found && fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, kl) != 0 || !strchr(line + kl, ':'))
-            continue;
-        const char *v = strchr(line + kl, ':') + 1;
-        v += strspn(v, " \t");
-        snprintf(out, n, "%.*s", (int)strcspn(v, "\n"), v);
-        found = *out != '\0';
-    }
-    fclose(f);
-    return found;
-}
-
 static void rmach_cpu(report_machine_t *m)
 {
-    if (rmach_proc_field("/proc/cpuinfo", "model name", m->cpu, sizeof m->cpu))
+    if (bench_proc_field("/proc/cpuinfo", "model name", m->cpu, sizeof m->cpu))
         return;
     char impl[64] = "", part[64] = "";
-    if (rmach_proc_field("/proc/cpuinfo", "CPU implementer", impl,
+    if (bench_proc_field("/proc/cpuinfo", "CPU implementer", impl,
                          sizeof impl) &&
-        rmach_proc_field("/proc/cpuinfo", "CPU part", part, sizeof part)) {
+        bench_proc_field("/proc/cpuinfo", "CPU part", part, sizeof part)) {
         snprintf(m->cpu, sizeof m->cpu, "implementer %s part %s", impl, part);
         return;
     }
@@ -63,7 +41,7 @@ static void rmach_cpu(report_machine_t *m)
 static void rmach_memory(report_machine_t *m)
 {
     char v[64];
-    if (rmach_proc_field("/proc/meminfo", "MemTotal", v, sizeof v))
+    if (bench_proc_field("/proc/meminfo", "MemTotal", v, sizeof v))
         m->mem_gib = strtod(v, NULL) / (1024.0 * 1024.0); /* kB */
 }
 

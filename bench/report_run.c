@@ -44,30 +44,6 @@ static double rrun_now(void)
     return (double)bench_now_ns() / 1e9;
 }
 
-char *report_read_file(const char *path, size_t max)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    if (max && fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        fseek(f, size > (long)max ? size - (long)max : 0, SEEK_SET);
-    }
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    while (m && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        fwrite(chunk, 1, n, m);
-    fclose(f);
-    if (!m || fclose(m) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
 /* ------------------------------------------------------------------ */
 /* --help probe                                                        */
 /* ------------------------------------------------------------------ */
@@ -153,9 +129,9 @@ void report_read_back(const report_t *rp, report_step_t *s)
     char path[4096], why[256] = "";
     rrun_path(rp, s, "stderr", path, sizeof path);
     free(s->err_text);
-    s->err_text = report_read_file(path, REPORT_STDERR_MAX);
+    s->err_text = bench_read_file(path, REPORT_STDERR_MAX);
     rrun_path(rp, s, "csv", path, sizeof path);
-    char *text = report_read_file(path, 0);
+    char *text = bench_read_file(path, 0);
     if (s->have_csv)
         report_csv_free(&s->csv);
     s->have_csv = text && *text && report_csv_parse(text, &s->csv, why,

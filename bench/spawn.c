@@ -320,16 +320,10 @@ static long spawn_peak_rss_kib(void)
 /* The page tables' size (VmPTE), in KiB; -1 if unknown. */
 static long spawn_pte_kib(void)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
+    char v[64];
+    if (!bench_proc_field("/proc/self/status", "VmPTE", v, sizeof v))
         return -1;
-    char line[128];
-    long v = -1;
-    while (v < 0 && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmPTE: %ld", &v) != 1)
-            v = -1;
-    fclose(f);
-    return v;
+    return strtol(v, NULL, 10);
 }
 
 static void *spawn_live_task(void *gate)
