@@ -121,6 +121,29 @@ int bench_group_start(bench_group_t *g, const char *exp, const char *row,
 /* Join those started and free the group; 0, or -1 when a join failed. */
 int bench_group_join(bench_group_t *g);
 
+#define BENCH_CACHELINE 64
+
+/* The flags every task of a sample polls, written by the main thread:
+ * on a cache line of their own. */
+typedef struct bench_flags {
+    _Atomic int start, stop;
+} __attribute__((aligned(BENCH_CACHELINE))) bench_flags_t;
+
+/* Is flag f set?  Relaxed: a task that sees it a turn late costs
+ * nothing, and a fence per turn would be in every figure. */
+static inline bool bench_flag(const _Atomic int *f)
+{
+    return atomic_load_explicit(f, memory_order_relaxed) != 0;
+}
+
+/* One more on a counter only its task writes: a load and a store, not a
+ * locked read-modify-write; the main thread reads it relaxed. */
+static inline void bench_count(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
 /* The window of a sample whose tasks stamp their own start: wait for
  * *started (a loaded host may take a while to run the first task), let
  * it run `seconds`, then set *stop. */

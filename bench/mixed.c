@@ -53,7 +53,6 @@
 #include "mqs.h"
 #include "expkit.h"
 
-#define MIXED_CACHELINE 64
 #define MIXED_RECORD_BYTES 2048
 #define MIXED_BURST_NS 1000000u
 #define MIXED_PERIOD_NS 10000000u
@@ -162,19 +161,15 @@ static double mixed_rate(uint64_t a, uint64_t b, uint64_t ns)
 /* The work                                                            */
 /* ------------------------------------------------------------------ */
 
-struct mixed_flags {
-    _Atomic int start, stop;
-} __attribute__((aligned(MIXED_CACHELINE)));
-
 /* One task's records, written only by that task. */
 struct mixed_slot {
     _Atomic uint64_t records;
     uint64_t sink;
-    const struct mixed_flags *flags;
+    const bench_flags_t *flags;
     long burst;      /* records per burst; 0 = a long task */
     uint64_t phase;  /* short tasks: initial sleep, staggering them */
     _Atomic int tid; /* kernel threads: gettid() */
-} __attribute__((aligned(MIXED_CACHELINE)));
+} __attribute__((aligned(BENCH_CACHELINE)));
 
 /* One record: allocate, write, read back, free.  The asm keeps the
  * compiler from eliding the allocation. */
@@ -192,34 +187,21 @@ static inline uint64_t mixed_record(uint64_t seed)
     return v;
 }
 
-static inline void mixed_count(struct mixed_slot *s, uint64_t v)
-{
-    s->sink += v;
-    atomic_store_explicit(
-        &s->records,
-        atomic_load_explicit(&s->records, memory_order_relaxed) + 1,
-        memory_order_relaxed);
-}
-
-static inline bool mixed_flag(const _Atomic int *f)
-{
-    return atomic_load_explicit(f, memory_order_relaxed) != 0;
-}
-
 /* The life of one task, with the scheduling point and the sleep of the
  * row's kind. */
 static void mixed_loop(struct mixed_slot *s, void (*point)(void),
                        void (*sleep_ns)(uint64_t))
 {
-    const struct mixed_flags *f = s->flags;
-    while (!mixed_flag(&f->start))
+    const bench_flags_t *f = s->flags;
+    while (!bench_flag(&f->start))
         sleep_ns(1000000);
     if (s->burst)
         sleep_ns(s->phase);
-    while (!mixed_flag(&f->stop)) {
+    while (!bench_flag(&f->stop)) {
         long n = s->burst ? s->burst : 1;
         for (long i = 0; i < n; i++) {
-            mixed_count(s, mixed_record(s->sink));
+            s->sink += mixed_record(s->sink);
+            bench_count(&s->records);
             point();
         }
         if (s->burst)
@@ -291,7 +273,7 @@ struct mixed_snap {
 struct mixed_point {
     int nshort, nlong, n;
     long burst;
-    struct mixed_flags *flags;
+    bench_flags_t *flags;
     struct mixed_slot *slots;
     bench_group_t g; /* the tasks (policy rows: g.rt) or threads */
 };
@@ -425,8 +407,8 @@ static int mixed_window(bench_point_t *p, double *value, double *extra)
 static int mixed_point_alloc(struct mixed_point *mp)
 {
     size_t n = (size_t)mp->n;
-    mp->flags = aligned_alloc(MIXED_CACHELINE, sizeof *mp->flags);
-    mp->slots = aligned_alloc(MIXED_CACHELINE, n * sizeof *mp->slots);
+    mp->flags = aligned_alloc(BENCH_CACHELINE, sizeof *mp->flags);
+    mp->slots = aligned_alloc(BENCH_CACHELINE, n * sizeof *mp->slots);
     return mp->flags && mp->slots ? 0 : -1;
 }
 

@@ -98,11 +98,6 @@ struct pipe_run {
     int fa[2], fb[2];
 };
 
-static bool pipe_stopped(struct pipe_run *r)
-{
-    return atomic_load_explicit(&r->stop, memory_order_relaxed) != 0;
-}
-
 /* The pinger's or writer's start stamp. */
 static void pipe_start(struct pipe_run *r)
 {
@@ -165,7 +160,7 @@ static void *pipe_ping(void *arg)
     struct pipe_run *r = arg;
     unsigned char c = 'p';
     pipe_start(r);
-    while (!pipe_stopped(r)) {
+    while (!bench_flag(&r->stop)) {
         if (pipe_put(r, false, &c, 1) || pipe_get(r, true, &c, 1) != 1) {
             r->err = EIO;
             break;
@@ -192,7 +187,7 @@ static void *pipe_writer(void *arg)
     struct pipe_run *r = arg;
     unsigned char *buf = calloc(1, r->msg);
     pipe_start(r);
-    while (buf && !pipe_stopped(r))
+    while (buf && !bench_flag(&r->stop))
         if ((r->err = pipe_put(r, false, buf, r->msg)) != 0)
             break;
     pipe_end(r);

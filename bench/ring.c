@@ -42,7 +42,6 @@
 
 #include "expkit.h"
 
-#define RING_CACHELINE 64
 #define RING_KERNEL_STACK (64u * 1024u)
 
 static const char *const ring_pseudo[] = {"kernel", "go", "fiber", NULL};
@@ -87,7 +86,7 @@ struct ring_member {
     uint32_t *array;   /* size KiB of its own                */
     struct ring_run *run;
     int index;
-} __attribute__((aligned(RING_CACHELINE)));
+} __attribute__((aligned(BENCH_CACHELINE)));
 
 /* One sample: written by task 0 (stamps, laps, done) and the main thread
  * (stop); the members read done after being handed the token, which
@@ -125,7 +124,7 @@ static bool ring_hold(struct ring_member *me)
             r->t0 = bench_now_ns();
             atomic_store_explicit(&r->started, 1, memory_order_relaxed);
         }
-        if (atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+        if (bench_flag(&r->stop)) {
             r->t1 = bench_now_ns();
             r->done = true;
         } else {
@@ -265,7 +264,7 @@ static int ring_measure(bench_point_t *p, double *value, double *extra)
 static int ring_alloc(struct ring_point *pt)
 {
     size_t bytes = (size_t)pt->size_kib * 1024;
-    pt->m = aligned_alloc(RING_CACHELINE, (size_t)pt->ntasks * sizeof *pt->m);
+    pt->m = aligned_alloc(BENCH_CACHELINE, (size_t)pt->ntasks * sizeof *pt->m);
     if (!pt->m)
         return -1;
     memset(pt->m, 0, (size_t)pt->ntasks * sizeof *pt->m);

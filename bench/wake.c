@@ -44,7 +44,6 @@
 #include "expkit.h"
 #include "histogram.h"
 
-#define WAKE_CACHELINE 64
 #define WAKE_GAP_MAX_NS 200000u
 #define WAKE_RT_PRIO 50
 
@@ -114,7 +113,7 @@ struct wake_client {
     bench_hist_t hist;
     struct wake_run *run;
     bench_task_t t;
-} __attribute__((aligned(WAKE_CACHELINE)));
+} __attribute__((aligned(BENCH_CACHELINE)));
 
 /* One sample. */
 struct wake_run {
@@ -136,11 +135,6 @@ struct wake_point {
     int n, cap, calls;
     double samples;
 };
-
-static bool wake_stopped(const struct wake_run *r)
-{
-    return atomic_load_explicit(&r->stop, memory_order_relaxed) != 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* The three kinds of task, for both mqs and kernel                    */
@@ -166,11 +160,11 @@ static void wake_post(struct wake_client *c)
 static void *wake_client_fn(void *arg)
 {
     struct wake_client *c = arg;
-    while (!wake_stopped(c->run)) {
+    while (!bench_flag(&c->run->stop)) {
         atomic_store_explicit(&c->waiting, 1, memory_order_release);
         wake_block(c);
         uint64_t now = bench_now_ns();
-        if (wake_stopped(c->run))
+        if (bench_flag(&c->run->stop))
             break;
         bench_hist_record(&c->hist, now > c->stamp ? now - c->stamp : 0);
     }
@@ -210,7 +204,7 @@ static void *wake_waker_fn(void *arg)
     struct wake_run *r = arg;
     int next = 0;
     atomic_store(&r->started, 1);
-    while (!wake_stopped(r)) {
+    while (!bench_flag(&r->stop)) {
         wake_one(r, &next);
         wake_gap(r);
     }
@@ -223,7 +217,7 @@ static void *wake_hog_fn(void *arg)
 {
     struct wake_run *r = arg;
     uint64_t slice = (uint64_t)r->cfg->hog_slice_us * 1000u;
-    while (!wake_stopped(r)) {
+    while (!bench_flag(&r->stop)) {
         uint64_t end = bench_now_ns() + slice;
         while (bench_now_ns() < end)
             ;
@@ -413,7 +407,7 @@ static const bench_peer_map_t wake_peer_map = {.convert = wake_peer_convert};
 static int wake_alloc(struct wake_point *pt)
 {
     int n = pt->cfg->clients;
-    pt->c = aligned_alloc(WAKE_CACHELINE, (size_t)n * sizeof *pt->c);
+    pt->c = aligned_alloc(BENCH_CACHELINE, (size_t)n * sizeof *pt->c);
     if (!pt->c)
         return -1;
     memset(pt->c, 0, (size_t)n * sizeof *pt->c);

@@ -73,7 +73,6 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-#define CACHELINE 64
 #define FLOOR_STACK (16u * 1024u)
 #define KERNEL_STACK (64u * 1024u)
 #define SETTLE_MAX_NS 20000000u /* 20 ms to let every task reach its loop */
@@ -130,19 +129,14 @@ static const bench_cli_t yield_cli = {
 /* Shared state of one data point                                      */
 /* ------------------------------------------------------------------ */
 
-/* Read by every task, written twice per measurement by the main thread. */
-struct flags {
-    _Atomic int start, stop;
-} __attribute__((aligned(CACHELINE)));
-
 /* One task's slot: where its counter is (a variable in the task's stack
  * frame, written only by that task; NULL until it starts), set by the
  * task and read by the main thread.  On its own line so that no two
  * tasks' slots share one. */
 struct slot {
     _Atomic(_Atomic uint64_t *) count;
-    const struct flags *flags;
-} __attribute__((aligned(CACHELINE)));
+    const bench_flags_t *flags;
+} __attribute__((aligned(BENCH_CACHELINE)));
 
 struct fairness {
     double min_over_mean, zero, ndev;
@@ -154,7 +148,7 @@ struct fairness {
  * their slot and the flags. */
 struct point {
     int ntasks, busy;
-    struct flags *flags;
+    bench_flags_t *flags;
     struct slot *slots;
     /* per-task yields in the last window, and counters at its start */
     double *work;
@@ -170,22 +164,11 @@ struct point {
 /* The measurement window (policy and kernel rows)                     */
 /* ------------------------------------------------------------------ */
 
-static inline void count_one(_Atomic uint64_t *c)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-}
-
 /* Yields a task has counted: 0 before it published its counter. */
 static uint64_t slot_count(const struct slot *s)
 {
     _Atomic uint64_t *c = atomic_load_explicit(&s->count, memory_order_acquire);
     return c ? atomic_load_explicit(c, memory_order_relaxed) : 0;
-}
-
-static inline bool flag(const _Atomic int *f)
-{
-    return atomic_load_explicit(f, memory_order_relaxed) != 0;
 }
 
 /* Snapshot the counters; returns the midpoint time of the snapshot.  At
@@ -229,8 +212,8 @@ static void fairness_extras(const struct point *pt, double *extra)
 static int point_alloc(struct point *pt)
 {
     size_t n = (size_t)pt->ntasks;
-    pt->flags = aligned_alloc(CACHELINE, sizeof *pt->flags);
-    pt->slots = aligned_alloc(CACHELINE, n * sizeof *pt->slots);
+    pt->flags = aligned_alloc(BENCH_CACHELINE, sizeof *pt->flags);
+    pt->slots = aligned_alloc(BENCH_CACHELINE, n * sizeof *pt->slots);
     pt->work = calloc(n, sizeof *pt->work);
     pt->snap = calloc(n, sizeof *pt->snap);
     return pt->flags && pt->slots && pt->work && pt->snap ? 0 : -1;
@@ -301,14 +284,14 @@ static int run_window(bench_point_t *p, double *ns, double *extra)
 static inline __attribute__((always_inline)) void
 count_yields(struct slot *s, int (*yield_fn)(void))
 {
-    const struct flags *f = s->flags;
+    const bench_flags_t *f = s->flags;
     _Atomic uint64_t count = 0;
     atomic_store_explicit(&s->count, &count, memory_order_release);
-    while (!flag(&f->start))
+    while (!bench_flag(&f->start))
         yield_fn();
-    while (!flag(&f->stop)) {
+    while (!bench_flag(&f->stop)) {
         yield_fn();
-        count_one(&count);
+        bench_count(&count);
     }
 }
 
@@ -382,7 +365,7 @@ struct ring_ctx {
     uint64_t count; /* switches it made */
     struct ring_ctx *next;
     struct ring *ring;
-} __attribute__((aligned(CACHELINE)));
+} __attribute__((aligned(BENCH_CACHELINE)));
 
 struct ring {
     _Atomic int stop;    /* set by the timer thread */
@@ -425,7 +408,7 @@ static void ring_entry(void *arg, void *pass)
         r->t0 = bench_now_ns();
         atomic_store(&r->started, 1);
     }
-    while (!flag(&r->stop)) {
+    while (!bench_flag(&r->stop)) {
         c->count++;
         ring_switch(&c->f, &c->next->f, false);
     }
@@ -521,7 +504,7 @@ static int floor_measure(bench_point_t *p, double *ns, double *extra)
     struct point *pt = p->ctx;
     struct ring r = {.n = floor_contexts(pt),
                      .seconds = bench_point_seconds(p)};
-    r.ctx = aligned_alloc(CACHELINE, (size_t)r.n * sizeof *r.ctx);
+    r.ctx = aligned_alloc(BENCH_CACHELINE, (size_t)r.n * sizeof *r.ctx);
     if (!r.ctx)
         return -1;
     ring_main(&r);
