@@ -510,8 +510,9 @@ static void chat_done(bench_sweep_t *sw)
     free(((struct chat_args *)sw->arg)->rooms);
 }
 
-static const bench_exp_t chat_exp = {
+const bench_exp_t bench_chat_exp = {
     .cli = &chat_cli,
+    .arg_size = sizeof(struct chat_args),
     .title = "messages delivered per second",
     .extras = chat_extras,
     .nextra = CHAT_X_COUNT,
@@ -521,9 +522,3 @@ static const bench_exp_t chat_exp = {
     .setup = chat_setup,
     .done = chat_done,
 };
-
-int bench_chat_main(int argc, char **argv)
-{
-    struct chat_args a = {0};
-    return bench_exp_main(&chat_exp, &a, argc, argv);
-}

@@ -25,15 +25,10 @@
 /* Returned by bench_parse_options() after printing --help. */
 #define BENCH_HELP_SHOWN (-100)
 
-/* Experiments: int bench_<name>_main(int argc, char **argv), argv[0] is
- * the experiment's name.  Returns the process exit status. */
-int bench_yield_main(int argc, char **argv);
-int bench_ring_main(int argc, char **argv);
-int bench_pipe_main(int argc, char **argv);
-int bench_wake_main(int argc, char **argv);
-int bench_mixed_main(int argc, char **argv);
-int bench_spawn_main(int argc, char **argv);
-int bench_chat_main(int argc, char **argv);
+/* Experiments: table entries run by bench_exp_main (expkit.h). */
+struct bench_exp;
+extern const struct bench_exp bench_yield_exp, bench_ring_exp, bench_pipe_exp,
+    bench_wake_exp, bench_mixed_exp, bench_spawn_exp, bench_chat_exp;
 /* `mqs-bench report`: runs the standard set into an HTML report. */
 int bench_report_main(int argc, char **argv);
 

@@ -263,6 +263,7 @@ typedef struct bench_sweep bench_sweep_t;
 
 typedef struct bench_exp {
     const bench_cli_t *cli;
+    size_t arg_size;   /* the experiment's own state (sw->arg), zeroed */
     const char *title; /* table heading: "ns per yield" */
     const bench_extra_col_t *extras;
     int nextra;
@@ -301,10 +302,9 @@ struct bench_sweep {
  * (the others still run) or memory ran out. */
 int bench_sweep_run(bench_sweep_t *sw, bench_results_t *rs);
 
-/* The whole experiment: its options, the common options, the sweep, the
- * output.  arg is the experiment's own state (sw->arg).  Returns the exit
- * status: 0 (also after --help), 1 when a point failed or printing did,
- * BENCH_EXIT_USAGE. */
-int bench_exp_main(const bench_exp_t *e, void *arg, int argc, char **argv);
+/* The whole experiment (argv[0] its name): its options, the common
+ * options, the sweep, the output.  Returns the exit status: 0 (also after
+ * --help), 1 when a point failed or printing did, BENCH_EXIT_USAGE. */
+int bench_exp_main(const bench_exp_t *e, int argc, char **argv);
 
 #endif

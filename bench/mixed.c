@@ -539,8 +539,9 @@ static void mixed_done(bench_sweep_t *sw)
     free(a->longs);
 }
 
-static const bench_exp_t mixed_exp = {
+const bench_exp_t bench_mixed_exp = {
     .cli = &mixed_cli,
+    .arg_size = sizeof(struct mixed_args),
     .title = "records per second",
     .extras = mixed_extras,
     .nextra = MIXED_X_COUNT,
@@ -550,9 +551,3 @@ static const bench_exp_t mixed_exp = {
     .setup = mixed_setup,
     .done = mixed_done,
 };
-
-int bench_mixed_main(int argc, char **argv)
-{
-    struct mixed_args a = {0};
-    return bench_exp_main(&mixed_exp, &a, argc, argv);
-}

@@ -404,8 +404,9 @@ static int pipe_prepare(bench_sweep_t *sw)
 static const unsigned char pipe_fold[PX_COUNT] = {[PX_REPEATS] =
                                                       BENCH_FOLD_REPEATS};
 
-static const bench_exp_t pipe_exp = {
+const bench_exp_t bench_pipe_exp = {
     .cli = &pipe_cli,
+    .arg_size = sizeof(struct pipe_args),
     .title = "us per one-byte round trip (placement=*), MiB/s (msg_kib=*)",
     .extras = pipe_extras,
     .nextra = PX_COUNT,
@@ -415,9 +416,3 @@ static const bench_exp_t pipe_exp = {
     .prepare = pipe_prepare,
     .setup = pipe_setup,
 };
-
-int bench_pipe_main(int argc, char **argv)
-{
-    struct pipe_args a = {0};
-    return bench_exp_main(&pipe_exp, &a, argc, argv);
-}

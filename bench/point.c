@@ -279,12 +279,17 @@ static int exp_report(bench_sweep_t *sw)
     return failed || out ? 1 : 0;
 }
 
-int bench_exp_main(const bench_exp_t *e, void *arg, int argc, char **argv)
+int bench_exp_main(const bench_exp_t *e, int argc, char **argv)
 {
-    bench_sweep_t sw = {.e = e, .title = e->title, .extras = e->extras,
-                        .nextra = e->nextra, .arg = arg};
+    bench_sweep_t sw = {.e = e,
+                        .title = e->title,
+                        .extras = e->extras,
+                        .nextra = e->nextra,
+                        .arg = calloc(1, e->arg_size)};
     bench_opts_t o;
-    int rc = e->options ? e->options(&sw, &argc, argv) : 0;
+    int rc = sw.arg ? 0 : 1;
+    if (rc == 0 && e->options)
+        rc = e->options(&sw, &argc, argv);
     if (rc == 0)
         rc = bench_parse_options(e->cli, argc, argv, &o);
     if (rc == 0) {
@@ -295,7 +300,8 @@ int bench_exp_main(const bench_exp_t *e, void *arg, int argc, char **argv)
             rc = exp_report(&sw);
         bench_opts_free(&o);
     }
-    if (e->done)
+    if (e->done && sw.arg)
         e->done(&sw);
+    free(sw.arg);
     return rc == BENCH_HELP_SHOWN ? 0 : rc;
 }

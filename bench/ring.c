@@ -382,8 +382,9 @@ static int ring_options(bench_sweep_t *sw, int *argc, char **argv)
 static const unsigned char ring_fold[RX_COUNT] = {[RX_REPEATS] =
                                                       BENCH_FOLD_REPEATS};
 
-static const bench_exp_t ring_exp = {
+const bench_exp_t bench_ring_exp = {
     .cli = &ring_cli,
+    .arg_size = sizeof(struct ring_args),
     .title = "us per context switch",
     .extras = ring_extras,
     .nextra = RX_COUNT,
@@ -393,9 +394,3 @@ static const bench_exp_t ring_exp = {
     .prepare = ring_prepare,
     .setup = ring_setup,
 };
-
-int bench_ring_main(int argc, char **argv)
-{
-    struct ring_args a = {0};
-    return bench_exp_main(&ring_exp, &a, argc, argv);
-}

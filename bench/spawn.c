@@ -633,8 +633,9 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     return 0;
 }
 
-static const bench_exp_t spawn_exp = {
+const bench_exp_t bench_spawn_exp = {
     .cli = &spawn_cli,
+    .arg_size = sizeof(struct spawn_args),
     .title = "ns per task",
     .extras = spawn_extras,
     .nextra = SPAWN_X_COUNT,
@@ -643,9 +644,3 @@ static const bench_exp_t spawn_exp = {
     .prepare = spawn_prepare,
     .setup = spawn_setup,
 };
-
-int bench_spawn_main(int argc, char **argv)
-{
-    struct spawn_args a = {0};
-    return bench_exp_main(&spawn_exp, &a, argc, argv);
-}

@@ -530,8 +530,9 @@ static int wake_prepare(bench_sweep_t *sw)
     return 0;
 }
 
-static const bench_exp_t wake_exp = {
+const bench_exp_t bench_wake_exp = {
     .cli = &wake_cli,
+    .arg_size = sizeof(struct wake_args),
     .title = "us from wake-up to running",
     .extras = wake_extras,
     .nextra = WX_COUNT,
@@ -540,9 +541,3 @@ static const bench_exp_t wake_exp = {
     .prepare = wake_prepare,
     .setup = wake_setup,
 };
-
-int bench_wake_main(int argc, char **argv)
-{
-    struct wake_args a = {0};
-    return bench_exp_main(&wake_exp, &a, argc, argv);
-}

@@ -580,8 +580,9 @@ static const unsigned char yield_fold[X_COUNT] = {
 static const bench_row_kind_t yield_kinds[] = {{"floor", &kind_floor},
                                                {NULL, NULL}};
 
-static const bench_exp_t yield_exp = {
+const bench_exp_t bench_yield_exp = {
     .cli = &yield_cli,
+    .arg_size = sizeof(struct point),
     .title = "ns per yield",
     .extras = yield_extras,
     .nextra = X_COUNT,
@@ -590,9 +591,3 @@ static const bench_exp_t yield_exp = {
     .kinds = yield_kinds,
     .setup = yield_setup,
 };
-
-int bench_yield_main(int argc, char **argv)
-{
-    struct point pt;
-    return bench_exp_main(&yield_exp, &pt, argc, argv);
-}
