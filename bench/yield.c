@@ -63,15 +63,9 @@
 #include "common.h"
 #include "ctx.h"
 #include "expkit.h"
+#include "fiber.h" /* the sanitizers' view of a switch, as the core's */
 #include "mqs.h"
 #include "peer.h"
-
-#if defined(MQS_ASAN)
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#elif defined(MQS_TSAN)
-#include <sanitizer/tsan_interface.h>
-#endif
 
 #define FLOOR_STACK (16u * 1024u)
 #define KERNEL_STACK (64u * 1024u)
@@ -382,18 +376,11 @@ struct ring {
  * resumed. */
 static void ring_switch(struct fiber *from, struct fiber *to, bool dying)
 {
-#if defined(MQS_ASAN)
     void *fake = NULL;
-    __sanitizer_start_switch_fiber(dying ? NULL : &fake, to->stack,
-                                   to->stack_size);
-#elif defined(MQS_TSAN)
-    __tsan_switch_to_fiber(to->tsan, 0);
-#endif
-    (void)dying;
+    mqs__switch_enter(dying ? NULL : &fake, (void *)to->stack, to->stack_size,
+                      to->tsan);
     mqs__ctx_switch(&from->sp, to->sp, NULL);
-#if defined(MQS_ASAN)
-    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
-#endif
+    mqs__switch_leave(fake);
 }
 
 static void ring_entry(void *arg, void *pass)
@@ -401,9 +388,7 @@ static void ring_entry(void *arg, void *pass)
     struct ring_ctx *c = arg;
     struct ring *r = c->ring;
     (void)pass;
-#if defined(MQS_ASAN)
-    __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
-#endif
+    mqs__switch_leave(NULL);
     if (c == r->ctx) {
         r->t0 = bench_now_ns();
         atomic_store(&r->started, 1);
@@ -463,15 +448,14 @@ static void ring_make(struct point *pt, struct ring *r)
         c->next = &r->ctx[(i + 1) % r->n];
         c->f.sp = mqs__ctx_make(lo + FLOOR_STACK - (size_t)(i % 64) * 64,
                                 ring_entry, c);
-#if defined(MQS_TSAN)
-        c->f.tsan = __tsan_create_fiber(0);
-#endif
+        c->f.tsan = mqs__fiber_create();
     }
 }
 
 /* The main thread's side, and (TSan) the fibers' release. */
 static void ring_main(struct ring *r)
 {
+    r->main.tsan = mqs__fiber_current();
 #if defined(MQS_ASAN)
     pthread_attr_t a;
     void *lo = NULL;
@@ -482,19 +466,13 @@ static void ring_main(struct ring *r)
     }
     r->main.stack = lo;
     r->main.stack_size = sz;
-#elif defined(MQS_TSAN)
-    r->main.tsan = __tsan_get_current_fiber();
-#else
-    (void)r;
 #endif
 }
 
 static void ring_unmake(struct ring *r)
 {
-#if defined(MQS_TSAN)
     for (int i = 0; i < r->n; i++)
-        __tsan_destroy_fiber(r->ctx[i].f.tsan);
-#endif
+        mqs__fiber_destroy(r->ctx[i].f.tsan);
     free(r->ctx);
 }
 
