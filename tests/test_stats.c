@@ -1,7 +1,7 @@
 /*
  * test_stats.c - mqs-bench's statistics, result output and option
  * parsing, checked against known inputs: hand-computed means, standard
- * deviations, percentiles in both definitions, Student t critical values
+ * deviations, medians, Student t critical values
  * from the published table, confidence half-widths, the stopping rule of
  * the repeat-until-precise driver, and the exact CSV header and quoting
  * the scripts downstream depend on.
@@ -49,33 +49,6 @@ TEST(median_odd_and_even)
     const double y[] = {1, 2, 3, 4};
     CHECK_NEAR(bench_median(y, N(y)), 2.5, 0);
     CHECK(isnan(bench_median(y, 0)));
-}
-
-TEST(percentile_nearest_rank)
-{
-    const double x[] = {15, 20, 35, 40, 50};
-    CHECK_NEAR(bench_percentile_nearest(x, 5, 0), 15, 0);
-    CHECK_NEAR(bench_percentile_nearest(x, 5, 5), 15, 0);
-    CHECK_NEAR(bench_percentile_nearest(x, 5, 30), 20, 0);
-    CHECK_NEAR(bench_percentile_nearest(x, 5, 40), 20, 0);
-    CHECK_NEAR(bench_percentile_nearest(x, 5, 50), 35, 0);
-    CHECK_NEAR(bench_percentile_nearest(x, 5, 100), 50, 0);
-    CHECK(isnan(bench_percentile_nearest(x, 5, 101)));
-    CHECK(isnan(bench_percentile_nearest(x, 0, 50)));
-}
-
-TEST(percentile_interpolated)
-{
-    /* numpy.percentile([15, 20, 35, 40, 50], p) */
-    const double x[] = {15, 20, 35, 40, 50};
-    CHECK_NEAR(bench_percentile_interp(x, 5, 0), 15, 1e-12);
-    CHECK_NEAR(bench_percentile_interp(x, 5, 40), 29, 1e-12);
-    CHECK_NEAR(bench_percentile_interp(x, 5, 50), 35, 1e-12);
-    CHECK_NEAR(bench_percentile_interp(x, 5, 75), 40, 1e-12);
-    CHECK_NEAR(bench_percentile_interp(x, 5, 90), 46, 1e-12);
-    CHECK_NEAR(bench_percentile_interp(x, 5, 100), 50, 1e-12);
-    const double one[] = {7};
-    CHECK_NEAR(bench_percentile_interp(one, 1, 99), 7, 0);
 }
 
 TEST(t_table_values)
