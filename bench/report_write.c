@@ -50,23 +50,21 @@ static void rwrite_html(FILE *out, const char *s)
 /* Shared wording                                                      */
 /* ------------------------------------------------------------------ */
 
+/* Each status's name, and its class in the HTML (the colour). */
+static const char *const rwrite_status[][2] = {
+    [REPORT_PLANNED] = {"not run", "skipped"},
+    [REPORT_OK] = {"ok", "ok"},
+    [REPORT_FAILED] = {"failed", "failed"},
+    [REPORT_TIMED_OUT] = {"timed out", "timed-out"},
+    [REPORT_ABSENT] = {"not in this build", "absent"},
+    [REPORT_SKIPPED] = {"skipped", "skipped"},
+};
+
 const char *report_status_name(report_status_t s)
 {
-    switch (s) {
-    case REPORT_PLANNED:
-        return "not run";
-    case REPORT_OK:
-        return "ok";
-    case REPORT_FAILED:
-        return "failed";
-    case REPORT_TIMED_OUT:
-        return "timed out";
-    case REPORT_ABSENT:
-        return "not in this build";
-    case REPORT_SKIPPED:
-        return "skipped";
-    }
-    return "?";
+    return (size_t)s < sizeof rwrite_status / sizeof rwrite_status[0]
+               ? rwrite_status[s][0]
+               : "?";
 }
 
 /* One sentence on how the step ended. */
@@ -136,15 +134,6 @@ static const char rwrite_style[] =
     ".absent,.skipped{color:#777}\n"
     "img{max-width:100%;border:1px solid #ddd}\n";
 
-static const char *rwrite_class(report_status_t s)
-{
-    return s == REPORT_OK          ? "ok"
-           : s == REPORT_FAILED    ? "failed"
-           : s == REPORT_TIMED_OUT ? "timed-out"
-           : s == REPORT_ABSENT    ? "absent"
-                                   : "skipped";
-}
-
 static void rwrite_kv(FILE *out, const char *k, const char *v)
 {
     fprintf(out, "<tr><th>%s</th><td>", k);
@@ -189,9 +178,10 @@ static void rwrite_summary(FILE *out, const report_t *rp)
         const report_step_t *s = &rp->steps[i];
         fprintf(out, "<tr><td><a href=\"#%s\">", s->def->experiment);
         rwrite_html(out, s->def->experiment);
-        fprintf(out, "</a></td><td class=\"%s\">%s</td><td class=\"n\">%d"
-                     "</td>",
-                rwrite_class(s->status), report_status_name(s->status),
+        fprintf(out,
+                "</a></td><td class=\"%s\">%s</td><td class=\"n\">%d"
+                "</td>",
+                rwrite_status[s->status][1], report_status_name(s->status),
                 s->have_csv ? s->csv.nrow : 0);
         if (s->status == REPORT_ABSENT || s->status == REPORT_SKIPPED)
             fputs("<td></td><td></td></tr>\n", out);
@@ -263,9 +253,10 @@ static void rwrite_plot(FILE *out, const report_t *rp, const report_step_t *s)
 static void rwrite_step(FILE *out, const report_t *rp, const report_step_t *s)
 {
     const char *e = s->def->experiment;
-    fprintf(out, "<section id=\"%s\">\n<h2>%s <span class=\"%s\">(%s)</span>"
-                 "</h2>\n<p>",
-            e, e, rwrite_class(s->status), report_status_name(s->status));
+    fprintf(out,
+            "<section id=\"%s\">\n<h2>%s <span class=\"%s\">(%s)</span>"
+            "</h2>\n<p>",
+            e, e, rwrite_status[s->status][1], report_status_name(s->status));
     char *outcome = rwrite_outcome_text(s);
     rwrite_html(out, outcome);
     free(outcome);
