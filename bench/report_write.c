@@ -67,52 +67,33 @@ const char *report_status_name(report_status_t s)
                : "?";
 }
 
-/* One sentence on how the step ended. */
-static void rwrite_outcome(FILE *out, const report_step_t *s)
+/* One sentence on how the step ended, into buf. */
+static const char *rwrite_outcome(const report_step_t *s, char *buf, size_t n)
 {
-    switch (s->status) {
-    case REPORT_OK:
-        fprintf(out, "ran in %.0f s of the %.0f s it was given", s->took_s,
-                s->given_s);
-        break;
-    case REPORT_FAILED:
-        if (s->exit_status < 0)
-            fprintf(out, "killed by signal %d after %.0f s", -s->exit_status,
-                    s->took_s);
-        else if (s->exit_status > 0)
-            fprintf(out, "exited with status %d after %.0f s", s->exit_status,
-                    s->took_s);
-        else
-            fprintf(out, "exited 0 after %.0f s but its output is not a "
-                         "table",
-                    s->took_s);
-        break;
-    case REPORT_TIMED_OUT:
-        fprintf(out, "killed after %.0f s: it overran the %.0f s it was given",
-                s->took_s, s->given_s);
-        break;
-    case REPORT_ABSENT:
-        fprintf(out, "not in this build: 'mqs-bench %s --help' failed",
-                s->def->experiment);
-        break;
-    case REPORT_SKIPPED:
-        fputs("not run: the budget was spent before its turn", out);
-        break;
-    case REPORT_PLANNED:
-        fputs("not run", out);
-        break;
-    }
-}
-
-static char *rwrite_outcome_text(const report_step_t *s)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return NULL;
-    rwrite_outcome(f, s);
-    fclose(f);
+    double took = s->took_s, given = s->given_s;
+    int x = s->exit_status;
+    if (s->status == REPORT_OK)
+        snprintf(buf, n, "ran in %.0f s of the %.0f s it was given", took,
+                 given);
+    else if (s->status == REPORT_FAILED && x < 0)
+        snprintf(buf, n, "killed by signal %d after %.0f s", -x, took);
+    else if (s->status == REPORT_FAILED && x > 0)
+        snprintf(buf, n, "exited with status %d after %.0f s", x, took);
+    else if (s->status == REPORT_FAILED)
+        snprintf(buf, n, "exited 0 after %.0f s but its output is not a table",
+                 took);
+    else if (s->status == REPORT_TIMED_OUT)
+        snprintf(buf, n,
+                 "killed after %.0f s: it overran the %.0f s it was given",
+                 took, given);
+    else if (s->status == REPORT_ABSENT)
+        snprintf(buf, n, "not in this build: 'mqs-bench %s --help' failed",
+                 s->def->experiment);
+    else
+        snprintf(buf, n, "not run%s",
+                 s->status == REPORT_SKIPPED
+                     ? ": the budget was spent before its turn"
+                     : "");
     return buf;
 }
 
@@ -257,9 +238,8 @@ static void rwrite_step(FILE *out, const report_t *rp, const report_step_t *s)
             "<section id=\"%s\">\n<h2>%s <span class=\"%s\">(%s)</span>"
             "</h2>\n<p>",
             e, e, rwrite_status[s->status][1], report_status_name(s->status));
-    char *outcome = rwrite_outcome_text(s);
-    rwrite_html(out, outcome);
-    free(outcome);
+    char outcome[256];
+    rwrite_html(out, rwrite_outcome(s, outcome, sizeof outcome));
     fputs(".</p>\n", out);
     if (s->status == REPORT_ABSENT || s->status == REPORT_SKIPPED) {
         fputs("</section>\n", out);
@@ -406,12 +386,12 @@ static void rwrite_json_argv(FILE *out, const report_t *rp,
 static void rwrite_json_step(FILE *out, const report_t *rp,
                              const report_step_t *s)
 {
-    char *outcome = rwrite_outcome_text(s);
+    char outcome[256];
     fputs("{", out);
     rwrite_key(out, "experiment", true);
     bench_json_str(out, s->def->experiment);
     rwrite_kstr(out, "status", report_status_name(s->status));
-    rwrite_kstr(out, "outcome", outcome ? outcome : "");
+    rwrite_kstr(out, "outcome", rwrite_outcome(s, outcome, sizeof outcome));
     rwrite_kstr(out, "command", s->command);
     rwrite_key(out, "argv", false);
     rwrite_json_argv(out, rp, s);
@@ -430,7 +410,6 @@ static void rwrite_json_step(FILE *out, const report_t *rp,
         fputs("null", out);
     rwrite_kstr(out, "stderr", s->err_text ? s->err_text : "");
     fputc('}', out);
-    free(outcome);
 }
 
 int report_write_json(const report_t *rp, FILE *out)
