@@ -131,7 +131,7 @@ struct wake_point {
     mqs_runtime_t *rt;
     struct wake_client *c;
     bench_hist_t one, pooled; /* this repeat's wake-ups, all repeats' */
-    double *stat[WS_N];       /* per repeat                           */
+    double *stat[WS_N];       /* per repeat, room for the driver's most    */
     int n, cap, calls;
     double samples;
 };
@@ -316,24 +316,6 @@ static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
 /* One repeat: run, then the statistics of its wake-ups                */
 /* ------------------------------------------------------------------ */
 
-static int wake_keep(struct wake_point *pt, const double *v)
-{
-    if (pt->n == pt->cap) {
-        int cap = pt->cap ? 2 * pt->cap : 16;
-        for (int s = 0; s < WS_N; s++) {
-            double *p = realloc(pt->stat[s], (size_t)cap * sizeof *p);
-            if (!p)
-                return -1;
-            pt->stat[s] = p;
-        }
-        pt->cap = cap;
-    }
-    for (int s = 0; s < WS_N; s++)
-        pt->stat[s][pt->n] = v[s];
-    pt->n++;
-    return 0;
-}
-
 static void wake_stats_of(const bench_hist_t *h, double *v)
 {
     for (int s = WS_P50; s <= WS_P999; s++)
@@ -348,8 +330,13 @@ static int wake_record(struct wake_point *pt, const double *v, double n)
 {
     if (pt->p->warmup)
         return 0;
+    if (pt->n == pt->cap)
+        return -1;
     pt->samples += n;
-    return wake_keep(pt, v);
+    for (int s = 0; s < WS_N; s++)
+        pt->stat[s][pt->n] = v[s];
+    pt->n++;
+    return 0;
 }
 
 static int wake_measure(bench_point_t *p, double *value, double *extra)
@@ -485,6 +472,10 @@ static int wake_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     bench_peer_args_t *pa = &p->peer_args;
     (void)i;
     a->cur = (struct wake_point){.p = p, .cfg = cfg};
+    a->cur.cap = sw->o->prec.max_repeats;
+    for (int s = 0; s < WS_N; s++)
+        if (!(a->cur.stat[s] = calloc((size_t)a->cur.cap, sizeof(double))))
+            return -1;
     if (bench_hist_init(&a->cur.one) || bench_hist_init(&a->cur.pooled))
         return -1;
     snprintf(p->param, sizeof p->param, "all");
