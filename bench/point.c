@@ -192,8 +192,7 @@ static int peer_measure(bench_point_t *p, double *value, double *extra)
         snprintf(p->note, sizeof p->note, "failed: too many peer arguments");
         return -1;
     }
-    int st = bench_peer_run(p->row->spec, p->experiment,
-                            bench_peer_args_list(&a), &r, p->note,
+    int st = bench_peer_run(p->row->spec, p->experiment, a.list, 0, &r, p->note,
                             sizeof p->note);
     if (st == BENCH_PEER_MISSING || st == BENCH_PEER_UNSUPPORTED)
         return BENCH_POINT_SKIP;
