@@ -124,7 +124,8 @@ static int rrun_watch(const report_t *rp, const report_step_t *s, int index,
     }
 }
 
-void report_read_back(const report_t *rp, report_step_t *s)
+/* Read the CSV, stderr and plot a step left in the output directory. */
+static void rrun_read_back(const report_t *rp, report_step_t *s)
 {
     char path[4096], why[256] = "";
     rrun_path(rp, s, "stderr", path, sizeof path);
@@ -180,7 +181,7 @@ void report_run_step(const report_t *rp, report_step_t *s, int index,
     s->took_s = rrun_now() - t0;
     if (rp->tty)
         fputs("\r\033[K", stderr);
-    report_read_back(rp, s);
+    rrun_read_back(rp, s);
     if (rc != 0) {
         free(s->err_text);
         size_t n = 256;
