@@ -101,6 +101,10 @@ int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
                         bench_opts_t *o);
 void bench_opts_free(bench_opts_t *o);
 
+/* "mqs-bench <exp>: <fmt...>" on stderr; returns BENCH_EXIT_USAGE. */
+int bench_usage(const char *exp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Parsers used by the above, exposed for tests and other experiments.
  * Each prints "mqs-bench <exp>: <opt>: ..." on failure and returns
  * BENCH_EXIT_USAGE. */

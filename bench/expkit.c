@@ -60,20 +60,15 @@ int bench_take_options(const char *exp, int *argc, char **argv,
         const char *a = argv[i];
         const bench_xopt_t *x = strncmp(a, "--", 2) == 0 ? xopt_find(a, xo)
                                                           : NULL;
-        if (strncmp(a, "--", 2) == 0 && xopt_refused(a, refuse)) {
-            fprintf(stderr, "mqs-bench %s: %s does not apply to %s\n", exp,
-                    a, exp);
-            return BENCH_EXIT_USAGE;
-        }
+        if (strncmp(a, "--", 2) == 0 && xopt_refused(a, refuse))
+            return bench_usage(exp, "%s does not apply to %s", a, exp);
         if (!x) {
             argv[out++] = argv[i];
             continue;
         }
         const char *eq = strchr(a, '=');
-        if (!eq && i + 1 == *argc) {
-            fprintf(stderr, "mqs-bench %s: missing value for '%s'\n", exp, a);
-            return BENCH_EXIT_USAGE;
-        }
+        if (!eq && i + 1 == *argc)
+            return bench_usage(exp, "missing value for '%s'", a);
         *x->value = eq ? eq + 1 : argv[++i];
     }
     while (i < *argc)

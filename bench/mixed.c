@@ -492,18 +492,14 @@ static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0)
         rc = bench_parse_int_list("mixed", "--long", v[1], 0, MIXED_MAX_TASKS,
                                   &a->longs, &nl);
-    if (rc == 0 && ns != nl) {
-        fprintf(stderr,
-                "mqs-bench mixed: --short has %d values and --long %d: they "
-                "pair by position\n",
-                ns, nl);
-        rc = BENCH_EXIT_USAGE;
-    }
+    if (rc == 0 && ns != nl)
+        rc = bench_usage("mixed",
+                         "--short has %d values and --long %d: they pair by "
+                         "position",
+                         ns, nl);
     for (int i = 0; rc == 0 && i < ns; i++)
-        if (a->shorts[i] + a->longs[i] == 0) {
-            fprintf(stderr, "mqs-bench mixed: point %d has no tasks\n", i + 1);
-            rc = BENCH_EXIT_USAGE;
-        }
+        if (a->shorts[i] + a->longs[i] == 0)
+            rc = bench_usage("mixed", "point %d has no tasks", i + 1);
     a->n = ns;
     return rc;
 }

@@ -350,7 +350,8 @@ static int pipe_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 static int pipe_parse_modes(const char *s, bool *modes)
 {
     char *copy = strdup(s), *save = NULL;
-    int rc = copy ? 0 : BENCH_EXIT_USAGE, any = 0;
+    int rc = copy ? 0 : BENCH_EXIT_USAGE;
+    bool any = false;
     for (char *t = copy; rc == 0; t = NULL) {
         char *item = strtok_r(t, ",", &save);
         if (!item)
@@ -358,20 +359,15 @@ static int pipe_parse_modes(const char *s, bool *modes)
         int m = 0;
         while (m < PIPE_NMODES && strcmp(item, pipe_mode_names[m]) != 0)
             m++;
-        if (m == PIPE_NMODES) {
-            fprintf(stderr, "mqs-bench pipe: --modes: '%s' is not one of "
-                            "same, cross, bw\n", item);
-            rc = BENCH_EXIT_USAGE;
-        } else {
-            modes[m] = true;
-            any = 1;
-        }
+        if (m == PIPE_NMODES)
+            rc = bench_usage(
+                "pipe", "--modes: '%s' is not one of same, cross, bw", item);
+        else
+            modes[m] = any = true;
     }
     free(copy);
-    if (rc == 0 && !any) {
-        fprintf(stderr, "mqs-bench pipe: --modes: empty list\n");
-        rc = BENCH_EXIT_USAGE;
-    }
+    if (rc == 0 && !any)
+        rc = bench_usage("pipe", "--modes: empty list");
     return rc;
 }
 

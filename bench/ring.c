@@ -360,11 +360,10 @@ static int ring_prepare(bench_sweep_t *sw)
 {
     const bench_opts_t *o = sw->o;
     for (int t = 0; t < o->ntasks; t++)
-        if (o->tasks[t] < 2) {
-            fprintf(stderr, "mqs-bench ring: --tasks: a ring needs at least "
-                            "2 tasks, got %d\n", o->tasks[t]);
-            return BENCH_EXIT_USAGE;
-        }
+        if (o->tasks[t] < 2)
+            return bench_usage("ring",
+                               "--tasks: a ring needs at least 2 tasks, got %d",
+                               o->tasks[t]);
     return 0;
 }
 

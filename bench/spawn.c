@@ -588,15 +588,11 @@ static int spawn_options(bench_sweep_t *sw, int *argc, char **argv)
 
 static int spawn_check_sizes(const bench_opts_t *o, int fanout)
 {
-    for (int i = 0; i < o->ntasks; i++) {
-        if (spawn_is_power(o->tasks[i], fanout))
-            continue;
-        fprintf(stderr,
-                "mqs-bench spawn: --tasks: %d is not a power of --fanout "
-                "%d\n",
-                o->tasks[i], fanout);
-        return BENCH_EXIT_USAGE;
-    }
+    for (int i = 0; i < o->ntasks; i++)
+        if (!spawn_is_power(o->tasks[i], fanout))
+            return bench_usage("spawn",
+                               "--tasks: %d is not a power of --fanout %d",
+                               o->tasks[i], fanout);
     return 0;
 }
 

@@ -505,11 +505,8 @@ static int wake_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0)
         rc = bench_parse_int("wake", "--hog-slice", u, 1, 1000000,
                              &cfg->hog_slice_us);
-    if (rc == 0 && strcmp(cls, "normal") && strcmp(cls, "rt")) {
-        fprintf(stderr, "mqs-bench wake: --class: '%s' is not normal or rt\n",
-                cls);
-        rc = BENCH_EXIT_USAGE;
-    }
+    if (rc == 0 && strcmp(cls, "normal") && strcmp(cls, "rt"))
+        rc = bench_usage("wake", "--class: '%s' is not normal or rt", cls);
     cfg->rt = rc == 0 && !strcmp(cls, "rt");
     return rc;
 }
