@@ -409,22 +409,14 @@ static int chat_run_all(struct chat_run *run, double *secs)
 
 struct chat_point {
     struct chat_shape s;
-    mqs_runtime_t *rt;
 };
-
-static int chat_open(bench_point_t *p)
-{
-    return bench_row_open(p, &((struct chat_point *)p->ctx)->rt);
-}
 
 static int chat_measure(bench_point_t *p, double *value, double *extra)
 {
     struct chat_point *cp = p->ctx;
     double secs = 0;
-    struct chat_run run = {.s = cp->s,
-                           .rt = cp->rt,
-                           .workers = p->o->workers,
-                           .row = p->row->spec};
+    struct chat_run run = {
+        .s = cp->s, .rt = p->rt, .workers = p->o->workers, .row = p->row->spec};
     int rc = chat_run_all(&run, &secs);
     if (rc != 0 || secs <= 0)
         return -1;
@@ -433,13 +425,8 @@ static int chat_measure(bench_point_t *p, double *value, double *extra)
     return 0;
 }
 
-static void chat_close(bench_point_t *p)
-{
-    bench_row_close(p, &((struct chat_point *)p->ctx)->rt);
-}
-
-static const bench_point_kind_t chat_kind = {chat_open, chat_measure,
-                                             chat_close};
+static const bench_point_kind_t chat_kind = {bench_row_open, chat_measure,
+                                             bench_row_close};
 
 static const bench_peer_map_t chat_peer_map = {.value_key = "msgs_per_s"};
 

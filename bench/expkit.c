@@ -164,24 +164,25 @@ int bench_kernel_cpus(int workers, cpu_set_t *set)
     return n;
 }
 
-int bench_row_open(bench_point_t *p, mqs_runtime_t **rt)
+int bench_row_open(bench_point_t *p)
 {
     cpu_set_t set;
-    *rt = NULL;
+    p->rt = NULL;
     if (p->row->pseudo) {
         p->workers = bench_kernel_cpus(p->o->workers, &set);
         return 0;
     }
-    if (bench_runtime_open(p->experiment, p->row->spec, p->o->workers, 0, rt))
+    if (bench_runtime_open(p->experiment, p->row->spec, p->o->workers, 0,
+                           &p->rt))
         return -1;
-    p->workers = mqs_runtime_workers(*rt);
+    p->workers = mqs_runtime_workers(p->rt);
     return 0;
 }
 
-void bench_row_close(bench_point_t *p, mqs_runtime_t **rt)
+void bench_row_close(bench_point_t *p)
 {
-    bench_runtime_close(p->experiment, *rt);
-    *rt = NULL;
+    bench_runtime_close(p->experiment, p->rt);
+    p->rt = NULL;
 }
 
 void bench_window(_Atomic int *started, _Atomic int *stop, double seconds)

@@ -216,6 +216,7 @@ struct bench_point {
      * 0 or -1 (no memory). */
     int (*emit)(bench_point_t *p, bench_result_t *res, bench_results_t *rs);
     /* set by the kind (setup may preset it for a peer row) */
+    mqs_runtime_t *rt; /* bench_row_open's runtime; NULL: none */
     int workers;   /* workers (or CPUs) the row ran on */
     char note[96]; /* why there is no value, or a remark on the extras */
     bool warmup;
@@ -224,11 +225,12 @@ struct bench_point {
 };
 
 /* Open what p's row runs on: a policy row's runtime with --workers
- * workers into *rt (bench_runtime_open), or for a kernel row nothing (*rt
- * NULL); either way p->workers is what the row runs on.  0 or -1. */
-int bench_row_open(bench_point_t *p, mqs_runtime_t **rt);
-/* Close what bench_row_open opened; *rt becomes NULL. */
-void bench_row_close(bench_point_t *p, mqs_runtime_t **rt);
+ * workers into p->rt (bench_runtime_open), or for a kernel row nothing
+ * (p->rt NULL); either way p->workers is what the row runs on.  0 or -1.
+ * A row kind's open and close may be these two. */
+int bench_row_open(bench_point_t *p);
+/* Close what bench_row_open opened; p->rt becomes NULL. */
+void bench_row_close(bench_point_t *p);
 
 /* The seconds one measurement of p runs: o->seconds, a quarter of it for
  * the warm-up. */

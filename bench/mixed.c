@@ -417,7 +417,10 @@ static int mixed_open(bench_point_t *p)
     struct mixed_point *mp = p->ctx;
     mp->g = (bench_group_t){.workers = p->o->workers,
                             .stack = MIXED_KERNEL_STACK};
-    return mixed_point_alloc(mp) || bench_row_open(p, &mp->g.rt) ? -1 : 0;
+    if (mixed_point_alloc(mp) || bench_row_open(p))
+        return -1;
+    mp->g.rt = p->rt;
+    return 0;
 }
 
 /* Start the tasks (or threads), measure the window, stop and join. */
@@ -442,7 +445,7 @@ static int mixed_measure(bench_point_t *p, double *value, double *extra)
 static void mixed_close(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
-    bench_row_close(p, &mp->g.rt);
+    bench_row_close(p);
     free(mp->flags);
     free(mp->slots);
     mp->flags = NULL;

@@ -79,8 +79,7 @@ static const bench_cli_t pipe_cli = {
 /* One data point: a row at one mode. */
 struct pipe_point {
     int mode;
-    size_t msg; /* bytes per message (bw)          */
-    mqs_runtime_t *rt;
+    size_t msg;  /* bytes per message (bw)          */
     int cpus[2]; /* kernel: same uses cpus[0]; cross both */
 };
 
@@ -235,7 +234,7 @@ static int pipe_spawn(const bench_point_t *p, bool b, void *(*fn)(void *),
         bench_cpuset_of(&pt->cpus[w], 1, &set);
         pthread_attr_setaffinity_np(&ka, sizeof set, &set);
     }
-    int rc = bench_task_start(s, pt->rt, &a, &ka, fn, r);
+    int rc = bench_task_start(s, p->rt, &a, &ka, fn, r);
     pthread_attr_destroy(&ka);
     if (rc)
         bench_task_error("pipe", p->row->spec, r->kernel, rc);
@@ -286,7 +285,7 @@ static int pipe_open(bench_point_t *p)
     struct pipe_point *pt = p->ctx;
     bool kernel = p->row->pseudo;
     int n = kernel ? bench_cpu_list(p->o->workers, pt->cpus, 2) : 0;
-    if (bench_row_open(p, &pt->rt))
+    if (bench_row_open(p))
         return -1;
     n = kernel ? n : p->workers;
     if (pt->mode != PIPE_BW)
@@ -299,17 +298,12 @@ static int pipe_open(bench_point_t *p)
     return 0;
 }
 
-static void pipe_close(bench_point_t *p)
-{
-    bench_row_close(p, &((struct pipe_point *)p->ctx)->rt);
-}
-
 /* ------------------------------------------------------------------ */
 /* Row kinds and the table entry                                       */
 /* ------------------------------------------------------------------ */
 
 static const bench_point_kind_t pipe_kind = {pipe_open, pipe_measure,
-                                             pipe_close};
+                                             bench_row_close};
 
 static const bench_peer_map_t pipe_peer_lat = {.value_key = "rtt_ns",
                                                .value_scale = 1e-3};

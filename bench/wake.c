@@ -128,10 +128,9 @@ struct wake_run {
 struct wake_point {
     bench_point_t *p; /* the driver's, whose ctx this is */
     const struct wake_cfg *cfg;
-    mqs_runtime_t *rt;
     struct wake_client *c;
     bench_hist_t one, pooled; /* this repeat's wake-ups, all repeats' */
-    double *stat[WS_N];       /* per repeat, room for the driver's most    */
+    double *stat[WS_N];       /* per repeat, max_repeats of them      */
     int n, cap, calls;
     double samples;
 };
@@ -252,14 +251,14 @@ static int wake_spawn(struct wake_point *pt, bool urgent, void *(*fn)(void *),
         pthread_attr_setschedpolicy(&ka, SCHED_FIFO);
         pthread_attr_setschedparam(&ka, &sp);
     }
-    int rc = bench_task_start(t, pt->rt, &a, &ka, fn, arg);
+    int rc = bench_task_start(t, pt->p->rt, &a, &ka, fn, arg);
     pthread_attr_destroy(&ka);
-    if (!pt->rt && rc == EPERM && rt)
+    if (!pt->p->rt && rc == EPERM && rt)
         snprintf(pt->p->note, sizeof pt->p->note,
                  "SCHED_FIFO not permitted (needs CAP_SYS_NICE or "
                  "RLIMIT_RTPRIO)");
     else if (rc)
-        bench_task_error("wake", pt->p->row->spec, !pt->rt, rc);
+        bench_task_error("wake", pt->p->row->spec, !pt->p->rt, rc);
     return rc;
 }
 
@@ -407,13 +406,13 @@ static int wake_alloc(struct wake_point *pt)
 static int wake_open(bench_point_t *p)
 {
     struct wake_point *pt = p->ctx;
-    return wake_alloc(pt) || bench_row_open(p, &pt->rt) ? -1 : 0;
+    return wake_alloc(pt) || bench_row_open(p) ? -1 : 0;
 }
 
 static void wake_close(bench_point_t *p)
 {
     struct wake_point *pt = p->ctx;
-    bench_row_close(p, &pt->rt);
+    bench_row_close(p);
     for (int i = 0; pt->c && i < pt->cfg->clients; i++)
         bench_hist_free(&pt->c[i].hist);
     free(pt->c);

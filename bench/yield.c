@@ -305,8 +305,9 @@ static int tasks_open(bench_point_t *p)
 {
     struct point *pt = p->ctx;
     pt->g = (bench_group_t){.workers = p->o->workers, .stack = KERNEL_STACK};
-    if (point_alloc(pt) || bench_row_open(p, &pt->g.rt))
+    if (point_alloc(pt) || bench_row_open(p))
         return -1;
+    pt->g.rt = p->rt;
     pt->busy = pt->ntasks < p->workers ? pt->ntasks : p->workers;
     return 0;
 }
@@ -331,7 +332,7 @@ static int tasks_measure(bench_point_t *p, double *ns, double *extra)
 static void tasks_close(bench_point_t *p)
 {
     struct point *pt = p->ctx;
-    bench_row_close(p, &pt->g.rt);
+    bench_row_close(p);
     point_free(pt);
 }
 
