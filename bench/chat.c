@@ -138,15 +138,6 @@ enum { CHAT_SENDER, CHAT_READER, CHAT_WRITER, CHAT_RECEIVER, CHAT_ROLES };
  * connection's down direction). */
 enum chat_hop { CHAT_UP, CHAT_OUTQ, CHAT_DOWN, CHAT_HOPS };
 
-/* Did any of a user's tasks fail? */
-static bool chat_any(const bool *bad)
-{
-    for (int k = 0; k < CHAT_ROLES; k++)
-        if (bad[k])
-            return true;
-    return false;
-}
-
 struct chat_user {
     struct chat_run *run;
     uint32_t room, user;
@@ -359,7 +350,7 @@ static void chat_shut(struct chat_run *run, bool abort)
 static int chat_check(const struct chat_run *run)
 {
     for (int i = 0; i < run->n; i++)
-        if (chat_any(run->u[i].bad)) {
+        if (memchr(run->u[i].bad, true, sizeof run->u[i].bad)) {
             if (!run->rt)
                 fprintf(stderr, "mqs-bench chat: kernel: a connection "
                                 "failed or lost bytes\n");

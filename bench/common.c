@@ -437,13 +437,12 @@ static void print_help(const bench_cli_t *cli, FILE *out)
 
 static void opts_defaults(const bench_cli_t *cli, bench_opts_t *o)
 {
-    memset(o, 0, sizeof *o);
-    o->seconds = cli->default_seconds;
-    o->prec.min_repeats = cli->default_repeats;
-    o->prec.max_repeats = 0; /* set after parsing */
-    o->prec.ci_target = 0.01;
-    o->prec.budget_s = -1; /* "default" until parsed */
-    o->format = BENCH_TABLE;
+    /* max_repeats is set after parsing; budget_s < 0 is "the default" */
+    *o = (bench_opts_t){.seconds = cli->default_seconds,
+                        .prec = {.min_repeats = cli->default_repeats,
+                                 .ci_target = 0.01,
+                                 .budget_s = -1},
+                        .format = BENCH_TABLE};
 }
 
 static int parse_one(const bench_cli_t *cli, int key, const char *arg,
@@ -546,10 +545,7 @@ void bench_opts_free(bench_opts_t *o)
     free(o->tasks);
     rows_free(o->rows, o->nrows);
     free(o->plot);
-    o->tasks = NULL;
-    o->rows = NULL;
-    o->plot = NULL;
-    o->ntasks = o->nrows = 0;
+    *o = (bench_opts_t){0};
 }
 
 /* ------------------------------------------------------------------ */
