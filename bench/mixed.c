@@ -189,8 +189,8 @@ static inline uint64_t mixed_record(uint64_t seed)
 
 /* The life of one task, with the scheduling point and the sleep of the
  * row's kind. */
-static void mixed_loop(struct mixed_slot *s, void (*point)(void),
-                       void (*sleep_ns)(uint64_t))
+static void mixed_loop(struct mixed_slot *s, int (*point)(void),
+                       int (*sleep_ns)(uint64_t))
 {
     const bench_flags_t *f = s->flags;
     while (!bench_flag(&f->start))
@@ -209,31 +209,29 @@ static void mixed_loop(struct mixed_slot *s, void (*point)(void),
     }
 }
 
-static void mixed_mq_point(void)
-{
-    mqs_checkpoint();
-}
-
-static void mixed_mq_sleep(uint64_t ns)
-{
-    mqs_sleep(ns);
-}
-
 static void *mixed_mq_task(void *arg)
 {
-    mixed_loop(arg, mixed_mq_point, mixed_mq_sleep);
+    mixed_loop(arg, mqs_checkpoint, mqs_sleep);
     return NULL;
 }
 
-static void mixed_no_point(void)
+/* A kernel thread's scheduling point is the kernel's tick: none here. */
+static int mixed_no_point(void)
 {
+    return 0;
+}
+
+static int mixed_kernel_sleep(uint64_t ns)
+{
+    bench_sleep_ns(ns);
+    return 0;
 }
 
 static void *mixed_kernel_thread(void *arg)
 {
     struct mixed_slot *s = arg;
     atomic_store(&s->tid, (int)syscall(SYS_gettid));
-    mixed_loop(s, mixed_no_point, bench_sleep_ns);
+    mixed_loop(s, mixed_no_point, mixed_kernel_sleep);
     return NULL;
 }
 

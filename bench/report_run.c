@@ -184,11 +184,9 @@ void report_run_step(const report_t *rp, report_step_t *s, int index,
     rrun_read_back(rp, s);
     if (rc != 0) {
         free(s->err_text);
-        size_t n = 256;
-        s->err_text = malloc(n);
-        if (s->err_text)
-            snprintf(s->err_text, n, "could not start %s: %s", rp->exe,
-                     strerror(rc));
+        if (asprintf(&s->err_text, "could not start %s: %s", rp->exe,
+                     strerror(rc)) < 0)
+            s->err_text = NULL;
     }
     rrun_outcome(s, st, killed);
 }
