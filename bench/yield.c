@@ -132,10 +132,6 @@ struct slot {
     const bench_flags_t *flags;
 } __attribute__((aligned(BENCH_CACHELINE)));
 
-struct fairness {
-    double min_over_mean, zero, ndev;
-};
-
 /* One data point: a row at one N (the driver's point's ctx; the row
  * kinds open it once per point, before the warm-up: create the runtime,
  * map the floor's stacks).  Owned by the main thread; tasks see only
@@ -180,26 +176,19 @@ static uint64_t snapshot(struct point *pt, bool window_end)
     return a + (bench_now_ns() - a) / 2;
 }
 
-static void fairness_of(const double *work, int n, struct fairness *f)
-{
-    double mean = bench_mean(work, (size_t)n), min = work[0];
-    f->zero = 0;
-    for (int i = 0; i < n; i++) {
-        min = work[i] < min ? work[i] : min;
-        f->zero += work[i] == 0;
-    }
-    f->min_over_mean = mean > 0 ? min / mean : 0;
-    f->ndev = n > 1 && mean > 0 ? bench_stdev(work, (size_t)n) / mean : 0;
-}
-
 /* The fairness of the last window as the point's extras. */
 static void fairness_extras(const struct point *pt, double *extra)
 {
-    struct fairness f;
-    fairness_of(pt->work, pt->ntasks, &f);
-    extra[X_FAIR_MIN] = f.min_over_mean;
-    extra[X_ZERO] = f.zero;
-    extra[X_NDEV] = f.ndev;
+    const double *work = pt->work;
+    int n = pt->ntasks;
+    double mean = bench_mean(work, (size_t)n), min = work[0];
+    extra[X_ZERO] = 0;
+    for (int i = 0; i < n; i++) {
+        min = work[i] < min ? work[i] : min;
+        extra[X_ZERO] += work[i] == 0;
+    }
+    extra[X_FAIR_MIN] = mean > 0 ? min / mean : 0;
+    extra[X_NDEV] = n > 1 && mean > 0 ? bench_stdev(work, (size_t)n) / mean : 0;
 }
 
 /* The slots, flags and counts of a point (every row kind but peers). */
@@ -231,8 +220,6 @@ static void reset_counters(struct point *pt)
     }
 }
 
-/* Everything but spawning and joining: set start, settle, count yields
- * over `seconds`, set stop.  Returns ns per yield through *ns. */
 static bool all_counted(const struct point *pt)
 {
     for (int i = 0; i < pt->ntasks; i++)
@@ -241,6 +228,8 @@ static bool all_counted(const struct point *pt)
     return true;
 }
 
+/* Everything but spawning and joining: set start, settle, count yields
+ * over `seconds`, set stop.  Returns ns per yield through *ns. */
 static int run_window(bench_point_t *p, double *ns, double *extra)
 {
     struct point *pt = p->ctx;
