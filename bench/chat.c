@@ -30,13 +30,12 @@
  * stops at the last receiver's last message.
  *
  * Kernel row: pthreads, with socketpair(AF_UNIX, SOCK_STREAM) as each
- * user's connection (a stream socket like the original's TCP, without
- * the TCP/IP stack) and a pipe(2) as its out-queue (writes of up to
- * PIPE_BUF bytes are atomic, so messages of the default 100 bytes stay
- * whole when 19 readers write one pipe; bigger ones may interleave, which
- * changes no count).  Receivers count bytes, which must come to
- * M (U-1) B.  Not done: the
- * loopback-TCP variant, which needs sockets that block only the task
+ * user's connection (a stream socket like the original's TCP, without the
+ * TCP/IP stack) and a pipe(2) as its out-queue (writes of up to PIPE_BUF
+ * bytes are atomic, so messages of the default 100 bytes stay whole when
+ * 19 readers write one pipe; bigger ones may interleave, which changes no
+ * count).  Receivers count bytes, which must come to M (U-1) B.  Not done:
+ * the loopback-TCP variant, which needs sockets that block only the task
  * (an I/O poller, planned).
  */
 #include <errno.h>

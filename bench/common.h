@@ -2,8 +2,8 @@
  * common.h - what every mqs-bench experiment shares: the clock, the
  * command-line options most experiments take (--tasks, --policy,
  * --workers, --seconds, --repeats, --ci-target, --budget, --csv, --json,
- * --plot), the output step (print, then plot), the progress line, and the entry points the CLI's table of experiments
- * points at.
+ * --plot), the output step (print, then plot), the progress line, and
+ * the experiments the CLI's table points at.
  *
  * Usage errors print one line naming the option and what it accepts and
  * make the experiment exit with BENCH_EXIT_USAGE (2); failures while

@@ -15,8 +15,9 @@
  *          extra columns grouped by row kind; the 2001 table's shape.
  *   csv    a header line, then one line per (row, param) in the order
  *          added; exactly the columns above, extras after, then `note`
- *          (empty unless the row has no value, e.g. "not installed"); fields with a
- *          comma or quote are quoted (RFC 4180); frc is 0 or 1.
+ *          (empty unless the row has no value, e.g. "not installed");
+ *          fields with a comma or quote are quoted (RFC 4180); frc is 0
+ *          or 1.
  *   json   an array of objects with the same keys; NAN/inf are null.
  */
 #ifndef MQS_BENCH_OUTPUT_H

@@ -9,11 +9,11 @@
  * threads alive when a peer row runs.
  *
  * The time bound: the pipe is read with poll() against a deadline, and
- * the child is reaped with WNOHANG polls until the same deadline; past
- * it the child gets SIGKILL (which no runtime can catch or defer) and
- * the run fails.  Polling the exit every millisecond
- * rather than a SIGCHLD handler: mqs-bench is a library user and must
- * not take the process's signal dispositions.
+ * the child is reaped with WNOHANG polls until the same deadline; past it
+ * the child gets SIGKILL (which no runtime can catch or defer) and the
+ * run fails.  Polling the exit every millisecond rather than a SIGCHLD
+ * handler: mqs-bench is a library user and must not take the process's
+ * signal dispositions.
  */
 #include "peer.h"
 #include "common.h"

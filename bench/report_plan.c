@@ -12,12 +12,12 @@
  * The planner splits the budget (less REPORT_RESERVE for start-up and
  * plotting) by the weights of the standard set (a step whose weighted
  * share is below its minimum gets the minimum, and the others share the
- * rest), divides each share by
- * the step's points, and picks --seconds <= share / points / (repeats +
- * 2) and --budget = the rest of the point's share (capped at the
- * experiments' own default), so the bound above is within the share.  The points are counted from the lists the step will run
- * with: the standard set's, or the experiment's own defaults, read from
- * its --help (every experiment prints them through bench/common.c).
+ * rest), divides each share by the step's points, and picks --seconds <=
+ * share / points / (repeats + 2) and --budget = the rest of the point's
+ * share (capped at the experiments' own default), so the bound above is
+ * within the share.  The points are counted from the lists the step will
+ * run with: the standard set's, or the experiment's own defaults, read
+ * from its --help (every experiment prints them through bench/common.c).
  *
  * Rejected: measuring a calibration run first (it costs budget and the
  * driver's bound is already tight); letting experiments stop on their

@@ -28,18 +28,17 @@
  * counter on a line of its own (as before 2026-12-01, and as the Go peer
  * still has) was the eighth line of each task's turn under mq: with 2048
  * tasks per worker that is 1 MiB, this machine's L2, and runs at 4096
- * tasks on two workers came out at 28 or at 60-80 ns depending on how
- * the lines fell into the sets (docs/notes.md, "Cache lines per turn").
- * The main thread
- * (not a worker) sets start, lets every task reach the counting loop,
- * snapshots all counters, sleeps --seconds, snapshots again and sets
- * stop.  The yields counted are the differences between
- * the snapshots and the wall time is between them (each stamp taken as
- * the midpoint of its snapshot): counting only inside the window keeps
- * out the ramp-up and the stragglers that see stop late, which a plain
- * "count until stop" would fold into the figure.  The floor's ring runs
- * on the main thread and stamps its own start and end; a timer thread
- * sets its stop flag.
+ * tasks on two workers came out at 28 or at 60-80 ns depending on how the
+ * lines fell into the sets (docs/notes.md, "Cache lines per turn").  The
+ * main thread (not a worker) sets start, lets every task reach the
+ * counting loop, snapshots all counters, sleeps --seconds, snapshots
+ * again and sets stop.  The yields counted are the differences between the
+ * snapshots and the wall time is between them (each stamp taken as the
+ * midpoint of its snapshot): counting only inside the window keeps out
+ * the ramp-up and the stragglers that see stop late, which a plain "count
+ * until stop" would fold into the figure.  The floor's ring runs on the
+ * main thread and stamps its own start and end; a timer thread sets its
+ * stop flag.
  *
  * Precision: one warm-up run, then at least --repeats measurements, more
  * until the Student t 95% half-width is within --ci-target of the mean or
