@@ -476,7 +476,6 @@ static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     cp->s.rooms = a->rooms[i];
     chat_peer_args(p, &cp->s);
     p->unit = "msgs/s";
-    p->nextra = CHAT_X_COUNT;
     p->ctx = cp;
     snprintf(p->param, sizeof p->param, "rooms=%d", cp->s.rooms);
     return 0;

@@ -205,7 +205,7 @@ struct bench_point {
     /* set by the experiment's setup */
     char param[48];
     const char *unit;
-    int nextra;
+    int nextra;   /* preset by the sweep: its columns' */
     void *ctx;    /* the experiment's own state for this point */
     bool no_warm; /* skip the warm-up measurement */
     /* peer rows: what to pass (bench_peer_args_add; workers= and

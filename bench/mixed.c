@@ -522,7 +522,6 @@ static int mixed_setup(bench_sweep_t *sw, int i, bench_point_t *p)
                                .n = a->shorts[i] + a->longs[i],
                                .burst = a->burst};
     p->unit = "records/s";
-    p->nextra = MIXED_X_COUNT;
     p->ctx = mp;
     mixed_peer_args(p, mp, &a->map);
     mixed_param(p->param, sizeof p->param, mp->nshort, mp->nlong);

@@ -335,7 +335,6 @@ static int pipe_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     p->peer_map = m == PIPE_BW ? &pipe_peer_bw : &pipe_peer_lat;
     p->workers = m == PIPE_SAME; /* a peer's same runs on one worker */
     p->unit = m == PIPE_BW ? "MiB/s" : "us";
-    p->nextra = PX_COUNT;
     p->ctx = &a->cur;
     return 0;
 }

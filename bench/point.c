@@ -237,7 +237,8 @@ static int sweep_point(bench_sweep_t *sw, bench_progress_t *prog, int r,
                        .progress = prog,
                        .row = row,
                        .kind = sweep_kind(sw->e, row),
-                       .fold = sw->e->fold};
+                       .fold = sw->e->fold,
+                       .nextra = sw->nextra};
     bench_peer_args_init(&p.peer_args);
     if (!p.kind || sw->e->setup(sw, i, &p) != 0)
         return -2;

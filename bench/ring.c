@@ -344,7 +344,6 @@ static int ring_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     a->cur = (struct ring_point){.ntasks = sw->o->tasks[i],
                                  .size_kib = a->size_kib};
     p->unit = "us";
-    p->nextra = RX_COUNT;
     p->ctx = &a->cur;
     p->emit = ring_emit;
     p->workers = sw->o->workers ? sw->o->workers : 1; /* a peer's W */

@@ -617,7 +617,6 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
                                a->live};
     spawn_peer_args(p, sp);
     p->unit = "ns";
-    p->nextra = sw->nextra;
     /* Each run is a cold child anyway; a warm-up of 10^6 tasks would
      * only double the time. */
     p->no_warm = a->live != 0;

@@ -528,7 +528,6 @@ static int yield_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     *pt = (struct point){.ntasks = sw->o->tasks[i]};
     snprintf(p->param, sizeof p->param, "tasks=%d", pt->ntasks);
     p->unit = "ns";
-    p->nextra = X_COUNT;
     p->ctx = pt;
     p->peer_map = &yield_peer_map;
     bench_peer_args_add(&p->peer_args, "tasks", "%d", pt->ntasks);
