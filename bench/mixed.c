@@ -377,7 +377,7 @@ static int mixed_window(bench_point_t *p, double *value, double *extra)
 {
     struct mixed_point *mp = p->ctx;
     bool kernel = p->row->pseudo;
-    double secs = p->warmup ? p->o->seconds / 4 : p->o->seconds;
+    double secs = bench_point_seconds(p);
     struct mixed_snap a, b;
     atomic_store(&mp->flags->start, 1);
     bench_sleep_ns(MIXED_SETTLE_NS);
