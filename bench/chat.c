@@ -30,13 +30,12 @@
  * stops at the last receiver's last message.
  *
  * Kernel row: pthreads, with socketpair(AF_UNIX, SOCK_STREAM) as each
- * user's connection (a stream socket like the original's TCP, without
- * the TCP/IP stack) and a pipe(2) as its out-queue (writes of up to
- * PIPE_BUF bytes are atomic, so messages of the default 100 bytes stay
- * whole when 19 readers write one pipe; bigger ones may interleave, which
- * changes no count).  Receivers count bytes, which must come to
- * M (U-1) B.  Not done: the
- * loopback-TCP variant, which needs sockets that block only the task
+ * user's connection (a stream socket like the original's TCP, without the
+ * TCP/IP stack) and a pipe(2) as its out-queue (writes of up to PIPE_BUF
+ * bytes are atomic, so messages of the default 100 bytes stay whole when
+ * 19 readers write one pipe; bigger ones may interleave, which changes no
+ * count).  Receivers count bytes, which must come to M (U-1) B.  Not done:
+ * the loopback-TCP variant, which needs sockets that block only the task
  * (an I/O poller, planned).
  */
 #include <errno.h>
@@ -137,15 +136,6 @@ enum { CHAT_SENDER, CHAT_READER, CHAT_WRITER, CHAT_RECEIVER, CHAT_ROLES };
  * direction), readers to writer (the out-queue), writer to receiver (the
  * connection's down direction). */
 enum chat_hop { CHAT_UP, CHAT_OUTQ, CHAT_DOWN, CHAT_HOPS };
-
-/* Did any of a user's tasks fail? */
-static bool chat_any(const bool *bad)
-{
-    for (int k = 0; k < CHAT_ROLES; k++)
-        if (bad[k])
-            return true;
-    return false;
-}
 
 struct chat_user {
     struct chat_run *run;
@@ -359,7 +349,7 @@ static void chat_shut(struct chat_run *run, bool abort)
 static int chat_check(const struct chat_run *run)
 {
     for (int i = 0; i < run->n; i++)
-        if (chat_any(run->u[i].bad)) {
+        if (memchr(run->u[i].bad, true, sizeof run->u[i].bad)) {
             if (!run->rt)
                 fprintf(stderr, "mqs-bench chat: kernel: a connection "
                                 "failed or lost bytes\n");
@@ -409,22 +399,14 @@ static int chat_run_all(struct chat_run *run, double *secs)
 
 struct chat_point {
     struct chat_shape s;
-    mqs_runtime_t *rt;
 };
-
-static int chat_open(bench_point_t *p)
-{
-    return bench_row_open(p, &((struct chat_point *)p->ctx)->rt);
-}
 
 static int chat_measure(bench_point_t *p, double *value, double *extra)
 {
     struct chat_point *cp = p->ctx;
     double secs = 0;
-    struct chat_run run = {.s = cp->s,
-                           .rt = cp->rt,
-                           .workers = p->o->workers,
-                           .row = p->row->spec};
+    struct chat_run run = {
+        .s = cp->s, .rt = p->rt, .workers = p->o->workers, .row = p->row->spec};
     int rc = chat_run_all(&run, &secs);
     if (rc != 0 || secs <= 0)
         return -1;
@@ -433,13 +415,8 @@ static int chat_measure(bench_point_t *p, double *value, double *extra)
     return 0;
 }
 
-static void chat_close(bench_point_t *p)
-{
-    bench_row_close(p, &((struct chat_point *)p->ctx)->rt);
-}
-
-static const bench_point_kind_t chat_kind = {chat_open, chat_measure,
-                                             chat_close};
+static const bench_point_kind_t chat_kind = {bench_row_open, chat_measure,
+                                             bench_row_close};
 
 static const bench_peer_map_t chat_peer_map = {.value_key = "msgs_per_s"};
 
@@ -499,7 +476,6 @@ static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     cp->s.rooms = a->rooms[i];
     chat_peer_args(p, &cp->s);
     p->unit = "msgs/s";
-    p->nextra = CHAT_X_COUNT;
     p->ctx = cp;
     snprintf(p->param, sizeof p->param, "rooms=%d", cp->s.rooms);
     return 0;
@@ -510,23 +486,15 @@ static void chat_done(bench_sweep_t *sw)
     free(((struct chat_args *)sw->arg)->rooms);
 }
 
-static const bench_row_kind_t chat_kinds[] = {
-    {NULL, &chat_kind}, {"kernel", &chat_kind}, {NULL, NULL}};
-
-static const bench_exp_t chat_exp = {
+const bench_exp_t bench_chat_exp = {
     .cli = &chat_cli,
+    .arg_size = sizeof(struct chat_args),
     .title = "messages delivered per second",
     .extras = chat_extras,
     .nextra = CHAT_X_COUNT,
-    .kinds = chat_kinds,
+    .kind = &chat_kind,
     .options = chat_options,
     .prepare = chat_prepare,
     .setup = chat_setup,
     .done = chat_done,
 };
-
-int bench_chat_main(int argc, char **argv)
-{
-    struct chat_args a = {0};
-    return bench_exp_main(&chat_exp, &a, argc, argv);
-}

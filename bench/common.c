@@ -84,6 +84,50 @@ int bench_wait_pid(pid_t pid)
     return st;
 }
 
+char *bench_read_file(const char *path, size_t max)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    if (max && fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        fseek(f, size > (long)max ? size - (long)max : 0, SEEK_SET);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    char chunk[4096];
+    size_t n;
+    while (m && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        fwrite(chunk, 1, n, m);
+    fclose(f);
+    if (!m || fclose(m) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+bool bench_proc_field(const char *file, const char *key, char *out, size_t n)
+{
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return false;
+    char line[512];
+    bool found = false;
+    size_t kl = strlen(key);
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) != 0 || !strchr(line + kl, ':'))
+            continue;
+        const char *v = strchr(line + kl, ':') + 1;
+        v += strspn(v, " \t");
+        snprintf(out, n, "%.*s", (int)strcspn(v, "\n"), v);
+        found = *out != '\0';
+    }
+    fclose(f);
+    return found;
+}
+
 int bench_cpus_allowed(void)
 {
     cpu_set_t set;
@@ -97,7 +141,7 @@ int bench_cpus_allowed(void)
 /* Scalar and list parsers                                             */
 /* ------------------------------------------------------------------ */
 
-static int usage_error(const char *exp, const char *fmt, ...)
+int bench_usage(const char *exp, const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "mqs-bench %s: ", exp);
@@ -115,7 +159,7 @@ int bench_parse_int(const char *exp, const char *opt, const char *s, long min,
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < min || v > max)
-        return usage_error(exp, "%s: '%s' is not an integer in %ld..%ld", opt,
+        return bench_usage(exp, "%s: '%s' is not an integer in %ld..%ld", opt,
                            s, min, max);
     *out = (int)v;
     return 0;
@@ -128,7 +172,7 @@ int bench_parse_double(const char *exp, const char *opt, const char *s,
     errno = 0;
     double v = strtod(s, &end);
     if (errno || end == s || *end || !(v >= min && v <= max))
-        return usage_error(exp, "%s: '%s' is not a number in %g..%g", opt, s,
+        return bench_usage(exp, "%s: '%s' is not a number in %g..%g", opt, s,
                            min, max);
     *out = v;
     return 0;
@@ -142,7 +186,7 @@ int bench_parse_int_list(const char *exp, const char *opt, const char *s,
         cap += *p == ',';
     int *v = malloc((size_t)cap * sizeof *v);
     char *copy = strdup(s);
-    int rc = v && copy ? 0 : usage_error(exp, "out of memory");
+    int rc = v && copy ? 0 : bench_usage(exp, "out of memory");
     int k = 0;
     char *save = NULL;
     for (char *t = copy; rc == 0 && k < cap; t = NULL) {
@@ -152,7 +196,7 @@ int bench_parse_int_list(const char *exp, const char *opt, const char *s,
         rc = bench_parse_int(exp, opt, item, min, max, &v[k++]);
     }
     if (rc == 0 && (k == 0 || k != cap))
-        rc = usage_error(exp, "%s: '%s' is not a comma-separated list", opt, s);
+        rc = bench_usage(exp, "%s: '%s' is not a comma-separated list", opt, s);
     free(copy);
     if (rc) {
         free(v);
@@ -214,7 +258,7 @@ static int check_policy(const char *exp, const char *spec,
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)len, spec);
     if (!mqs_policy_find(name)) {
-        usage_error(exp, "--policy: unknown policy or row '%s'", name);
+        bench_usage(exp, "--policy: unknown policy or row '%s'", name);
         list_known(pseudo);
         return BENCH_EXIT_USAGE;
     }
@@ -226,7 +270,7 @@ static int check_policy(const char *exp, const char *spec,
     cfg.errbuf = err;
     cfg.errbuf_size = sizeof err;
     if (mqs_config_resolve(&cfg, &res) != 0)
-        return usage_error(exp, "--policy: '%s': %s", spec,
+        return bench_usage(exp, "--policy: '%s': %s", spec,
                            err[0] ? err : "rejected by the runtime");
     return 0;
 }
@@ -253,10 +297,10 @@ static int add_row(const char *exp, const char *spec, const char *const *pseudo,
                    bench_row_spec_t **rows, int *n)
 {
     if (strcmp(spec, "all") == 0)
-        return add_all_policies(rows, n) ? usage_error(exp, "out of memory")
+        return add_all_policies(rows, n) ? bench_usage(exp, "out of memory")
                                          : 0;
     if (row_listed(*rows, *n, spec))
-        return usage_error(exp, "--policy: '%s' is listed twice", spec);
+        return bench_usage(exp, "--policy: '%s' is listed twice", spec);
     bool ps = is_pseudo(pseudo, spec);
     if (!ps) {
         int rc = check_policy(exp, spec, pseudo);
@@ -264,7 +308,7 @@ static int add_row(const char *exp, const char *spec, const char *const *pseudo,
             return rc;
     }
     return rows_push(rows, n, spec, strlen(spec), ps)
-               ? usage_error(exp, "out of memory")
+               ? bench_usage(exp, "out of memory")
                : 0;
 }
 
@@ -295,21 +339,21 @@ int bench_parse_rows(const char *exp, const char *s, const char *const *pseudo,
     bench_row_spec_t *rows = NULL;
     int k = 0, rc = 0;
     if (is_tunable(s))
-        rc = usage_error(exp, "--policy: '%s' starts with a tunable", s);
+        rc = bench_usage(exp, "--policy: '%s' starts with a tunable", s);
     for (const char *p = s; rc == 0 && *p;) {
         size_t len = bench_rows_item_len(p);
         char *spec = strndup(p, len);
         if (!spec || len == 0)
-            rc = usage_error(exp, "--policy: empty item in '%s'", s);
+            rc = bench_usage(exp, "--policy: empty item in '%s'", s);
         else
             rc = add_row(exp, spec, pseudo, &rows, &k);
         free(spec);
         p += len;
         if (*p == ',' && *++p == '\0')
-            rc = rc ? rc : usage_error(exp, "--policy: trailing comma");
+            rc = rc ? rc : bench_usage(exp, "--policy: trailing comma");
     }
     if (rc == 0 && k == 0)
-        rc = usage_error(exp, "--policy: no rows in '%s'", s);
+        rc = bench_usage(exp, "--policy: no rows in '%s'", s);
     if (rc) {
         rows_free(rows, k);
         return rc;
@@ -393,13 +437,12 @@ static void print_help(const bench_cli_t *cli, FILE *out)
 
 static void opts_defaults(const bench_cli_t *cli, bench_opts_t *o)
 {
-    memset(o, 0, sizeof *o);
-    o->seconds = cli->default_seconds;
-    o->prec.min_repeats = cli->default_repeats;
-    o->prec.max_repeats = 0; /* set after parsing */
-    o->prec.ci_target = 0.01;
-    o->prec.budget_s = -1; /* "default" until parsed */
-    o->format = BENCH_TABLE;
+    /* max_repeats is set after parsing; budget_s < 0 is "the default" */
+    *o = (bench_opts_t){.seconds = cli->default_seconds,
+                        .prec = {.min_repeats = cli->default_repeats,
+                                 .ci_target = 0.01,
+                                 .budget_s = -1},
+                        .format = BENCH_TABLE};
 }
 
 static int parse_one(const bench_cli_t *cli, int key, const char *arg,
@@ -436,18 +479,18 @@ static int parse_one(const bench_cli_t *cli, int key, const char *arg,
     case OPT_JSON: {
         bench_format_t f = key == OPT_CSV ? BENCH_CSV : BENCH_JSON;
         if (o->format != BENCH_TABLE && o->format != f)
-            return usage_error(e, "--csv and --json exclude each other");
+            return bench_usage(e, "--csv and --json exclude each other");
         o->format = f;
         return 0;
     }
     case OPT_PLOT:
         if (!*arg)
-            return usage_error(e, "--plot: needs a file name");
+            return bench_usage(e, "--plot: needs a file name");
         free(o->plot);
         o->plot = strdup(arg);
-        return o->plot ? 0 : usage_error(e, "out of memory");
+        return o->plot ? 0 : bench_usage(e, "out of memory");
     }
-    return usage_error(e, "internal: unhandled option %d", key);
+    return bench_usage(e, "internal: unhandled option %d", key);
 }
 
 static int finish_defaults(const bench_cli_t *cli, bench_opts_t *o)
@@ -481,7 +524,7 @@ int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
             rc = BENCH_HELP_SHOWN;
         } else if (key == '?' || key == ':') {
             rc =
-                usage_error(cli->name, "%s '%s' (see mqs-bench %s --help)",
+                bench_usage(cli->name, "%s '%s' (see mqs-bench %s --help)",
                             key == ':' ? "missing value for" : "unknown option",
                             argv[optind - 1], cli->name);
         } else {
@@ -489,7 +532,7 @@ int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
         }
     }
     if (rc == 0 && optind < argc)
-        rc = usage_error(cli->name, "unexpected argument '%s'", argv[optind]);
+        rc = bench_usage(cli->name, "unexpected argument '%s'", argv[optind]);
     if (rc == 0)
         rc = finish_defaults(cli, o);
     if (rc)
@@ -502,10 +545,7 @@ void bench_opts_free(bench_opts_t *o)
     free(o->tasks);
     rows_free(o->rows, o->nrows);
     free(o->plot);
-    o->tasks = NULL;
-    o->rows = NULL;
-    o->plot = NULL;
-    o->ntasks = o->nrows = 0;
+    *o = (bench_opts_t){0};
 }
 
 /* ------------------------------------------------------------------ */

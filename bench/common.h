@@ -2,8 +2,8 @@
  * common.h - what every mqs-bench experiment shares: the clock, the
  * command-line options most experiments take (--tasks, --policy,
  * --workers, --seconds, --repeats, --ci-target, --budget, --csv, --json,
- * --plot), the output step (print, then plot), the progress line, and the entry points the CLI's table of experiments
- * points at.
+ * --plot), the output step (print, then plot), the progress line, and
+ * the experiments the CLI's table points at.
  *
  * Usage errors print one line naming the option and what it accepts and
  * make the experiment exit with BENCH_EXIT_USAGE (2); failures while
@@ -25,15 +25,10 @@
 /* Returned by bench_parse_options() after printing --help. */
 #define BENCH_HELP_SHOWN (-100)
 
-/* Experiments: int bench_<name>_main(int argc, char **argv), argv[0] is
- * the experiment's name.  Returns the process exit status. */
-int bench_yield_main(int argc, char **argv);
-int bench_ring_main(int argc, char **argv);
-int bench_pipe_main(int argc, char **argv);
-int bench_wake_main(int argc, char **argv);
-int bench_mixed_main(int argc, char **argv);
-int bench_spawn_main(int argc, char **argv);
-int bench_chat_main(int argc, char **argv);
+/* Experiments: table entries run by bench_exp_main (expkit.h). */
+struct bench_exp;
+extern const struct bench_exp bench_yield_exp, bench_ring_exp, bench_pipe_exp,
+    bench_wake_exp, bench_mixed_exp, bench_spawn_exp, bench_chat_exp;
 /* `mqs-bench report`: runs the standard set into an HTML report. */
 int bench_report_main(int argc, char **argv);
 
@@ -48,6 +43,12 @@ int bench_write_all(int fd, const void *buf, size_t n);
 size_t bench_read(int fd, void *buf, size_t n);
 /* waitpid(pid), restarted on EINTR: the wait status, or -1. */
 int bench_wait_pid(pid_t pid);
+/* The whole file, NUL-terminated (malloc'd); NULL when it cannot be
+ * read.  With max, only its last max bytes. */
+char *bench_read_file(const char *path, size_t max);
+/* The value of the first "key<spaces>: value" line of a /proc file into
+ * out; false when there is none. */
+bool bench_proc_field(const char *file, const char *key, char *out, size_t n);
 /* CPUs this process may run on (its affinity mask). */
 int bench_cpus_allowed(void);
 
@@ -99,6 +100,10 @@ typedef struct bench_opts {
 int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
                         bench_opts_t *o);
 void bench_opts_free(bench_opts_t *o);
+
+/* "mqs-bench <exp>: <fmt...>" on stderr; returns BENCH_EXIT_USAGE. */
+int bench_usage(const char *exp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Parsers used by the above, exposed for tests and other experiments.
  * Each prints "mqs-bench <exp>: <opt>: ..." on failure and returns

@@ -60,20 +60,15 @@ int bench_take_options(const char *exp, int *argc, char **argv,
         const char *a = argv[i];
         const bench_xopt_t *x = strncmp(a, "--", 2) == 0 ? xopt_find(a, xo)
                                                           : NULL;
-        if (strncmp(a, "--", 2) == 0 && xopt_refused(a, refuse)) {
-            fprintf(stderr, "mqs-bench %s: %s does not apply to %s\n", exp,
-                    a, exp);
-            return BENCH_EXIT_USAGE;
-        }
+        if (strncmp(a, "--", 2) == 0 && xopt_refused(a, refuse))
+            return bench_usage(exp, "%s does not apply to %s", a, exp);
         if (!x) {
             argv[out++] = argv[i];
             continue;
         }
         const char *eq = strchr(a, '=');
-        if (!eq && i + 1 == *argc) {
-            fprintf(stderr, "mqs-bench %s: missing value for '%s'\n", exp, a);
-            return BENCH_EXIT_USAGE;
-        }
+        if (!eq && i + 1 == *argc)
+            return bench_usage(exp, "missing value for '%s'", a);
         *x->value = eq ? eq + 1 : argv[++i];
     }
     while (i < *argc)
@@ -169,24 +164,25 @@ int bench_kernel_cpus(int workers, cpu_set_t *set)
     return n;
 }
 
-int bench_row_open(bench_point_t *p, mqs_runtime_t **rt)
+int bench_row_open(bench_point_t *p)
 {
     cpu_set_t set;
-    *rt = NULL;
+    p->rt = NULL;
     if (p->row->pseudo) {
         p->workers = bench_kernel_cpus(p->o->workers, &set);
         return 0;
     }
-    if (bench_runtime_open(p->experiment, p->row->spec, p->o->workers, 0, rt))
+    if (bench_runtime_open(p->experiment, p->row->spec, p->o->workers, 0,
+                           &p->rt))
         return -1;
-    p->workers = mqs_runtime_workers(*rt);
+    p->workers = mqs_runtime_workers(p->rt);
     return 0;
 }
 
-void bench_row_close(bench_point_t *p, mqs_runtime_t **rt)
+void bench_row_close(bench_point_t *p)
 {
-    bench_runtime_close(p->experiment, *rt);
-    *rt = NULL;
+    bench_runtime_close(p->experiment, p->rt);
+    p->rt = NULL;
 }
 
 void bench_window(_Atomic int *started, _Atomic int *stop, double seconds)
@@ -201,30 +197,40 @@ void bench_window(_Atomic int *started, _Atomic int *stop, double seconds)
 /* A measurement's tasks                                               */
 /* ------------------------------------------------------------------ */
 
-static int group_spawn(bench_group_t *g, int n, void *(*fn)(void *),
-                       char *arg, size_t stride)
+void bench_thread_attr(pthread_attr_t *a, int workers, size_t stack)
 {
-    int rc = 0;
-    for (; g->started < n && rc == 0; g->started += rc == 0)
-        rc = mqs_spawn(g->rt, &g->tasks[g->started], NULL, fn,
-                       arg + (size_t)g->started * stride);
+    cpu_set_t set;
+    bench_kernel_cpus(workers, &set);
+    pthread_attr_init(a);
+    if (stack)
+        pthread_attr_setstacksize(a, stack);
+    pthread_attr_setaffinity_np(a, sizeof set, &set);
+}
+
+int bench_task_start(bench_task_t *t, mqs_runtime_t *rt,
+                     const mqs_task_attr_t *a, const pthread_attr_t *ka,
+                     void *(*fn)(void *), void *arg)
+{
+    t->kernel = !rt;
+    int rc = rt ? mqs_spawn(rt, &t->task, a, fn, arg)
+                : pthread_create(&t->thread, ka, fn, arg);
+    t->started = rc == 0;
     return rc;
 }
 
-static int group_threads(bench_group_t *g, int n, void *(*fn)(void *),
-                         char *arg, size_t stride)
+void bench_task_error(const char *exp, const char *row, bool kernel, int rc)
 {
-    pthread_attr_t attr;
-    cpu_set_t set;
-    bench_kernel_cpus(g->workers, &set);
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, g->stack);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    int rc = 0;
-    for (; g->started < n && rc == 0; g->started += rc == 0)
-        rc = pthread_create(&g->threads[g->started], &attr, fn,
-                            arg + (size_t)g->started * stride);
-    pthread_attr_destroy(&attr);
+    fprintf(stderr, "mqs-bench %s: %s: %s: %s\n", exp, row,
+            kernel ? "pthread_create" : "mqs_spawn",
+            kernel ? strerror(rc) : mqs_strerror(rc));
+}
+
+int bench_task_join(bench_task_t *t)
+{
+    int rc = !t->started ? 0
+             : t->kernel ? pthread_join(t->thread, NULL)
+                         : mqs_join(t->task, NULL);
+    t->started = false;
     return rc;
 }
 
@@ -233,18 +239,18 @@ int bench_group_start(bench_group_t *g, const char *exp, const char *row,
 {
     g->exp = exp;
     g->started = 0;
-    if (g->rt)
-        g->tasks = calloc((size_t)n, sizeof *g->tasks);
-    else
-        g->threads = calloc((size_t)n, sizeof *g->threads);
-    if (!g->tasks && !g->threads)
+    g->t = calloc((size_t)n, sizeof *g->t);
+    if (!g->t)
         return -1;
-    int rc = g->rt ? group_spawn(g, n, fn, arg, stride)
-                   : group_threads(g, n, fn, arg, stride);
+    pthread_attr_t attr;
+    bench_thread_attr(&attr, g->workers, g->stack);
+    int rc = 0;
+    for (; g->started < n && rc == 0; g->started += rc == 0)
+        rc = bench_task_start(&g->t[g->started], g->rt, NULL, &attr, fn,
+                              (char *)arg + (size_t)g->started * stride);
+    pthread_attr_destroy(&attr);
     if (rc)
-        fprintf(stderr, "mqs-bench %s: %s: %s: %s\n", exp, row,
-                g->rt ? "mqs_spawn" : "pthread_create",
-                g->rt ? mqs_strerror(rc) : strerror(rc));
+        bench_task_error(exp, row, !g->rt, rc);
     return rc ? -1 : 0;
 }
 
@@ -252,14 +258,11 @@ int bench_group_join(bench_group_t *g)
 {
     int rc = 0;
     for (int i = 0; i < g->started; i++) {
-        int r = g->rt ? mqs_join(g->tasks[i], NULL)
-                      : pthread_join(g->threads[i], NULL);
+        int r = bench_task_join(&g->t[i]);
         rc = rc ? rc : r;
     }
-    free(g->tasks);
-    free(g->threads);
-    g->tasks = NULL;
-    g->threads = NULL;
+    free(g->t);
+    g->t = NULL;
     g->started = 0;
     if (rc)
         fprintf(stderr, "mqs-bench %s: %s: %s\n", g->exp,

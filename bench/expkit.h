@@ -78,10 +78,32 @@ void bench_cpuset_of(const int *cpus, int n, cpu_set_t *set);
  * bench_cpu_list(workers) as a set.  Returns how many. */
 int bench_kernel_cpus(int workers, cpu_set_t *set);
 
+/* Attributes of a kernel row's thread: the mask of the first `workers`
+ * CPUs (bench_kernel_cpus), `stack` bytes of stack (0: the default). */
+void bench_thread_attr(pthread_attr_t *a, int workers, size_t stack);
+
+/* One task of a measurement: an mqs task or (kernel row) a thread. */
+typedef struct bench_task {
+    mqs_task_t *task; /* policy rows, for mqs_task_stats() */
+    pthread_t thread;
+    bool started, kernel;
+} bench_task_t;
+
+/* Start fn(arg) as an mqs task on rt with attributes a or, rt NULL, a
+ * thread with attributes ka.  0, or the error of mqs_spawn or
+ * pthread_create (not said: see bench_task_error). */
+int bench_task_start(bench_task_t *t, mqs_runtime_t *rt,
+                     const mqs_task_attr_t *a, const pthread_attr_t *ka,
+                     void *(*fn)(void *), void *arg);
+/* "mqs-bench <exp>: <row>: mqs_spawn: <why>" (or pthread_create). */
+void bench_task_error(const char *exp, const char *row, bool kernel, int rc);
+/* Join it if it started: 0 or the join's error. */
+int bench_task_join(bench_task_t *t);
+
 /*
  * The n tasks of one measurement: mqs tasks on rt, or (rt NULL) kernel
- * threads of `stack` bytes sharing the mask of the first `workers` CPUs
- * (bench_kernel_cpus).  Task i runs fn(arg + i * stride).
+ * threads with bench_thread_attr(workers, stack).  Task i runs fn(arg +
+ * i * stride).
  */
 typedef struct bench_group {
     const char *exp; /* for messages, set by bench_group_start */
@@ -89,8 +111,7 @@ typedef struct bench_group {
     int workers;
     size_t stack;
     int started;
-    mqs_task_t **tasks; /* policy rows: the tasks, for mqs_task_stats() */
-    pthread_t *threads;
+    bench_task_t *t;
 } bench_group_t;
 
 /* Start them; 0, or -1 with the reason on stderr ("mqs-bench <exp>:
@@ -99,6 +120,29 @@ int bench_group_start(bench_group_t *g, const char *exp, const char *row,
                       int n, void *(*fn)(void *), void *arg, size_t stride);
 /* Join those started and free the group; 0, or -1 when a join failed. */
 int bench_group_join(bench_group_t *g);
+
+#define BENCH_CACHELINE 64
+
+/* The flags every task of a sample polls, written by the main thread:
+ * on a cache line of their own. */
+typedef struct bench_flags {
+    _Atomic int start, stop;
+} __attribute__((aligned(BENCH_CACHELINE))) bench_flags_t;
+
+/* Is flag f set?  Relaxed: a task that sees it a turn late costs
+ * nothing, and a fence per turn would be in every figure. */
+static inline bool bench_flag(const _Atomic int *f)
+{
+    return atomic_load_explicit(f, memory_order_relaxed) != 0;
+}
+
+/* One more on a counter only its task writes: a load and a store, not a
+ * locked read-modify-write; the main thread reads it relaxed. */
+static inline void bench_count(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
 
 /* The window of a sample whose tasks stamp their own start: wait for
  * *started (a loaded host may take a while to run the first task), let
@@ -161,7 +205,7 @@ struct bench_point {
     /* set by the experiment's setup */
     char param[48];
     const char *unit;
-    int nextra;
+    int nextra;   /* preset by the sweep: its columns' */
     void *ctx;    /* the experiment's own state for this point */
     bool no_warm; /* skip the warm-up measurement */
     /* peer rows: what to pass (bench_peer_args_add; workers= and
@@ -172,6 +216,7 @@ struct bench_point {
      * 0 or -1 (no memory). */
     int (*emit)(bench_point_t *p, bench_result_t *res, bench_results_t *rs);
     /* set by the kind (setup may preset it for a peer row) */
+    mqs_runtime_t *rt; /* bench_row_open's runtime; NULL: none */
     int workers;   /* workers (or CPUs) the row ran on */
     char note[96]; /* why there is no value, or a remark on the extras */
     bool warmup;
@@ -180,11 +225,12 @@ struct bench_point {
 };
 
 /* Open what p's row runs on: a policy row's runtime with --workers
- * workers into *rt (bench_runtime_open), or for a kernel row nothing (*rt
- * NULL); either way p->workers is what the row runs on.  0 or -1. */
-int bench_row_open(bench_point_t *p, mqs_runtime_t **rt);
-/* Close what bench_row_open opened; *rt becomes NULL. */
-void bench_row_close(bench_point_t *p, mqs_runtime_t **rt);
+ * workers into p->rt (bench_runtime_open), or for a kernel row nothing
+ * (p->rt NULL); either way p->workers is what the row runs on.  0 or -1.
+ * A row kind's open and close may be these two. */
+int bench_row_open(bench_point_t *p);
+/* Close what bench_row_open opened; p->rt becomes NULL. */
+void bench_row_close(bench_point_t *p);
 
 /* The seconds one measurement of p runs: o->seconds, a quarter of it for
  * the warm-up. */
@@ -219,12 +265,15 @@ typedef struct bench_sweep bench_sweep_t;
 
 typedef struct bench_exp {
     const bench_cli_t *cli;
+    size_t arg_size;   /* the experiment's own state (sw->arg), zeroed */
     const char *title; /* table heading: "ns per yield" */
     const bench_extra_col_t *extras;
     int nextra;
     const unsigned char *fold;    /* per extra; NULL: all means         */
-    const bench_row_kind_t *kinds; /* {NULL, NULL}-terminated; peer rows
-                                    * use bench_peer_kind               */
+    /* the kind of the policy rows and of a "kernel" row, unless kinds
+     * names one; peer rows use bench_peer_kind */
+    const bench_point_kind_t *kind;
+    const bench_row_kind_t *kinds; /* {NULL, NULL}-terminated, or NULL */
     /* optional: take the experiment's own options out of argv into
      * sw->arg, before the common parser; 0 or BENCH_EXIT_USAGE. */
     int (*options)(bench_sweep_t *sw, int *argc, char **argv);
@@ -255,10 +304,9 @@ struct bench_sweep {
  * (the others still run) or memory ran out. */
 int bench_sweep_run(bench_sweep_t *sw, bench_results_t *rs);
 
-/* The whole experiment: its options, the common options, the sweep, the
- * output.  arg is the experiment's own state (sw->arg).  Returns the exit
- * status: 0 (also after --help), 1 when a point failed or printing did,
- * BENCH_EXIT_USAGE. */
-int bench_exp_main(const bench_exp_t *e, void *arg, int argc, char **argv);
+/* The whole experiment (argv[0] its name): its options, the common
+ * options, the sweep, the output.  Returns the exit status: 0 (also after
+ * --help), 1 when a point failed or printing did, BENCH_EXIT_USAGE. */
+int bench_exp_main(const bench_exp_t *e, int argc, char **argv);
 
 #endif

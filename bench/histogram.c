@@ -137,9 +137,4 @@ double bench_hist_max(const bench_hist_t *h)
     return h->n ? (double)h->max : NAN;
 }
 
-double bench_hist_min(const bench_hist_t *h)
-{
-    return h->n ? (double)h->min : NAN;
-}
-
 #undef HIST_P

@@ -9,7 +9,7 @@
  * Count, minimum, maximum, mean and standard deviation are kept exactly
  * beside the buckets (Welford's running moments), so only percentiles
  * carry the bucket error.  Percentiles use the nearest-rank definition
- * (the value at rank ceil(p/100 n), as bench_percentile_nearest) and
+ * (the value at rank ceil(p/100 n), rank 1 for p = 0) and
  * report the midpoint of the bucket holding that rank, clamped to the
  * exact minimum and maximum: p = 0 is the minimum, p = 100 the maximum.
  *
@@ -50,7 +50,6 @@ double bench_hist_percentile(const bench_hist_t *h, double p);
 double bench_hist_mean(const bench_hist_t *h);  /* NAN when empty  */
 double bench_hist_stdev(const bench_hist_t *h); /* sample; NAN if n < 2 */
 double bench_hist_max(const bench_hist_t *h);   /* NAN when empty  */
-double bench_hist_min(const bench_hist_t *h);   /* NAN when empty  */
 
 /* The bucket of v and the range [lowest, highest] of values it holds
  * (exposed for tests). */

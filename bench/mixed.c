@@ -53,7 +53,6 @@
 #include "mqs.h"
 #include "expkit.h"
 
-#define MIXED_CACHELINE 64
 #define MIXED_RECORD_BYTES 2048
 #define MIXED_BURST_NS 1000000u
 #define MIXED_PERIOD_NS 10000000u
@@ -162,19 +161,15 @@ static double mixed_rate(uint64_t a, uint64_t b, uint64_t ns)
 /* The work                                                            */
 /* ------------------------------------------------------------------ */
 
-struct mixed_flags {
-    _Atomic int start, stop;
-} __attribute__((aligned(MIXED_CACHELINE)));
-
 /* One task's records, written only by that task. */
 struct mixed_slot {
     _Atomic uint64_t records;
     uint64_t sink;
-    const struct mixed_flags *flags;
+    const bench_flags_t *flags;
     long burst;      /* records per burst; 0 = a long task */
     uint64_t phase;  /* short tasks: initial sleep, staggering them */
     _Atomic int tid; /* kernel threads: gettid() */
-} __attribute__((aligned(MIXED_CACHELINE)));
+} __attribute__((aligned(BENCH_CACHELINE)));
 
 /* One record: allocate, write, read back, free.  The asm keeps the
  * compiler from eliding the allocation. */
@@ -192,34 +187,21 @@ static inline uint64_t mixed_record(uint64_t seed)
     return v;
 }
 
-static inline void mixed_count(struct mixed_slot *s, uint64_t v)
-{
-    s->sink += v;
-    atomic_store_explicit(
-        &s->records,
-        atomic_load_explicit(&s->records, memory_order_relaxed) + 1,
-        memory_order_relaxed);
-}
-
-static inline bool mixed_flag(const _Atomic int *f)
-{
-    return atomic_load_explicit(f, memory_order_relaxed) != 0;
-}
-
 /* The life of one task, with the scheduling point and the sleep of the
  * row's kind. */
-static void mixed_loop(struct mixed_slot *s, void (*point)(void),
-                       void (*sleep_ns)(uint64_t))
+static void mixed_loop(struct mixed_slot *s, int (*point)(void),
+                       int (*sleep_ns)(uint64_t))
 {
-    const struct mixed_flags *f = s->flags;
-    while (!mixed_flag(&f->start))
+    const bench_flags_t *f = s->flags;
+    while (!bench_flag(&f->start))
         sleep_ns(1000000);
     if (s->burst)
         sleep_ns(s->phase);
-    while (!mixed_flag(&f->stop)) {
+    while (!bench_flag(&f->stop)) {
         long n = s->burst ? s->burst : 1;
         for (long i = 0; i < n; i++) {
-            mixed_count(s, mixed_record(s->sink));
+            s->sink += mixed_record(s->sink);
+            bench_count(&s->records);
             point();
         }
         if (s->burst)
@@ -227,31 +209,29 @@ static void mixed_loop(struct mixed_slot *s, void (*point)(void),
     }
 }
 
-static void mixed_mq_point(void)
-{
-    mqs_checkpoint();
-}
-
-static void mixed_mq_sleep(uint64_t ns)
-{
-    mqs_sleep(ns);
-}
-
 static void *mixed_mq_task(void *arg)
 {
-    mixed_loop(arg, mixed_mq_point, mixed_mq_sleep);
+    mixed_loop(arg, mqs_checkpoint, mqs_sleep);
     return NULL;
 }
 
-static void mixed_no_point(void)
+/* A kernel thread's scheduling point is the kernel's tick: none here. */
+static int mixed_no_point(void)
 {
+    return 0;
+}
+
+static int mixed_kernel_sleep(uint64_t ns)
+{
+    bench_sleep_ns(ns);
+    return 0;
 }
 
 static void *mixed_kernel_thread(void *arg)
 {
     struct mixed_slot *s = arg;
     atomic_store(&s->tid, (int)syscall(SYS_gettid));
-    mixed_loop(s, mixed_no_point, bench_sleep_ns);
+    mixed_loop(s, mixed_no_point, mixed_kernel_sleep);
     return NULL;
 }
 
@@ -291,7 +271,7 @@ struct mixed_snap {
 struct mixed_point {
     int nshort, nlong, n;
     long burst;
-    struct mixed_flags *flags;
+    bench_flags_t *flags;
     struct mixed_slot *slots;
     bench_group_t g; /* the tasks (policy rows: g.rt) or threads */
 };
@@ -322,36 +302,26 @@ static uint64_t mixed_records(const struct mixed_point *mp)
     return sum;
 }
 
-/* Read a small /proc file into buf; -1 when it cannot be read. */
-static int mixed_read_file(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t len = fread(buf, 1, n - 1, f);
-    fclose(f);
-    buf[len] = '\0';
-    return len ? 0 : -1;
-}
-
 /* Kernel threads: run-queue wait and migrations summed over the tasks. */
 static void mixed_proc_snap(const struct mixed_point *mp, struct mixed_snap *s)
 {
-    char path[96], buf[8192];
+    char path[96], *text;
     s->wait_ok = s->migr_ok = true;
     for (int i = 0; i < mp->n; i++) {
         int tid = atomic_load(&mp->slots[i].tid);
         uint64_t v = 0;
         snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
-        if (mixed_read_file(path, buf, sizeof buf) ||
-            mixed_schedstat_wait(buf, &v))
+        if (!(text = bench_read_file(path, 0)) ||
+            mixed_schedstat_wait(text, &v))
             s->wait_ok = false;
+        free(text);
         s->wait += v;
         v = 0;
         snprintf(path, sizeof path, "/proc/self/task/%d/sched", tid);
-        if (mixed_read_file(path, buf, sizeof buf) ||
-            mixed_sched_migrations(buf, &v))
+        if (!(text = bench_read_file(path, 0)) ||
+            mixed_sched_migrations(text, &v))
             s->migr_ok = false;
+        free(text);
         s->migr += v;
     }
 }
@@ -360,7 +330,7 @@ static void mixed_mq_snap(const struct mixed_point *mp, struct mixed_snap *s)
 {
     for (int i = 0; i < mp->n; i++) {
         mqs_task_stats_t ts;
-        if (mqs_task_stats(mp->g.tasks[i], &ts) == 0) {
+        if (mqs_task_stats(mp->g.t[i].task, &ts) == 0) {
             s->wait += ts.wait_ns;
             s->migr += ts.migrations;
         }
@@ -407,7 +377,7 @@ static int mixed_window(bench_point_t *p, double *value, double *extra)
 {
     struct mixed_point *mp = p->ctx;
     bool kernel = p->row->pseudo;
-    double secs = p->warmup ? p->o->seconds / 4 : p->o->seconds;
+    double secs = bench_point_seconds(p);
     struct mixed_snap a, b;
     atomic_store(&mp->flags->start, 1);
     bench_sleep_ns(MIXED_SETTLE_NS);
@@ -435,8 +405,8 @@ static int mixed_window(bench_point_t *p, double *value, double *extra)
 static int mixed_point_alloc(struct mixed_point *mp)
 {
     size_t n = (size_t)mp->n;
-    mp->flags = aligned_alloc(MIXED_CACHELINE, sizeof *mp->flags);
-    mp->slots = aligned_alloc(MIXED_CACHELINE, n * sizeof *mp->slots);
+    mp->flags = aligned_alloc(BENCH_CACHELINE, sizeof *mp->flags);
+    mp->slots = aligned_alloc(BENCH_CACHELINE, n * sizeof *mp->slots);
     return mp->flags && mp->slots ? 0 : -1;
 }
 
@@ -445,7 +415,10 @@ static int mixed_open(bench_point_t *p)
     struct mixed_point *mp = p->ctx;
     mp->g = (bench_group_t){.workers = p->o->workers,
                             .stack = MIXED_KERNEL_STACK};
-    return mixed_point_alloc(mp) || bench_row_open(p, &mp->g.rt) ? -1 : 0;
+    if (mixed_point_alloc(mp) || bench_row_open(p))
+        return -1;
+    mp->g.rt = p->rt;
+    return 0;
 }
 
 /* Start the tasks (or threads), measure the window, stop and join. */
@@ -470,7 +443,7 @@ static int mixed_measure(bench_point_t *p, double *value, double *extra)
 static void mixed_close(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
-    bench_row_close(p, &mp->g.rt);
+    bench_row_close(p);
     free(mp->flags);
     free(mp->slots);
     mp->flags = NULL;
@@ -520,18 +493,14 @@ static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0)
         rc = bench_parse_int_list("mixed", "--long", v[1], 0, MIXED_MAX_TASKS,
                                   &a->longs, &nl);
-    if (rc == 0 && ns != nl) {
-        fprintf(stderr,
-                "mqs-bench mixed: --short has %d values and --long %d: they "
-                "pair by position\n",
-                ns, nl);
-        rc = BENCH_EXIT_USAGE;
-    }
+    if (rc == 0 && ns != nl)
+        rc = bench_usage("mixed",
+                         "--short has %d values and --long %d: they pair by "
+                         "position",
+                         ns, nl);
     for (int i = 0; rc == 0 && i < ns; i++)
-        if (a->shorts[i] + a->longs[i] == 0) {
-            fprintf(stderr, "mqs-bench mixed: point %d has no tasks\n", i + 1);
-            rc = BENCH_EXIT_USAGE;
-        }
+        if (a->shorts[i] + a->longs[i] == 0)
+            rc = bench_usage("mixed", "point %d has no tasks", i + 1);
     a->n = ns;
     return rc;
 }
@@ -553,7 +522,6 @@ static int mixed_setup(bench_sweep_t *sw, int i, bench_point_t *p)
                                .n = a->shorts[i] + a->longs[i],
                                .burst = a->burst};
     p->unit = "records/s";
-    p->nextra = MIXED_X_COUNT;
     p->ctx = mp;
     mixed_peer_args(p, mp, &a->map);
     mixed_param(p->param, sizeof p->param, mp->nshort, mp->nlong);
@@ -567,24 +535,15 @@ static void mixed_done(bench_sweep_t *sw)
     free(a->longs);
 }
 
-static const bench_row_kind_t mixed_kinds[] = {{NULL, &mixed_kind},
-                                               {"kernel", &mixed_kind},
-                                               {NULL, NULL}};
-
-static const bench_exp_t mixed_exp = {
+const bench_exp_t bench_mixed_exp = {
     .cli = &mixed_cli,
+    .arg_size = sizeof(struct mixed_args),
     .title = "records per second",
     .extras = mixed_extras,
     .nextra = MIXED_X_COUNT,
-    .kinds = mixed_kinds,
+    .kind = &mixed_kind,
     .options = mixed_options,
     .prepare = mixed_prepare,
     .setup = mixed_setup,
     .done = mixed_done,
 };
-
-int bench_mixed_main(int argc, char **argv)
-{
-    struct mixed_args a = {0};
-    return bench_exp_main(&mixed_exp, &a, argc, argv);
-}

@@ -136,17 +136,42 @@ static void print_csv(const bench_results_t *rs, FILE *out)
 /* JSON                                                                */
 /* ------------------------------------------------------------------ */
 
-static void json_str(FILE *out, const char *s)
+int bench_utf8_len(const unsigned char *s)
 {
+    int n = s[0] < 0x80             ? 1
+            : (s[0] & 0xE0) == 0xC0 ? 2
+            : (s[0] & 0xF0) == 0xE0 ? 3
+            : (s[0] & 0xF8) == 0xF0 ? 4
+                                    : 0;
+    if (n == 2 && s[0] < 0xC2)
+        return 0; /* overlong */
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+void bench_json_str(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (!s) {
+        fputs("null", out);
+        return;
+    }
     fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
+    while (*p) {
+        int n = bench_utf8_len(p);
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", out);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else if (n == 0)
+            fputs("\\ufffd", out);
         else
-            fputc(c, out);
+            fwrite(p, 1, (size_t)n, out);
+        p += n ? n : 1;
     }
     fputc('"', out);
 }
@@ -154,7 +179,7 @@ static void json_str(FILE *out, const char *s)
 static void json_key(FILE *out, const char *key)
 {
     fputs(", ", out);
-    json_str(out, key);
+    bench_json_str(out, key);
     fputs(": ", out);
 }
 
@@ -162,17 +187,17 @@ static void print_json_one(const bench_results_t *rs, const bench_result_t *r,
                            FILE *out)
 {
     fputs("{\"experiment\": ", out);
-    json_str(out, rs->experiment);
+    bench_json_str(out, rs->experiment);
     json_key(out, "row");
-    json_str(out, r->row);
+    bench_json_str(out, r->row);
     json_key(out, "workers");
     fprintf(out, "%d", r->workers);
     json_key(out, "param");
-    json_str(out, r->param);
+    bench_json_str(out, r->param);
     json_key(out, "value");
     num(out, r->value, "null");
     json_key(out, "unit");
-    json_str(out, r->unit);
+    bench_json_str(out, r->unit);
     json_key(out, "ci95");
     num(out, r->ci95, "null");
     json_key(out, "frc");
@@ -182,10 +207,7 @@ static void print_json_one(const bench_results_t *rs, const bench_result_t *r,
         num(out, r->extra[e], "null");
     }
     json_key(out, "note");
-    if (r->note)
-        json_str(out, r->note);
-    else
-        fputs("null", out);
+    bench_json_str(out, r->note);
     fputc('}', out);
 }
 

@@ -15,8 +15,9 @@
  *          extra columns grouped by row kind; the 2001 table's shape.
  *   csv    a header line, then one line per (row, param) in the order
  *          added; exactly the columns above, extras after, then `note`
- *          (empty unless the row has no value, e.g. "not installed"); fields with a
- *          comma or quote are quoted (RFC 4180); frc is 0 or 1.
+ *          (empty unless the row has no value, e.g. "not installed");
+ *          fields with a comma or quote are quoted (RFC 4180); frc is 0
+ *          or 1.
  *   json   an array of objects with the same keys; NAN/inf are null.
  */
 #ifndef MQS_BENCH_OUTPUT_H
@@ -73,6 +74,12 @@ void bench_results_free(bench_results_t *rs);
 /* Index of s in list[0..*n), appending it (and counting it in *n) when
  * absent: the distinct strings in first-seen order. */
 int bench_intern(const char **list, int *n, const char *s);
+
+/* Length of the valid UTF-8 sequence at s, or 0 when it is not one. */
+int bench_utf8_len(const unsigned char *s);
+/* s as a JSON string (null when NULL): quotes, backslashes and control
+ * characters escaped, a byte that is not valid UTF-8 as U+FFFD. */
+void bench_json_str(FILE *out, const char *s);
 
 /* Write every result in the format; returns 0 or -1 on a write error. */
 int bench_results_print(const bench_results_t *rs, bench_format_t fmt,

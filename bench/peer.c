@@ -9,13 +9,14 @@
  * threads alive when a peer row runs.
  *
  * The time bound: the pipe is read with poll() against a deadline, and
- * the child is reaped with WNOHANG polls until the same deadline; past
- * it the child gets SIGKILL (which no runtime can catch or defer) and
- * the run fails.  Polling the exit every millisecond
- * rather than a SIGCHLD handler: mqs-bench is a library user and must
- * not take the process's signal dispositions.
+ * the child is reaped with WNOHANG polls until the same deadline; past it
+ * the child gets SIGKILL (which no runtime can catch or defer) and the
+ * run fails.  Polling the exit every millisecond rather than a SIGCHLD
+ * handler: mqs-bench is a library user and must not take the process's
+ * signal dispositions.
  */
 #include "peer.h"
+#include "common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -117,8 +117,9 @@ double bench_peer_get(const bench_peer_result_t *r, const char *key)
     return NAN;
 }
 
-/* Start the program with stdout on a pipe; returns the read end or -1. */
-static int start(const char *path, char **argv, pid_t *pid)
+/* Start the program with stdout on a pipe (quiet: stderr to /dev/null);
+ * returns the read end or -1. */
+static int start(const char *path, char **argv, bool quiet, pid_t *pid)
 {
     int fd[2];
     if (pipe2(fd, O_CLOEXEC) != 0)
@@ -127,6 +128,9 @@ static int start(const char *path, char **argv, pid_t *pid)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&fa, fd[0]);
+    if (quiet)
+        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null",
+                                         O_WRONLY, 0);
     int rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(fd[1]);
@@ -137,17 +141,10 @@ static int start(const char *path, char **argv, pid_t *pid)
     return fd[0];
 }
 
-static uint64_t peer_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Milliseconds left until deadline, for poll(): at least 1 until it. */
 static int ms_left(uint64_t deadline)
 {
-    uint64_t now = peer_now_ns();
+    uint64_t now = bench_now_ns();
     if (now >= deadline)
         return 0;
     uint64_t ms = (deadline - now + 999999) / 1000000;
@@ -198,10 +195,10 @@ static int wait_child(pid_t pid, uint64_t deadline)
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         if (r < 0 && errno != EINTR)
             return -2;
-        if (r == 0 && peer_now_ns() >= deadline)
+        if (r == 0 && bench_now_ns() >= deadline)
             break;
         if (r == 0)
-            nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+            bench_sleep_ns(1000000);
     }
     kill(pid, SIGKILL);
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
@@ -226,16 +223,14 @@ uint64_t bench_peer_timeout_ns(const char *const *args)
                       1e9);
 }
 
-/* Run the program at path; fills buf with its stdout.  Returns its exit
- * status, -1 when it was killed at the deadline, -2 when it could not
- * be run. */
-static int run_program(char **argv, char *buf, size_t n, uint64_t timeout_ns)
+int bench_run_capture(char **argv, bool quiet, char *buf, size_t n,
+                      uint64_t timeout_ns)
 {
     pid_t pid;
-    int fd = start(argv[0], argv, &pid);
+    int fd = start(argv[0], argv, quiet, &pid);
     if (fd < 0)
         return -2;
-    uint64_t deadline = peer_now_ns() + timeout_ns;
+    uint64_t deadline = bench_now_ns() + timeout_ns;
     int late = read_all(fd, buf, n, deadline);
     int status = wait_child(pid, late ? 0 : deadline);
     return late ? -1 : status;
@@ -257,11 +252,13 @@ static void say_failed(char *why, size_t n, int status, uint64_t timeout_ns,
         snprintf(why, n, "failed: bad output");
 }
 
-int bench_peer_run_for(const char *peer, const char *experiment,
-                       const char *const *args, uint64_t timeout_ns,
-                       bench_peer_result_t *out, char *why, size_t whylen)
+int bench_peer_run(const char *peer, const char *experiment,
+                   const char *const *args, uint64_t timeout_ns,
+                   bench_peer_result_t *out, char *why, size_t whylen)
 {
     char path[PATH_MAX];
+    if (!timeout_ns)
+        timeout_ns = bench_peer_timeout_ns(args);
     if (!find_program(peer, path, sizeof path)) {
         say(why, whylen, "%s", "not installed");
         return BENCH_PEER_MISSING;
@@ -274,7 +271,7 @@ int bench_peer_run_for(const char *peer, const char *experiment,
         argv[argc++] = (char *)args[i];
     argv[argc] = NULL;
     char buf[4096];
-    int status = run_program(argv, buf, sizeof buf, timeout_ns);
+    int status = bench_run_capture(argv, false, buf, sizeof buf, timeout_ns);
     if (status == PEER_EXIT_UNSUPPORTED) {
         say(why, whylen, "%s", "not supported");
         return BENCH_PEER_UNSUPPORTED;
@@ -284,14 +281,6 @@ int bench_peer_run_for(const char *peer, const char *experiment,
         return BENCH_PEER_FAILED;
     }
     return BENCH_PEER_OK;
-}
-
-int bench_peer_run(const char *peer, const char *experiment,
-                   const char *const *args, bench_peer_result_t *out,
-                   char *why, size_t whylen)
-{
-    return bench_peer_run_for(peer, experiment, args,
-                              bench_peer_timeout_ns(args), out, why, whylen);
 }
 
 /* ----- building arguments ----- */
@@ -328,9 +317,4 @@ int bench_peer_args_common(bench_peer_args_t *a, int workers, double seconds)
                    bench_peer_args_add(a, "seconds", "%g", seconds)
                ? -1
                : 0;
-}
-
-const char *const *bench_peer_args_list(bench_peer_args_t *a)
-{
-    return a->list;
 }

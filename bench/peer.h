@@ -53,29 +53,25 @@ extern const char *const bench_peer_names[];
 
 /*
  * Run one measurement: mqs-peer-<peer> <experiment> args[0] args[1] ...
- * (args NULL-terminated, each "key=value").  Returns a bench_peer_status;
- * on anything but OK, why (if not NULL) gets a short reason suitable as a
- * row's note ("not installed", "not supported", "failed: ...").
+ * (args NULL-terminated, each "key=value"), killed after timeout_ns (0:
+ * bench_peer_timeout_ns(args)).  Returns a bench_peer_status; on anything
+ * but OK, why (if not NULL) gets a short reason suitable as a row's note
+ * ("not installed", "not supported", "failed: ...").
  */
 int bench_peer_run(const char *peer, const char *experiment,
-                   const char *const *args, bench_peer_result_t *out,
-                   char *why, size_t whylen);
-
-/* As bench_peer_run, killing the peer after timeout_ns. */
-int bench_peer_run_for(const char *peer, const char *experiment,
-                       const char *const *args, uint64_t timeout_ns,
-                       bench_peer_result_t *out, char *why, size_t whylen);
+                   const char *const *args, uint64_t timeout_ns,
+                   bench_peer_result_t *out, char *why, size_t whylen);
 
 /* The bound bench_peer_run puts on a run with these args (see above). */
 uint64_t bench_peer_timeout_ns(const char *const *args);
 
 /* Building a peer's arguments: bench_peer_args_init, then one
- * bench_peer_args_add per key ("tasks", "%d", n), then pass
- * bench_peer_args_list() as args.  Returns -1 when full or too long. */
+ * bench_peer_args_add per key ("tasks", "%d", n), then pass list as
+ * args.  Returns -1 when full or too long. */
 typedef struct bench_peer_args {
     int n;
     char kv[BENCH_PEER_MAX_ARGS][64];
-    const char *list[BENCH_PEER_MAX_ARGS + 1];
+    const char *list[BENCH_PEER_MAX_ARGS + 1]; /* NULL-terminated */
 } bench_peer_args_t;
 
 void bench_peer_args_init(bench_peer_args_t *a);
@@ -84,7 +80,15 @@ int bench_peer_args_add(bench_peer_args_t *a, const char *key,
     __attribute__((format(printf, 3, 4)));
 /* workers=W seconds=S, which every experiment takes. */
 int bench_peer_args_common(bench_peer_args_t *a, int workers, double seconds);
-const char *const *bench_peer_args_list(bench_peer_args_t *a);
+
+/*
+ * Run argv[0] (a path) with argv, its stdout into buf (NUL-terminated,
+ * cut at n - 1 bytes), its stderr passed through or (quiet) dropped.
+ * Returns its exit status (128 + signal when killed by one), -1 when it
+ * was killed at timeout_ns, -2 when it could not be run.
+ */
+int bench_run_capture(char **argv, bool quiet, char *buf, size_t n,
+                      uint64_t timeout_ns);
 
 /* The value of key in r, or NAN when it is absent. */
 double bench_peer_get(const bench_peer_result_t *r, const char *key);

@@ -79,8 +79,7 @@ static const bench_cli_t pipe_cli = {
 /* One data point: a row at one mode. */
 struct pipe_point {
     int mode;
-    size_t msg; /* bytes per message (bw)          */
-    mqs_runtime_t *rt;
+    size_t msg;  /* bytes per message (bw)          */
     int cpus[2]; /* kernel: same uses cpus[0]; cross both */
 };
 
@@ -97,11 +96,6 @@ struct pipe_run {
     /* kernel row */
     int fa[2], fb[2];
 };
-
-static bool pipe_stopped(struct pipe_run *r)
-{
-    return atomic_load_explicit(&r->stop, memory_order_relaxed) != 0;
-}
 
 /* The pinger's or writer's start stamp. */
 static void pipe_start(struct pipe_run *r)
@@ -165,7 +159,7 @@ static void *pipe_ping(void *arg)
     struct pipe_run *r = arg;
     unsigned char c = 'p';
     pipe_start(r);
-    while (!pipe_stopped(r)) {
+    while (!bench_flag(&r->stop)) {
         if (pipe_put(r, false, &c, 1) || pipe_get(r, true, &c, 1) != 1) {
             r->err = EIO;
             break;
@@ -192,7 +186,7 @@ static void *pipe_writer(void *arg)
     struct pipe_run *r = arg;
     unsigned char *buf = calloc(1, r->msg);
     pipe_start(r);
-    while (buf && !pipe_stopped(r))
+    while (buf && !bench_flag(&r->stop))
         if ((r->err = pipe_put(r, false, buf, r->msg)) != 0)
             break;
     pipe_end(r);
@@ -218,59 +212,33 @@ static void *pipe_reader(void *arg)
 /* rows) or pthreads pinned to CPUs (kernel)                           */
 /* ------------------------------------------------------------------ */
 
-/* A side of one sample: a task or a thread. */
-struct pipe_side {
-    mqs_task_t *task;
-    pthread_t thread;
-    bool started;
-};
-
 /* Start fn as side b (true: the ponger or reader).  same: both sides on
  * worker 0 (CPU cpus[0]); cross: side b on worker 1 (cpus[1]); bw:
  * anywhere (the kernel row's shared mask). */
 static int pipe_spawn(const bench_point_t *p, bool b, void *(*fn)(void *),
-                      struct pipe_run *r, struct pipe_side *s)
+                      struct pipe_run *r, bench_task_t *s)
 {
     const struct pipe_point *pt = p->ctx;
     bool bw = pt->mode == PIPE_BW;
     int w = b && pt->mode == PIPE_CROSS;
-    int rc;
-    if (!r->kernel) {
-        mqs_mask_t m;
-        mqs_task_attr_t a;
-        mqs_task_attr_init(&a);
-        if (!bw) {
-            mqs_mask_zero(&m);
-            mqs_mask_set(&m, w);
-            a.affinity = &m;
-        }
-        rc = mqs_spawn(pt->rt, &s->task, &a, fn, r);
-    } else {
-        cpu_set_t set;
-        pthread_attr_t attr;
-        if (bw)
-            bench_kernel_cpus(p->o->workers, &set);
-        else
-            bench_cpuset_of(&pt->cpus[w], 1, &set);
-        pthread_attr_init(&attr);
-        pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-        rc = pthread_create(&s->thread, &attr, fn, r);
-        pthread_attr_destroy(&attr);
+    mqs_mask_t m;
+    mqs_task_attr_t a;
+    pthread_attr_t ka;
+    cpu_set_t set;
+    mqs_task_attr_init(&a);
+    bench_thread_attr(&ka, p->o->workers, 0);
+    if (!bw) {
+        mqs_mask_zero(&m);
+        mqs_mask_set(&m, w);
+        a.affinity = &m;
+        bench_cpuset_of(&pt->cpus[w], 1, &set);
+        pthread_attr_setaffinity_np(&ka, sizeof set, &set);
     }
-    s->started = rc == 0;
+    int rc = bench_task_start(s, p->rt, &a, &ka, fn, r);
+    pthread_attr_destroy(&ka);
     if (rc)
-        fprintf(stderr, "mqs-bench pipe: %s: %s: %s\n", p->row->spec,
-                r->kernel ? "pthread_create" : "mqs_spawn",
-                r->kernel ? strerror(rc) : mqs_strerror(rc));
+        bench_task_error("pipe", p->row->spec, r->kernel, rc);
     return rc;
-}
-
-static void pipe_join(const struct pipe_run *r, struct pipe_side *s)
-{
-    if (s->started && r->kernel)
-        pthread_join(s->thread, NULL);
-    else if (s->started)
-        mqs_join(s->task, NULL);
 }
 
 static void pipe_fds_close(struct pipe_run *r)
@@ -287,7 +255,7 @@ static int pipe_measure(bench_point_t *p, double *value, double *extra)
     bool bw = pt->mode == PIPE_BW;
     struct pipe_run r = {.msg = pt->msg, .fa = {-1, -1}, .fb = {-1, -1},
                          .kernel = p->row->pseudo};
-    struct pipe_side sa = {0}, sb = {0};
+    bench_task_t sa = {0}, sb = {0};
     (void)extra;
     int rc = r.kernel ? pipe(r.fa) || pipe(r.fb)
                       : mqs_pipe_create(&r.a, bw ? pt->msg : 1) ||
@@ -302,8 +270,8 @@ static int pipe_measure(bench_point_t *p, double *value, double *extra)
         bench_window(&r.started, &r.stop, bench_point_seconds(p));
     else if (sb.started)
         pipe_end(&r); /* the reader ends */
-    pipe_join(&r, &sa);
-    pipe_join(&r, &sb);
+    bench_task_join(&sa);
+    bench_task_join(&sb);
     pipe_fds_close(&r);
     mqs_pipe_destroy(r.a);
     mqs_pipe_destroy(r.b);
@@ -317,7 +285,7 @@ static int pipe_open(bench_point_t *p)
     struct pipe_point *pt = p->ctx;
     bool kernel = p->row->pseudo;
     int n = kernel ? bench_cpu_list(p->o->workers, pt->cpus, 2) : 0;
-    if (bench_row_open(p, &pt->rt))
+    if (bench_row_open(p))
         return -1;
     n = kernel ? n : p->workers;
     if (pt->mode != PIPE_BW)
@@ -330,17 +298,12 @@ static int pipe_open(bench_point_t *p)
     return 0;
 }
 
-static void pipe_close(bench_point_t *p)
-{
-    bench_row_close(p, &((struct pipe_point *)p->ctx)->rt);
-}
-
 /* ------------------------------------------------------------------ */
 /* Row kinds and the table entry                                       */
 /* ------------------------------------------------------------------ */
 
 static const bench_point_kind_t pipe_kind = {pipe_open, pipe_measure,
-                                             pipe_close};
+                                             bench_row_close};
 
 static const bench_peer_map_t pipe_peer_lat = {.value_key = "rtt_ns",
                                                .value_scale = 1e-3};
@@ -372,7 +335,6 @@ static int pipe_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     p->peer_map = m == PIPE_BW ? &pipe_peer_bw : &pipe_peer_lat;
     p->workers = m == PIPE_SAME; /* a peer's same runs on one worker */
     p->unit = m == PIPE_BW ? "MiB/s" : "us";
-    p->nextra = PX_COUNT;
     p->ctx = &a->cur;
     return 0;
 }
@@ -381,7 +343,8 @@ static int pipe_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 static int pipe_parse_modes(const char *s, bool *modes)
 {
     char *copy = strdup(s), *save = NULL;
-    int rc = copy ? 0 : BENCH_EXIT_USAGE, any = 0;
+    int rc = copy ? 0 : BENCH_EXIT_USAGE;
+    bool any = false;
     for (char *t = copy; rc == 0; t = NULL) {
         char *item = strtok_r(t, ",", &save);
         if (!item)
@@ -389,20 +352,15 @@ static int pipe_parse_modes(const char *s, bool *modes)
         int m = 0;
         while (m < PIPE_NMODES && strcmp(item, pipe_mode_names[m]) != 0)
             m++;
-        if (m == PIPE_NMODES) {
-            fprintf(stderr, "mqs-bench pipe: --modes: '%s' is not one of "
-                            "same, cross, bw\n", item);
-            rc = BENCH_EXIT_USAGE;
-        } else {
-            modes[m] = true;
-            any = 1;
-        }
+        if (m == PIPE_NMODES)
+            rc = bench_usage(
+                "pipe", "--modes: '%s' is not one of same, cross, bw", item);
+        else
+            modes[m] = any = true;
     }
     free(copy);
-    if (rc == 0 && !any) {
-        fprintf(stderr, "mqs-bench pipe: --modes: empty list\n");
-        rc = BENCH_EXIT_USAGE;
-    }
+    if (rc == 0 && !any)
+        rc = bench_usage("pipe", "--modes: empty list");
     return rc;
 }
 
@@ -435,23 +393,15 @@ static int pipe_prepare(bench_sweep_t *sw)
 static const unsigned char pipe_fold[PX_COUNT] = {[PX_REPEATS] =
                                                       BENCH_FOLD_REPEATS};
 
-static const bench_row_kind_t pipe_kinds[] = {
-    {NULL, &pipe_kind}, {"kernel", &pipe_kind}, {NULL, NULL}};
-
-static const bench_exp_t pipe_exp = {
+const bench_exp_t bench_pipe_exp = {
     .cli = &pipe_cli,
+    .arg_size = sizeof(struct pipe_args),
     .title = "us per one-byte round trip (placement=*), MiB/s (msg_kib=*)",
     .extras = pipe_extras,
     .nextra = PX_COUNT,
     .fold = pipe_fold,
-    .kinds = pipe_kinds,
+    .kind = &pipe_kind,
     .options = pipe_options,
     .prepare = pipe_prepare,
     .setup = pipe_setup,
 };
-
-int bench_pipe_main(int argc, char **argv)
-{
-    struct pipe_args a = {0};
-    return bench_exp_main(&pipe_exp, &a, argc, argv);
-}

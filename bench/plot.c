@@ -9,15 +9,15 @@
  *
  * The data travels inside the script as gnuplot datablocks, so one file
  * is the whole plot.  The script is written to a temporary file and
- * gnuplot is started on it with posix_spawn (an experiment may still
- * have worker threads; a pipe would also need SIGPIPE handling when
- * gnuplot dies early); on failure the script is kept for the reader.
- * Every string from the results goes into the script single-quoted, with
- * quotes doubled: in gnuplot's double-quoted strings backquotes run
- * shell commands, in single-quoted ones nothing is interpreted.  The
- * terminal is "noenhanced" so that '_' and '^' in row names stay
- * themselves, and the SVG terminal escapes text itself and references
- * nothing outside the file.
+ * gnuplot is started on it by bench_run_capture, with posix_spawn and a
+ * time bound (an experiment may still have worker threads; a pipe would
+ * also need SIGPIPE handling when gnuplot dies early); on failure the
+ * script is kept for the reader.  Every string from the results goes
+ * into the script single-quoted, with quotes doubled: in gnuplot's
+ * double-quoted strings backquotes run shell commands, in single-quoted
+ * ones nothing is interpreted.  The terminal is "noenhanced" so that '_'
+ * and '^' in row names stay themselves, and the SVG terminal escapes
+ * text itself and references nothing outside the file.
  *
  * Rejected: bar charts for the grouped case (gnuplot's histogram style
  * needs every row at every param, which rows with no value break);
@@ -26,22 +26,20 @@
  */
 #include "plot.h"
 #include "common.h"
+#include "peer.h"
 
 #include <errno.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define PLOT_WIDTH 960
 #define PLOT_PANEL_HEIGHT 480
 #define PLOT_CAPTION_WIDTH 110
 #define PLOT_GROUP_SPREAD 0.7 /* of one category's width */
+#define PLOT_TIMEOUT_S 300    /* gnuplot drawing a few thousand points */
 
 /* One line of the plot: a row kind (and a worker count when a row kind
  * appears with several in one panel). */
@@ -369,13 +367,15 @@ static void plot_caption_missing(FILE *f, const bench_results_t *rs,
         fputc('\n', f);
 }
 
+/* The x label's text: what x is, then the caption. */
 static int plot_caption(const bench_results_t *rs, const char *unit,
-                        char **out)
+                        const char *what, char **out)
 {
     size_t len = 0;
     FILE *f = open_memstream(out, &len);
     if (!f)
         return -1;
+    fprintf(f, "%s\n", what);
     int n = 0, frc = 0;
     for (int i = 0; i < rs->n; i++)
         if (plot_has_value(&rs->r[i]) && plot_in_unit(&rs->r[i], unit)) {
@@ -452,7 +452,7 @@ static void plot_x_axis(FILE *out, const struct plot_panel *pl)
 static int plot_x_label(FILE *out, const bench_results_t *rs,
                         const struct plot_panel *pl)
 {
-    char what[128] = "", *cap = NULL;
+    char what[128] = "", *cap;
     if (pl->shape.kind == BENCH_PLOT_CDF)
         snprintf(what, sizeof what, "%s", pl->unit);
     else if (pl->shape.kind == BENCH_PLOT_LINES && pl->ns > 0) {
@@ -462,19 +462,13 @@ static int plot_x_label(FILE *out, const bench_results_t *rs,
         snprintf(what, sizeof what, "%.*s", (int)plot_cat_key(pl),
                  pl->ncat ? pl->cats[0] : "");
     }
-    if (plot_caption(rs, pl->unit, &cap) != 0)
+    if (plot_caption(rs, pl->unit, what, &cap) != 0)
         return -1;
-    size_t n = strlen(what) + strlen(cap) + 2;
-    char *text = malloc(n);
-    if (text) {
-        snprintf(text, n, "%s\n%s", what, cap);
-        fputs("set xlabel ", out);
-        plot_q_lines(out, text);
-        fputc('\n', out);
-    }
-    free(text);
+    fputs("set xlabel ", out);
+    plot_q_lines(out, cap);
+    fputc('\n', out);
     free(cap);
-    return text ? 0 : -1;
+    return 0;
 }
 
 static void plot_y_axis(FILE *out, const bench_results_t *rs,
@@ -657,17 +651,6 @@ static int plot_write_temp(const bench_results_t *rs, const char *svg,
     return rc;
 }
 
-static int plot_run_gnuplot(const char *gnuplot, const char *script)
-{
-    char *argv[] = {(char *)"gnuplot", (char *)script, NULL};
-    pid_t pid;
-    int rc = posix_spawn(&pid, gnuplot, NULL, NULL, argv, environ);
-    if (rc != 0)
-        return -1;
-    int st = bench_wait_pid(pid);
-    return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
 static bool plot_nonempty(const char *path)
 {
     struct stat st;
@@ -688,13 +671,16 @@ bool bench_plot_have_gnuplot(const char *experiment)
 
 int bench_plot_svg(const bench_results_t *rs, const char *svg_path)
 {
-    char gnuplot[4096], script[4096];
+    char gnuplot[4096], script[4096], out[256];
+    char *argv[] = {gnuplot, script, NULL};
     if (!bench_plot_have_gnuplot(rs->experiment) ||
         !bench_plot_find_gnuplot(gnuplot, sizeof gnuplot))
         return 1;
     if (plot_write_temp(rs, svg_path, script, sizeof script) != 0)
         return 1;
-    if (plot_run_gnuplot(gnuplot, script) != 0 || !plot_nonempty(svg_path)) {
+    if (bench_run_capture(argv, false, out, sizeof out,
+                          PLOT_TIMEOUT_S * 1000000000ull) != 0 ||
+        !plot_nonempty(svg_path)) {
         fprintf(stderr,
                 "mqs-bench %s: --plot: gnuplot failed to draw %s; its script "
                 "is kept in %s\n",

@@ -192,8 +192,7 @@ static int peer_measure(bench_point_t *p, double *value, double *extra)
         snprintf(p->note, sizeof p->note, "failed: too many peer arguments");
         return -1;
     }
-    int st = bench_peer_run(p->row->spec, p->experiment,
-                            bench_peer_args_list(&a), &r, p->note,
+    int st = bench_peer_run(p->row->spec, p->experiment, a.list, 0, &r, p->note,
                             sizeof p->note);
     if (st == BENCH_PEER_MISSING || st == BENCH_PEER_UNSUPPORTED)
         return BENCH_POINT_SKIP;
@@ -221,11 +220,11 @@ static const bench_point_kind_t *sweep_kind(const bench_exp_t *e,
 {
     if (bench_peer_is(row->spec))
         return &bench_peer_kind;
-    for (const bench_row_kind_t *k = e->kinds; k->kind; k++)
+    for (const bench_row_kind_t *k = e->kinds; k && k->kind; k++)
         if (row->pseudo ? k->name && strcmp(k->name, row->spec) == 0
                         : !k->name)
             return k->kind;
-    return NULL;
+    return !row->pseudo || strcmp(row->spec, "kernel") == 0 ? e->kind : NULL;
 }
 
 /* Measure the point of row r at parameter i and add its results. */
@@ -238,7 +237,8 @@ static int sweep_point(bench_sweep_t *sw, bench_progress_t *prog, int r,
                        .progress = prog,
                        .row = row,
                        .kind = sweep_kind(sw->e, row),
-                       .fold = sw->e->fold};
+                       .fold = sw->e->fold,
+                       .nextra = sw->nextra};
     bench_peer_args_init(&p.peer_args);
     if (!p.kind || sw->e->setup(sw, i, &p) != 0)
         return -2;
@@ -279,12 +279,17 @@ static int exp_report(bench_sweep_t *sw)
     return failed || out ? 1 : 0;
 }
 
-int bench_exp_main(const bench_exp_t *e, void *arg, int argc, char **argv)
+int bench_exp_main(const bench_exp_t *e, int argc, char **argv)
 {
-    bench_sweep_t sw = {.e = e, .title = e->title, .extras = e->extras,
-                        .nextra = e->nextra, .arg = arg};
+    bench_sweep_t sw = {.e = e,
+                        .title = e->title,
+                        .extras = e->extras,
+                        .nextra = e->nextra,
+                        .arg = calloc(1, e->arg_size)};
     bench_opts_t o;
-    int rc = e->options ? e->options(&sw, &argc, argv) : 0;
+    int rc = sw.arg ? 0 : 1;
+    if (rc == 0 && e->options)
+        rc = e->options(&sw, &argc, argv);
     if (rc == 0)
         rc = bench_parse_options(e->cli, argc, argv, &o);
     if (rc == 0) {
@@ -295,7 +300,8 @@ int bench_exp_main(const bench_exp_t *e, void *arg, int argc, char **argv)
             rc = exp_report(&sw);
         bench_opts_free(&o);
     }
-    if (e->done)
+    if (e->done && sw.arg)
         e->done(&sw);
+    free(sw.arg);
     return rc == BENCH_HELP_SHOWN ? 0 : rc;
 }

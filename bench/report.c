@@ -138,22 +138,16 @@ static int report_parse(int argc, char **argv, struct report_cli *c)
             report_help(stdout);
             return BENCH_HELP_SHOWN;
         } else {
-            fprintf(stderr, "mqs-bench report: %s '%s' (see mqs-bench report "
-                            "--help)\n",
-                    key == ':' ? "missing value for" : "unknown option",
-                    argv[optind - 1]);
-            rc = BENCH_EXIT_USAGE;
+            rc =
+                bench_usage("report", "%s '%s' (see mqs-bench report --help)",
+                            key == ':' ? "missing value for" : "unknown option",
+                            argv[optind - 1]);
         }
     }
-    if (rc == 0 && optind < argc) {
-        fprintf(stderr, "mqs-bench report: unexpected argument '%s'\n",
-                argv[optind]);
-        rc = BENCH_EXIT_USAGE;
-    }
-    if (rc == 0 && (!c->out || !*c->out)) {
-        fputs("mqs-bench report: --out DIR is required\n", stderr);
-        rc = BENCH_EXIT_USAGE;
-    }
+    if (rc == 0 && optind < argc)
+        rc = bench_usage("report", "unexpected argument '%s'", argv[optind]);
+    if (rc == 0 && (!c->out || !*c->out))
+        rc = bench_usage("report", "--out DIR is required");
     return rc;
 }
 
@@ -332,10 +326,8 @@ static int report_exit_status(const report_t *rp)
 static int report_go(report_t *rp, bool dry)
 {
     char err[256];
-    if (report_plan(rp, err, sizeof err) != 0) {
-        fprintf(stderr, "mqs-bench report: %s\n", err);
-        return BENCH_EXIT_USAGE;
-    }
+    if (report_plan(rp, err, sizeof err) != 0)
+        return bench_usage("report", "%s", err);
     report_print_plan(rp, stdout);
     if (dry)
         return 0;

@@ -155,14 +155,6 @@ int report_count_list(const char *list);
  * tunable continuing the item before counts nothing. */
 int report_count_rows(const char *policy);
 
-/* The --policy and --tasks a step runs with (NULL: leave the
- * experiment's default).  A user's --policy is passed as given; the
- * standard rows lose those this build's experiment does not have (a
- * pseudo row that is not in its --help, a policy not registered), which
- * the report names. */
-const char *report_step_policy(const report_t *rp, const report_step_t *s);
-const char *report_step_tasks(const report_step_t *s);
-
 /*
  * Plan every step whose status is REPORT_PLANNED (absent ones are left
  * out and their share goes to the others): points from its lists, its
@@ -191,11 +183,6 @@ void report_probe(const report_t *rp, report_step_t *s);
  * clock), then read its output back and set its status. */
 void report_run_step(const report_t *rp, report_step_t *s, int index,
                      double deadline_s);
-/* Read the CSV, stderr and plot a step left in the output directory. */
-void report_read_back(const report_t *rp, report_step_t *s);
-/* The whole file, NUL-terminated (malloc'd); NULL when it cannot be
- * read.  With max, only its last max bytes. */
-char *report_read_file(const char *path, size_t max);
 
 /* ----- writing (report_write.c) ----- */
 

@@ -10,8 +10,8 @@
  * unterminated quote, a line with a different number of fields than the
  * header) instead of guessing, so a truncated output shows up as such.
  *
- * A scanner over the text builds one field at a time into a growing
- * buffer; rows are arrays of malloc'd strings.
+ * A scanner over the text builds one field at a time in a memory
+ * stream; rows are arrays of malloc'd strings.
  */
 #include "report.h"
 
@@ -19,47 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct rcsv_buf {
-    char *s;
-    size_t len, cap;
-};
-
-static int rcsv_putc(struct rcsv_buf *b, char c)
-{
-    if (b->len + 1 >= b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 64;
-        char *s = realloc(b->s, cap);
-        if (!s)
-            return -1;
-        b->s = s;
-        b->cap = cap;
-    }
-    b->s[b->len++] = c;
-    b->s[b->len] = '\0';
-    return 0;
-}
-
 /* One parsed line: its fields. */
 struct rcsv_line {
     char **f;
     int n, cap;
 };
-
-static int rcsv_push_field(struct rcsv_line *l, struct rcsv_buf *b)
-{
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 8;
-        char **f = realloc(l->f, (size_t)cap * sizeof *f);
-        if (!f)
-            return -1;
-        l->f = f;
-        l->cap = cap;
-    }
-    l->f[l->n] = b->s ? b->s : strdup("");
-    b->s = NULL;
-    b->len = b->cap = 0;
-    return l->f[l->n++] ? 0 : -1;
-}
 
 static void rcsv_line_free(struct rcsv_line *l)
 {
@@ -69,23 +33,48 @@ static void rcsv_line_free(struct rcsv_line *l)
     memset(l, 0, sizeof *l);
 }
 
-/* A quoted field starting after its opening quote; *p left after the
- * closing one.  -1: unterminated, -2: no memory. */
-static int rcsv_quoted(const char **p, struct rcsv_buf *b)
+/* One field at *p (quoted or not, or both: "a"b is ab), *p left at the
+ * comma or line end after it.  A malloc'd string, or NULL with *rc -1
+ * (unterminated quote) or -2 (no memory). */
+static char *rcsv_field(const char **p, int *rc)
 {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
     const char *s = *p;
-    for (;; s++) {
-        if (*s == '\0')
-            return -1;
-        if (*s == '"') {
-            if (s[1] != '"')
-                break;
-            s++;
+    *rc = f ? 0 : -2;
+    if (f && *s == '"') {
+        for (s++; *s && (*s != '"' || s[1] == '"'); s++) {
+            s += *s == '"'; /* "" is one quote */
+            fputc(*s, f);
         }
-        if (rcsv_putc(b, *s))
-            return -2;
+        *rc = *s ? 0 : -1;
+        s += *s == '"';
     }
-    *p = s + 1;
+    while (*rc == 0 && *s && !strchr(",\r\n", *s))
+        fputc(*s++, f);
+    if (f && fclose(f) != 0 && *rc == 0)
+        *rc = -2;
+    *p = s;
+    if (*rc)
+        free(buf);
+    return *rc ? NULL : buf;
+}
+
+/* Add field f to l (freeing it when there is no room): 0 or -2. */
+static int rcsv_push(struct rcsv_line *l, char *f)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        char **a = realloc(l->f, (size_t)cap * sizeof *a);
+        if (!a) {
+            free(f);
+            return -2;
+        }
+        l->f = a;
+        l->cap = cap;
+    }
+    l->f[l->n++] = f;
     return 0;
 }
 
@@ -93,30 +82,18 @@ static int rcsv_quoted(const char **p, struct rcsv_buf *b)
  * unterminated quote, -2 no memory. */
 static int rcsv_read_line(const char **p, struct rcsv_line *l)
 {
-    const char *s = *p;
-    struct rcsv_buf b = {0};
+    int rc;
     for (;;) {
-        int rc = 0;
-        if (*s == '"') {
-            s++;
-            rc = rcsv_quoted(&s, &b);
-        }
-        while (rc == 0 && *s && *s != ',' && *s != '\n' && *s != '\r')
-            rc = rcsv_putc(&b, *s++) ? -2 : 0;
-        if (rc == 0 && rcsv_push_field(l, &b))
-            rc = -2;
-        if (rc) {
-            free(b.s);
-            return rc;
-        }
-        if (*s != ',')
+        char *f = rcsv_field(p, &rc);
+        if (rc == 0)
+            rc = rcsv_push(l, f);
+        if (rc || **p != ',')
             break;
-        s++;
+        ++*p;
     }
-    s += *s == '\r';
-    s += *s == '\n';
-    *p = s;
-    return 0;
+    *p += **p == '\r';
+    *p += **p == '\n';
+    return rc;
 }
 
 static int rcsv_add_row(report_csv_t *c, struct rcsv_line *l, int *cap)

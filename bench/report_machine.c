@@ -24,69 +24,27 @@
 #include "common.h"
 #include "mqs.h"
 
-/* The value of the first "key<spaces>: value" line of a /proc file. */
-static bool rmach_proc_field(const char *file, const char *key, char *out,
-                             size_t n)
-{
-    FILE *f = fopen(file, "r");
-    if (!f)
-        return false;
-    char line[512];
-    bool found = false;
-    size_t kl = strlen(key);
-    while (!found && fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, kl) != 0 || !strchr(line + kl, ':'))
-            continue;
-        const char *v = strchr(line + kl, ':') + 1;
-        v += strspn(v, " \t");
-        snprintf(out, n, "%.*s", (int)strcspn(v, "\n"), v);
-        found = *out != '\0';
-    }
-    fclose(f);
-    return found;
-}
-
 static void rmach_cpu(report_machine_t *m)
 {
-    if (rmach_proc_field("/proc/cpuinfo", "model name", m->cpu, sizeof m->cpu))
+    if (bench_proc_field("/proc/cpuinfo", "model name", m->cpu, sizeof m->cpu))
         return;
     char impl[64] = "", part[64] = "";
-    if (rmach_proc_field("/proc/cpuinfo", "CPU implementer", impl,
+    if (bench_proc_field("/proc/cpuinfo", "CPU implementer", impl,
                          sizeof impl) &&
-        rmach_proc_field("/proc/cpuinfo", "CPU part", part, sizeof part)) {
+        bench_proc_field("/proc/cpuinfo", "CPU part", part, sizeof part)) {
         snprintf(m->cpu, sizeof m->cpu, "implementer %s part %s", impl, part);
         return;
     }
     snprintf(m->cpu, sizeof m->cpu, "unknown");
 }
 
-static void rmach_memory(report_machine_t *m)
-{
-    char v[64];
-    if (rmach_proc_field("/proc/meminfo", "MemTotal", v, sizeof v))
-        m->mem_gib = strtod(v, NULL) / (1024.0 * 1024.0); /* kB */
-}
-
-static void rmach_kernel(report_machine_t *m)
-{
-    struct utsname u;
-    if (uname(&u) == 0)
-        snprintf(m->kernel, sizeof m->kernel, "%s %s %s", u.sysname,
-                 u.release, u.machine);
-    else
-        snprintf(m->kernel, sizeof m->kernel, "unknown");
-}
-
-static void rmach_compiler(report_machine_t *m)
-{
 #if defined(__clang__)
-    snprintf(m->compiler, sizeof m->compiler, "clang %s", __clang_version__);
+#define RMACH_COMPILER "clang " __clang_version__
 #elif defined(__GNUC__)
-    snprintf(m->compiler, sizeof m->compiler, "gcc %s", __VERSION__);
+#define RMACH_COMPILER "gcc " __VERSION__
 #else
-    snprintf(m->compiler, sizeof m->compiler, "unknown");
+#define RMACH_COMPILER "unknown"
 #endif
-}
 
 #if defined(__has_include)
 #if __has_include("mqs_build_id.h")
@@ -97,24 +55,26 @@ static void rmach_compiler(report_machine_t *m)
 #define MQS_BUILD_COMMIT "unknown"
 #endif
 
-static void rmach_commit(report_machine_t *m)
-{
-    snprintf(m->commit, sizeof m->commit, "%s", MQS_BUILD_COMMIT);
-}
-
 void report_machine_describe(report_machine_t *m)
 {
+    char mem[64];
+    struct utsname u;
     memset(m, 0, sizeof *m);
     rmach_cpu(m);
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     m->cores_online = online > 0 ? (int)online : 0;
     m->cores_allowed = bench_cpus_allowed();
-    rmach_memory(m);
-    rmach_kernel(m);
-    rmach_compiler(m);
+    if (bench_proc_field("/proc/meminfo", "MemTotal", mem, sizeof mem))
+        m->mem_gib = strtod(mem, NULL) / (1024.0 * 1024.0); /* kB */
+    if (uname(&u) == 0)
+        snprintf(m->kernel, sizeof m->kernel, "%s %s %s", u.sysname, u.release,
+                 u.machine);
+    else
+        snprintf(m->kernel, sizeof m->kernel, "unknown");
+    snprintf(m->compiler, sizeof m->compiler, "%s", RMACH_COMPILER);
     snprintf(m->version, sizeof m->version, "%d.%d.%d", MQS_VERSION_MAJOR,
              MQS_VERSION_MINOR, MQS_VERSION_PATCH);
-    rmach_commit(m);
+    snprintf(m->commit, sizeof m->commit, "%s", MQS_BUILD_COMMIT);
     time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm))

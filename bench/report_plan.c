@@ -12,12 +12,12 @@
  * The planner splits the budget (less REPORT_RESERVE for start-up and
  * plotting) by the weights of the standard set (a step whose weighted
  * share is below its minimum gets the minimum, and the others share the
- * rest), divides each share by
- * the step's points, and picks --seconds <= share / points / (repeats +
- * 2) and --budget = the rest of the point's share (capped at the
- * experiments' own default), so the bound above is within the share.  The points are counted from the lists the step will run
- * with: the standard set's, or the experiment's own defaults, read from
- * its --help (every experiment prints them through bench/common.c).
+ * rest), divides each share by the step's points, and picks --seconds <=
+ * share / points / (repeats + 2) and --budget = the rest of the point's
+ * share (capped at the experiments' own default), so the bound above is
+ * within the share.  The points are counted from the lists the step will
+ * run with: the standard set's, or the experiment's own defaults, read
+ * from its --help (every experiment prints them through bench/common.c).
  *
  * Rejected: measuring a calibration run first (it costs budget and the
  * driver's bound is already tight); letting experiments stop on their
@@ -114,7 +114,12 @@ int report_count_rows(const char *policy)
 /* Sizing each step                                                    */
 /* ------------------------------------------------------------------ */
 
-const char *report_step_policy(const report_t *rp, const report_step_t *s)
+/* The --policy a step runs with (NULL: leave the experiment's default).
+ * A user's --policy is passed as given; the standard rows lose those this
+ * build's experiment does not have (a pseudo row that is not in its
+ * --help, a policy not registered), which the report names.  (Its
+ * --tasks is the standard set's, s->def->tasks, or the default.) */
+static const char *rplan_policy(const report_t *rp, const report_step_t *s)
 {
     if (rp->policy)
         return rp->policy;
@@ -155,14 +160,9 @@ static void rplan_filter_rows(report_step_t *s)
     }
 }
 
-const char *report_step_tasks(const report_step_t *s)
-{
-    return s->def->tasks;
-}
-
 static int rplan_points(const report_t *rp, const report_step_t *s)
 {
-    const char *t = report_step_tasks(s), *p = report_step_policy(rp, s);
+    const char *t = s->def->tasks, *p = rplan_policy(rp, s);
     int nt = report_count_list(t ? t : s->defaults.tasks);
     int nr = report_count_rows(p ? p : s->defaults.policy);
     int np = s->def->params > 0 ? s->def->params : 1;
@@ -330,7 +330,7 @@ static int rplan_argv(const report_t *rp, report_step_t *s)
         return -1;
     int n = 0, rc = rplan_arg(a, &n, rp->exe);
     rc = rc ? rc : rplan_arg(a, &n, s->def->experiment);
-    const char *p = report_step_policy(rp, s), *t = report_step_tasks(s);
+    const char *p = rplan_policy(rp, s), *t = s->def->tasks;
     if (p && !rc)
         rc = rplan_arg(a, &n, "--policy") || rplan_arg(a, &n, p);
     if (t && !rc)

@@ -30,87 +30,35 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "peer.h"
 
 extern char **environ;
 
 #define REPORT_RUN_GRACE_S 3.0
 #define REPORT_RUN_POLL_NS 100000000u
+#define REPORT_HELP_MAX 16384 /* an experiment's --help, more than enough */
+#define REPORT_PROBE_S 60     /* the most a --help may take             */
 
 static double rrun_now(void)
 {
     return (double)bench_now_ns() / 1e9;
 }
 
-char *report_read_file(const char *path, size_t max)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    if (max && fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        fseek(f, size > (long)max ? size - (long)max : 0, SEEK_SET);
-    }
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    while (m && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        fwrite(chunk, 1, n, m);
-    fclose(f);
-    if (!m || fclose(m) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
 /* ------------------------------------------------------------------ */
 /* --help probe                                                        */
 /* ------------------------------------------------------------------ */
 
-static char *rrun_drain(int fd)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    ssize_t n;
-    while (m && ((n = read(fd, chunk, sizeof chunk)) > 0 ||
-                 (n < 0 && errno == EINTR)))
-        if (n > 0)
-            fwrite(chunk, 1, (size_t)n, m);
-    if (m)
-        fclose(m);
-    return buf;
-}
-
 void report_probe(const report_t *rp, report_step_t *s)
 {
-    int fd[2];
     char *argv[] = {(char *)rp->exe, (char *)s->def->experiment,
                     (char *)"--help", NULL};
+    char help[REPORT_HELP_MAX];
     s->status = REPORT_ABSENT;
-    if (pipe(fd) != 0)
-        return;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null",
-                                     O_WRONLY, 0);
-    pid_t pid;
-    int rc = posix_spawn(&pid, rp->exe, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
-    char *help = rc == 0 ? rrun_drain(fd[0]) : NULL;
-    close(fd[0]);
-    int st = rc == 0 ? bench_wait_pid(pid) : -1;
-    if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+    if (bench_run_capture(argv, true, help, sizeof help,
+                          REPORT_PROBE_S * 1000000000ull) == 0) {
         s->status = REPORT_PLANNED;
         report_parse_help(help, &s->defaults);
     }
-    free(help);
 }
 
 /* ------------------------------------------------------------------ */
@@ -176,14 +124,15 @@ static int rrun_watch(const report_t *rp, const report_step_t *s, int index,
     }
 }
 
-void report_read_back(const report_t *rp, report_step_t *s)
+/* Read the CSV, stderr and plot a step left in the output directory. */
+static void rrun_read_back(const report_t *rp, report_step_t *s)
 {
     char path[4096], why[256] = "";
     rrun_path(rp, s, "stderr", path, sizeof path);
     free(s->err_text);
-    s->err_text = report_read_file(path, REPORT_STDERR_MAX);
+    s->err_text = bench_read_file(path, REPORT_STDERR_MAX);
     rrun_path(rp, s, "csv", path, sizeof path);
-    char *text = report_read_file(path, 0);
+    char *text = bench_read_file(path, 0);
     if (s->have_csv)
         report_csv_free(&s->csv);
     s->have_csv = text && *text && report_csv_parse(text, &s->csv, why,
@@ -232,14 +181,12 @@ void report_run_step(const report_t *rp, report_step_t *s, int index,
     s->took_s = rrun_now() - t0;
     if (rp->tty)
         fputs("\r\033[K", stderr);
-    report_read_back(rp, s);
+    rrun_read_back(rp, s);
     if (rc != 0) {
         free(s->err_text);
-        size_t n = 256;
-        s->err_text = malloc(n);
-        if (s->err_text)
-            snprintf(s->err_text, n, "could not start %s: %s", rp->exe,
-                     strerror(rc));
+        if (asprintf(&s->err_text, "could not start %s: %s", rp->exe,
+                     strerror(rc)) < 0)
+            s->err_text = NULL;
     }
     rrun_outcome(s, st, killed);
 }

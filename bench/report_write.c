@@ -24,26 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s, or 0 when it is not one. */
-static int rwrite_utf8_len(const unsigned char *s)
-{
-    int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2
-                           : (s[0] & 0xF0) == 0xE0 ? 3
-                           : (s[0] & 0xF8) == 0xF0 ? 4
-                                                   : 0;
-    if (n == 2 && s[0] < 0xC2)
-        return 0; /* overlong */
-    for (int i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
+#include "output.h"
 
 static void rwrite_html(FILE *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
-        int n = rwrite_utf8_len(p);
+        int n = bench_utf8_len(p);
         const char *ent = *p == '&'   ? "&amp;"
                           : *p == '<' ? "&lt;"
                           : *p == '>' ? "&gt;"
@@ -59,100 +46,54 @@ static void rwrite_html(FILE *out, const char *s)
     }
 }
 
-static void rwrite_json_str(FILE *out, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    if (!s) {
-        fputs("null", out);
-        return;
-    }
-    fputc('"', out);
-    while (*p) {
-        int n = rwrite_utf8_len(p);
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", out);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else if (n == 0)
-            fputs("\\ufffd", out);
-        else
-            fwrite(p, 1, (size_t)n, out);
-        p += n ? n : 1;
-    }
-    fputc('"', out);
-}
-
 /* ------------------------------------------------------------------ */
 /* Shared wording                                                      */
 /* ------------------------------------------------------------------ */
 
+/* Each status's name, and its class in the HTML (the colour). */
+static const char *const rwrite_status[][2] = {
+    [REPORT_PLANNED] = {"not run", "skipped"},
+    [REPORT_OK] = {"ok", "ok"},
+    [REPORT_FAILED] = {"failed", "failed"},
+    [REPORT_TIMED_OUT] = {"timed out", "timed-out"},
+    [REPORT_ABSENT] = {"not in this build", "absent"},
+    [REPORT_SKIPPED] = {"skipped", "skipped"},
+};
+
 const char *report_status_name(report_status_t s)
 {
-    switch (s) {
-    case REPORT_PLANNED:
-        return "not run";
-    case REPORT_OK:
-        return "ok";
-    case REPORT_FAILED:
-        return "failed";
-    case REPORT_TIMED_OUT:
-        return "timed out";
-    case REPORT_ABSENT:
-        return "not in this build";
-    case REPORT_SKIPPED:
-        return "skipped";
-    }
-    return "?";
+    return (size_t)s < sizeof rwrite_status / sizeof rwrite_status[0]
+               ? rwrite_status[s][0]
+               : "?";
 }
 
-/* One sentence on how the step ended. */
-static void rwrite_outcome(FILE *out, const report_step_t *s)
+/* One sentence on how the step ended, into buf. */
+static const char *rwrite_outcome(const report_step_t *s, char *buf, size_t n)
 {
-    switch (s->status) {
-    case REPORT_OK:
-        fprintf(out, "ran in %.0f s of the %.0f s it was given", s->took_s,
-                s->given_s);
-        break;
-    case REPORT_FAILED:
-        if (s->exit_status < 0)
-            fprintf(out, "killed by signal %d after %.0f s", -s->exit_status,
-                    s->took_s);
-        else if (s->exit_status > 0)
-            fprintf(out, "exited with status %d after %.0f s", s->exit_status,
-                    s->took_s);
-        else
-            fprintf(out, "exited 0 after %.0f s but its output is not a "
-                         "table",
-                    s->took_s);
-        break;
-    case REPORT_TIMED_OUT:
-        fprintf(out, "killed after %.0f s: it overran the %.0f s it was given",
-                s->took_s, s->given_s);
-        break;
-    case REPORT_ABSENT:
-        fprintf(out, "not in this build: 'mqs-bench %s --help' failed",
-                s->def->experiment);
-        break;
-    case REPORT_SKIPPED:
-        fputs("not run: the budget was spent before its turn", out);
-        break;
-    case REPORT_PLANNED:
-        fputs("not run", out);
-        break;
-    }
-}
-
-static char *rwrite_outcome_text(const report_step_t *s)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return NULL;
-    rwrite_outcome(f, s);
-    fclose(f);
+    double took = s->took_s, given = s->given_s;
+    int x = s->exit_status;
+    if (s->status == REPORT_OK)
+        snprintf(buf, n, "ran in %.0f s of the %.0f s it was given", took,
+                 given);
+    else if (s->status == REPORT_FAILED && x < 0)
+        snprintf(buf, n, "killed by signal %d after %.0f s", -x, took);
+    else if (s->status == REPORT_FAILED && x > 0)
+        snprintf(buf, n, "exited with status %d after %.0f s", x, took);
+    else if (s->status == REPORT_FAILED)
+        snprintf(buf, n, "exited 0 after %.0f s but its output is not a table",
+                 took);
+    else if (s->status == REPORT_TIMED_OUT)
+        snprintf(buf, n,
+                 "killed after %.0f s: it overran the %.0f s it was given",
+                 took, given);
+    else if (s->status == REPORT_ABSENT)
+        snprintf(buf, n, "not in this build: 'mqs-bench %s --help' failed",
+                 s->def->experiment);
+    else
+        snprintf(buf, n, "not run%s",
+                 s->status == REPORT_SKIPPED
+                     ? ": the budget was spent before its turn"
+                     : "");
     return buf;
 }
 
@@ -173,15 +114,6 @@ static const char rwrite_style[] =
     ".ok{color:#070}.failed,.timed-out{color:#b00}"
     ".absent,.skipped{color:#777}\n"
     "img{max-width:100%;border:1px solid #ddd}\n";
-
-static const char *rwrite_class(report_status_t s)
-{
-    return s == REPORT_OK          ? "ok"
-           : s == REPORT_FAILED    ? "failed"
-           : s == REPORT_TIMED_OUT ? "timed-out"
-           : s == REPORT_ABSENT    ? "absent"
-                                   : "skipped";
-}
 
 static void rwrite_kv(FILE *out, const char *k, const char *v)
 {
@@ -227,9 +159,10 @@ static void rwrite_summary(FILE *out, const report_t *rp)
         const report_step_t *s = &rp->steps[i];
         fprintf(out, "<tr><td><a href=\"#%s\">", s->def->experiment);
         rwrite_html(out, s->def->experiment);
-        fprintf(out, "</a></td><td class=\"%s\">%s</td><td class=\"n\">%d"
-                     "</td>",
-                rwrite_class(s->status), report_status_name(s->status),
+        fprintf(out,
+                "</a></td><td class=\"%s\">%s</td><td class=\"n\">%d"
+                "</td>",
+                rwrite_status[s->status][1], report_status_name(s->status),
                 s->have_csv ? s->csv.nrow : 0);
         if (s->status == REPORT_ABSENT || s->status == REPORT_SKIPPED)
             fputs("<td></td><td></td></tr>\n", out);
@@ -301,12 +234,12 @@ static void rwrite_plot(FILE *out, const report_t *rp, const report_step_t *s)
 static void rwrite_step(FILE *out, const report_t *rp, const report_step_t *s)
 {
     const char *e = s->def->experiment;
-    fprintf(out, "<section id=\"%s\">\n<h2>%s <span class=\"%s\">(%s)</span>"
-                 "</h2>\n<p>",
-            e, e, rwrite_class(s->status), report_status_name(s->status));
-    char *outcome = rwrite_outcome_text(s);
-    rwrite_html(out, outcome);
-    free(outcome);
+    fprintf(out,
+            "<section id=\"%s\">\n<h2>%s <span class=\"%s\">(%s)</span>"
+            "</h2>\n<p>",
+            e, e, rwrite_status[s->status][1], report_status_name(s->status));
+    char outcome[256];
+    rwrite_html(out, rwrite_outcome(s, outcome, sizeof outcome));
     fputs(".</p>\n", out);
     if (s->status == REPORT_ABSENT || s->status == REPORT_SKIPPED) {
         fputs("</section>\n", out);
@@ -362,8 +295,15 @@ int report_write_html(const report_t *rp, FILE *out)
 static void rwrite_key(FILE *out, const char *k, bool first)
 {
     fputs(first ? "" : ", ", out);
-    rwrite_json_str(out, k);
+    bench_json_str(out, k);
     fputs(": ", out);
+}
+
+/* A key after the first, and its string value. */
+static void rwrite_kstr(FILE *out, const char *k, const char *v)
+{
+    rwrite_key(out, k, false);
+    bench_json_str(out, v);
 }
 
 static bool rwrite_string_col(const char *name)
@@ -383,7 +323,7 @@ static void rwrite_json_cell(FILE *out, const char *col, const char *v)
     char *end;
     double d = strtod(v, &end);
     if (rwrite_string_col(col))
-        rwrite_json_str(out, v);
+        bench_json_str(out, v);
     else if (!strcmp(col, "frc") && (!strcmp(v, "0") || !strcmp(v, "1")))
         fputs(*v == '1' ? "true" : "false", out);
     else if (*v && *end == '\0' && isfinite(d))
@@ -391,7 +331,7 @@ static void rwrite_json_cell(FILE *out, const char *col, const char *v)
     else if (!*v || !strcmp(v, "nan") || *end == '\0')
         fputs("null", out);
     else
-        rwrite_json_str(out, v);
+        bench_json_str(out, v);
 }
 
 static void rwrite_json_rows(FILE *out, const report_t *rp)
@@ -417,22 +357,18 @@ static void rwrite_json_machine(FILE *out, const report_machine_t *m)
 {
     fputs("\"machine\": {", out);
     rwrite_key(out, "cpu", true);
-    rwrite_json_str(out, m->cpu);
-    rwrite_key(out, "cores_online", false);
-    fprintf(out, "%d", m->cores_online);
-    rwrite_key(out, "cores_allowed", false);
-    fprintf(out, "%d", m->cores_allowed);
-    rwrite_key(out, "memory_gib", false);
-    fprintf(out, "%.2f", m->mem_gib);
+    bench_json_str(out, m->cpu);
+    fprintf(out,
+            ", \"cores_online\": %d, \"cores_allowed\": %d, "
+            "\"memory_gib\": %.2f",
+            m->cores_online, m->cores_allowed, m->mem_gib);
     const char *const kv[][2] = {{"kernel", m->kernel},
                                  {"compiler", m->compiler},
                                  {"mqs_version", m->version},
                                  {"git_commit", m->commit},
                                  {"date", m->date}};
-    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
-        rwrite_key(out, kv[i][0], false);
-        rwrite_json_str(out, kv[i][1]);
-    }
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        rwrite_kstr(out, kv[i][0], kv[i][1]);
     fputc('}', out);
 }
 
@@ -442,7 +378,7 @@ static void rwrite_json_argv(FILE *out, const report_t *rp,
     fputc('[', out);
     for (int i = 0; s->argv && s->argv[i]; i++) {
         fputs(i ? ", " : "", out);
-        rwrite_json_str(out, i == 0 ? rp->exe_shown : s->argv[i]);
+        bench_json_str(out, i == 0 ? rp->exe_shown : s->argv[i]);
     }
     fputc(']', out);
 }
@@ -450,43 +386,30 @@ static void rwrite_json_argv(FILE *out, const report_t *rp,
 static void rwrite_json_step(FILE *out, const report_t *rp,
                              const report_step_t *s)
 {
-    char *outcome = rwrite_outcome_text(s);
+    char outcome[256];
     fputs("{", out);
     rwrite_key(out, "experiment", true);
-    rwrite_json_str(out, s->def->experiment);
-    rwrite_key(out, "status", false);
-    rwrite_json_str(out, report_status_name(s->status));
-    rwrite_key(out, "outcome", false);
-    rwrite_json_str(out, outcome ? outcome : "");
-    rwrite_key(out, "command", false);
-    rwrite_json_str(out, s->command);
+    bench_json_str(out, s->def->experiment);
+    rwrite_kstr(out, "status", report_status_name(s->status));
+    rwrite_kstr(out, "outcome", rwrite_outcome(s, outcome, sizeof outcome));
+    rwrite_kstr(out, "command", s->command);
     rwrite_key(out, "argv", false);
     rwrite_json_argv(out, rp, s);
-    rwrite_key(out, "rows_not_in_build", false);
-    rwrite_json_str(out, s->dropped);
-    rwrite_key(out, "points", false);
-    fprintf(out, "%d", s->points);
-    rwrite_key(out, "seconds", false);
-    fprintf(out, "%.3f", s->seconds);
-    rwrite_key(out, "repeats", false);
-    fprintf(out, "%d", s->repeats);
-    rwrite_key(out, "point_budget_seconds", false);
-    fprintf(out, "%.2f, \"given_seconds\": %.1f, \"took_seconds\": %.1f, "
-                 "\"exit_status\": %d",
-            s->point_budget_s, s->given_s, s->took_s, s->exit_status);
-    rwrite_key(out, "rows", false);
-    fprintf(out, "%d", s->have_csv ? s->csv.nrow : 0);
-    rwrite_key(out, "csv_error", false);
-    rwrite_json_str(out, s->csv_error);
+    rwrite_kstr(out, "rows_not_in_build", s->dropped);
+    fprintf(out,
+            ", \"points\": %d, \"seconds\": %.3f, \"repeats\": %d, "
+            "\"point_budget_seconds\": %.2f, \"given_seconds\": %.1f, "
+            "\"took_seconds\": %.1f, \"exit_status\": %d, \"rows\": %d",
+            s->points, s->seconds, s->repeats, s->point_budget_s, s->given_s,
+            s->took_s, s->exit_status, s->have_csv ? s->csv.nrow : 0);
+    rwrite_kstr(out, "csv_error", s->csv_error);
     rwrite_key(out, "plot", false);
     if (s->have_plot)
         fprintf(out, "\"%s.svg\"", s->def->experiment);
     else
         fputs("null", out);
-    rwrite_key(out, "stderr", false);
-    rwrite_json_str(out, s->err_text ? s->err_text : "");
+    rwrite_kstr(out, "stderr", s->err_text ? s->err_text : "");
     fputc('}', out);
-    free(outcome);
 }
 
 int report_write_json(const report_t *rp, FILE *out)
@@ -496,7 +419,7 @@ int report_write_json(const report_t *rp, FILE *out)
     fprintf(out, ",\n \"budget_minutes\": %.2f, \"total_seconds\": %.1f, "
                  "\"plots\": %s,\n \"command\": ",
             rp->budget_s / 60, rp->total_s, rp->plots ? "true" : "false");
-    rwrite_json_str(out, rp->invocation);
+    bench_json_str(out, rp->invocation);
     fputs(",\n \"steps\": [", out);
     for (int i = 0; i < rp->nsteps; i++) {
         fputs(i ? ",\n  " : "\n  ", out);

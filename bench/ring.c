@@ -42,7 +42,6 @@
 
 #include "expkit.h"
 
-#define RING_CACHELINE 64
 #define RING_KERNEL_STACK (64u * 1024u)
 
 static const char *const ring_pseudo[] = {"kernel", "go", "fiber", NULL};
@@ -87,7 +86,7 @@ struct ring_member {
     uint32_t *array;   /* size KiB of its own                */
     struct ring_run *run;
     int index;
-} __attribute__((aligned(RING_CACHELINE)));
+} __attribute__((aligned(BENCH_CACHELINE)));
 
 /* One sample: written by task 0 (stamps, laps, done) and the main thread
  * (stop); the members read done after being handed the token, which
@@ -125,7 +124,7 @@ static bool ring_hold(struct ring_member *me)
             r->t0 = bench_now_ns();
             atomic_store_explicit(&r->started, 1, memory_order_relaxed);
         }
-        if (atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+        if (bench_flag(&r->stop)) {
             r->t1 = bench_now_ns();
             r->done = true;
         } else {
@@ -265,7 +264,7 @@ static int ring_measure(bench_point_t *p, double *value, double *extra)
 static int ring_alloc(struct ring_point *pt)
 {
     size_t bytes = (size_t)pt->size_kib * 1024;
-    pt->m = aligned_alloc(RING_CACHELINE, (size_t)pt->ntasks * sizeof *pt->m);
+    pt->m = aligned_alloc(BENCH_CACHELINE, (size_t)pt->ntasks * sizeof *pt->m);
     if (!pt->m)
         return -1;
     memset(pt->m, 0, (size_t)pt->ntasks * sizeof *pt->m);
@@ -345,7 +344,6 @@ static int ring_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     a->cur = (struct ring_point){.ntasks = sw->o->tasks[i],
                                  .size_kib = a->size_kib};
     p->unit = "us";
-    p->nextra = RX_COUNT;
     p->ctx = &a->cur;
     p->emit = ring_emit;
     p->workers = sw->o->workers ? sw->o->workers : 1; /* a peer's W */
@@ -361,11 +359,10 @@ static int ring_prepare(bench_sweep_t *sw)
 {
     const bench_opts_t *o = sw->o;
     for (int t = 0; t < o->ntasks; t++)
-        if (o->tasks[t] < 2) {
-            fprintf(stderr, "mqs-bench ring: --tasks: a ring needs at least "
-                            "2 tasks, got %d\n", o->tasks[t]);
-            return BENCH_EXIT_USAGE;
-        }
+        if (o->tasks[t] < 2)
+            return bench_usage("ring",
+                               "--tasks: a ring needs at least 2 tasks, got %d",
+                               o->tasks[t]);
     return 0;
 }
 
@@ -383,23 +380,15 @@ static int ring_options(bench_sweep_t *sw, int *argc, char **argv)
 static const unsigned char ring_fold[RX_COUNT] = {[RX_REPEATS] =
                                                       BENCH_FOLD_REPEATS};
 
-static const bench_row_kind_t ring_kinds[] = {
-    {NULL, &ring_kind}, {"kernel", &ring_kind}, {NULL, NULL}};
-
-static const bench_exp_t ring_exp = {
+const bench_exp_t bench_ring_exp = {
     .cli = &ring_cli,
+    .arg_size = sizeof(struct ring_args),
     .title = "us per context switch",
     .extras = ring_extras,
     .nextra = RX_COUNT,
     .fold = ring_fold,
-    .kinds = ring_kinds,
+    .kind = &ring_kind,
     .options = ring_options,
     .prepare = ring_prepare,
     .setup = ring_setup,
 };
-
-int bench_ring_main(int argc, char **argv)
-{
-    struct ring_args a = {0};
-    return bench_exp_main(&ring_exp, &a, argc, argv);
-}

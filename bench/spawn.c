@@ -251,7 +251,12 @@ struct spawn_point {
     long live; /* 0: the tree; else tasks alive at once */
 };
 
-static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
+/* Run fn(arg) as the one task of a fresh runtime of p's row, with 16 KiB
+ * default stacks, and destroy it: 0, or -1 when the runtime failed (said
+ * on stderr).  A spawn or join error goes into *err, the time from spawn
+ * to join into *ns. */
+static int spawn_in_runtime(bench_point_t *p, void *(*fn)(void *), void *arg,
+                            int *err, uint64_t *ns)
 {
     mqs_runtime_t *rt;
     if (bench_runtime_open("spawn", p->row->spec, p->o->workers, SPAWN_STACK,
@@ -259,13 +264,20 @@ static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
         return -1;
     mqs_task_t *t;
     uint64_t t0 = bench_now_ns();
-    int rc = mqs_spawn(rt, &t, NULL, spawn_node, root);
-    if (rc == 0)
-        rc = mqs_join(t, NULL);
+    *err = mqs_spawn(rt, &t, NULL, fn, arg);
+    if (*err == 0)
+        *err = mqs_join(t, NULL);
     *ns = bench_now_ns() - t0;
-    if (rc)
-        spawn_fail(root->tree, rc);
     return bench_runtime_close("spawn", rt);
+}
+
+static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
+{
+    int err = 0;
+    int rc = spawn_in_runtime(p, spawn_node, root, &err, ns);
+    if (err)
+        spawn_fail(root->tree, err);
+    return rc;
 }
 
 static int spawn_run_kernel(bench_point_t *p, struct spawn_node *root,
@@ -308,16 +320,10 @@ static long spawn_peak_rss_kib(void)
 /* The page tables' size (VmPTE), in KiB; -1 if unknown. */
 static long spawn_pte_kib(void)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
+    char v[64];
+    if (!bench_proc_field("/proc/self/status", "VmPTE", v, sizeof v))
         return -1;
-    char line[128];
-    long v = -1;
-    while (v < 0 && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmPTE: %ld", &v) != 1)
-            v = -1;
-    fclose(f);
-    return v;
+    return strtol(v, NULL, 10);
 }
 
 static void *spawn_live_task(void *gate)
@@ -362,12 +368,8 @@ static int spawn_run_live(bench_point_t *p, long n, struct spawn_out *out)
     long ngates = (n - 1) / SPAWN_LIVE_PER_GATE + 1;
     struct spawn_live l = {.n = n};
     l.gates = calloc((size_t)ngates, sizeof *l.gates);
-    mqs_runtime_t *rt;
-    if (!l.gates || bench_runtime_open("spawn", p->row->spec, p->o->workers,
-                                       SPAWN_STACK, &rt)) {
-        free(l.gates);
+    if (!l.gates)
         return -1;
-    }
     for (long g = 0; g < ngates; g++) {
         mqs_waitgroup_init(&l.gates[g]);
         mqs_waitgroup_add(&l.gates[g], 1);
@@ -375,11 +377,9 @@ static int spawn_run_live(bench_point_t *p, long n, struct spawn_out *out)
     mqs_waitgroup_init(&l.done);
     mqs_waitgroup_add(&l.done, n);
     spawn_live_cur = &l;
-    mqs_task_t *t;
-    int rc = mqs_spawn(rt, &t, NULL, spawn_live_main, &l);
-    if (rc == 0)
-        rc = mqs_join(t, NULL);
-    rc = bench_runtime_close("spawn", rt) || rc ? -1 : 0;
+    int err = 0;
+    uint64_t ns;
+    int rc = spawn_in_runtime(p, spawn_live_main, &l, &err, &ns) ? -1 : err;
     free(l.gates);
     *out = (struct spawn_out){
         .rc = rc || l.err ? -1 : 0, .err = l.err, .ns = (double)l.ns,
@@ -402,12 +402,10 @@ static void spawn_child(bench_point_t *p, struct spawn_out *out)
     uint64_t ns = 0;
     int rc = p->row->pseudo ? spawn_run_kernel(p, &root, &ns)
                             : spawn_run_mq(p, &root, &ns);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
     out->err = atomic_load(&tree.err);
     out->sum = root.sum;
     out->ns = (double)ns;
-    out->rss_kib = ru.ru_maxrss;
+    out->rss_kib = spawn_peak_rss_kib();
     bool right = root.sum == spawn_expected_sum((uint64_t)sp->leaves);
     out->rc = rc == 0 && out->err == 0 && right ? 0 : -1;
 }
@@ -415,15 +413,10 @@ static void spawn_child(bench_point_t *p, struct spawn_out *out)
 /* Read the child's report; -1 when it died or said nothing. */
 static int spawn_collect(int fd, pid_t pid, struct spawn_out *out)
 {
-    ssize_t got;
-    do
-        got = read(fd, out, sizeof *out);
-    while (got < 0 && errno == EINTR);
+    size_t got = bench_read(fd, out, sizeof *out);
     close(fd);
     int st = bench_wait_pid(pid);
-    if (st == -1 || got != (ssize_t)sizeof *out || !WIFEXITED(st))
-        return -1;
-    return 0;
+    return st == -1 || got != sizeof *out || !WIFEXITED(st) ? -1 : 0;
 }
 
 static int spawn_fork(bench_point_t *p, struct spawn_out *out)
@@ -449,10 +442,17 @@ static int spawn_fork(bench_point_t *p, struct spawn_out *out)
     return spawn_collect(fd[0], pid, out);
 }
 
-static void spawn_explain(bench_point_t *p, const struct spawn_out *o,
-                          uint64_t want)
+/* Why the measurement failed, into p's note and on stderr; -1. */
+static int spawn_explain(bench_point_t *p, const struct spawn_out *o, bool died)
 {
-    if (o->err)
+    const struct spawn_point *sp = p->ctx;
+    uint64_t want = spawn_expected_sum((uint64_t)sp->leaves);
+    if (died)
+        snprintf(p->note, sizeof p->note, "failed: measuring child died");
+    else if (sp->live)
+        snprintf(p->note, sizeof p->note, "failed: spawn %ld of %ld: %s",
+                 o->spawned + 1, sp->live, mqs_strerror(o->err));
+    else if (o->err)
         snprintf(p->note, sizeof p->note, "failed: spawn: %s",
                  mqs_strerror(o->err));
     else
@@ -460,29 +460,17 @@ static void spawn_explain(bench_point_t *p, const struct spawn_out *o,
                  (unsigned long long)o->sum, (unsigned long long)want);
     fprintf(stderr, "mqs-bench spawn: %s %s: %s\n", p->row->spec, p->param,
             p->note);
+    return -1;
 }
 
 static int spawn_measure(bench_point_t *p, double *value, double *extra)
 {
     struct spawn_point *sp = p->ctx;
     struct spawn_out o;
-    if (spawn_fork(p, &o) != 0) {
-        snprintf(p->note, sizeof p->note, "failed: measuring child died");
-        fprintf(stderr, "mqs-bench spawn: %s %s: %s\n", p->row->spec, p->param,
-                p->note);
-        return -1;
-    }
-    if (o.rc != 0 && sp->live) {
-        snprintf(p->note, sizeof p->note, "failed: spawn %ld of %ld: %s",
-                 o.spawned + 1, sp->live, mqs_strerror(o.err));
-        fprintf(stderr, "mqs-bench spawn: %s %s: %s\n", p->row->spec,
-                p->param, p->note);
-        return -1;
-    }
-    if (o.rc != 0) {
-        spawn_explain(p, &o, spawn_expected_sum((uint64_t)sp->leaves));
-        return -1;
-    }
+    if (spawn_fork(p, &o) != 0)
+        return spawn_explain(p, &o, true);
+    if (o.rc != 0)
+        return spawn_explain(p, &o, false);
     if (sp->live) {
         *value = o.ns / (double)sp->live;
         extra[SPAWN_L_RSS] = (double)o.rss_grown_kib * 1024 / (double)sp->live;
@@ -520,13 +508,7 @@ static int spawn_open(bench_point_t *p)
     return 0;
 }
 
-static void spawn_close(bench_point_t *p)
-{
-    (void)p;
-}
-
-static const bench_point_kind_t spawn_kind = {spawn_open, spawn_measure,
-                                              spawn_close};
+static const bench_point_kind_t spawn_kind = {spawn_open, spawn_measure, NULL};
 
 /* ------------------------------------------------------------------ */
 /* Peers                                                               */
@@ -606,15 +588,11 @@ static int spawn_options(bench_sweep_t *sw, int *argc, char **argv)
 
 static int spawn_check_sizes(const bench_opts_t *o, int fanout)
 {
-    for (int i = 0; i < o->ntasks; i++) {
-        if (spawn_is_power(o->tasks[i], fanout))
-            continue;
-        fprintf(stderr,
-                "mqs-bench spawn: --tasks: %d is not a power of --fanout "
-                "%d\n",
-                o->tasks[i], fanout);
-        return BENCH_EXIT_USAGE;
-    }
+    for (int i = 0; i < o->ntasks; i++)
+        if (!spawn_is_power(o->tasks[i], fanout))
+            return bench_usage("spawn",
+                               "--tasks: %d is not a power of --fanout %d",
+                               o->tasks[i], fanout);
     return 0;
 }
 
@@ -639,7 +617,6 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
                                a->live};
     spawn_peer_args(p, sp);
     p->unit = "ns";
-    p->nextra = sw->nextra;
     /* Each run is a cold child anyway; a warm-up of 10^6 tasks would
      * only double the time. */
     p->no_warm = a->live != 0;
@@ -651,22 +628,14 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     return 0;
 }
 
-static const bench_row_kind_t spawn_kinds[] = {
-    {NULL, &spawn_kind}, {"kernel", &spawn_kind}, {NULL, NULL}};
-
-static const bench_exp_t spawn_exp = {
+const bench_exp_t bench_spawn_exp = {
     .cli = &spawn_cli,
+    .arg_size = sizeof(struct spawn_args),
     .title = "ns per task",
     .extras = spawn_extras,
     .nextra = SPAWN_X_COUNT,
-    .kinds = spawn_kinds,
+    .kind = &spawn_kind,
     .options = spawn_options,
     .prepare = spawn_prepare,
     .setup = spawn_setup,
 };
-
-int bench_spawn_main(int argc, char **argv)
-{
-    struct spawn_args a = {0};
-    return bench_exp_main(&spawn_exp, &a, argc, argv);
-}

@@ -13,9 +13,8 @@
  * The t quantiles are a table up to df 30 and the Cornish-Fisher
  * expansion above: an exact inverse of the incomplete beta function would
  * be a page of numerics for a value that changes in the fourth digit.
- * Percentiles come in the two definitions people compare against:
- * nearest-rank (always an observed sample) and linear interpolation
- * (numpy's default).  Sorting is left to the caller so nothing allocates.
+ * Sorting is left to the caller so nothing allocates.  (Percentiles are
+ * the histogram's, histogram.h: wake is the one experiment with any.)
  */
 #include "stats.h"
 
@@ -64,26 +63,6 @@ double bench_median(const double *sorted, size_t n)
     if (n % 2)
         return sorted[n / 2];
     return (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-}
-
-double bench_percentile_nearest(const double *sorted, size_t n, double p)
-{
-    if (n == 0 || !(p >= 0 && p <= 100))
-        return NAN;
-    double r = ceil(p / 100.0 * (double)n);
-    size_t rank = r < 1 ? 1 : (size_t)r;
-    return sorted[(rank > n ? n : rank) - 1];
-}
-
-double bench_percentile_interp(const double *sorted, size_t n, double p)
-{
-    if (n == 0 || !(p >= 0 && p <= 100))
-        return NAN;
-    double h = (double)(n - 1) * p / 100.0;
-    size_t lo = (size_t)floor(h);
-    if (lo + 1 >= n)
-        return sorted[n - 1];
-    return sorted[lo] + (h - (double)lo) * (sorted[lo + 1] - sorted[lo]);
 }
 
 /* t_{0.975, df} for df 1..30, four decimals. */

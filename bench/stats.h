@@ -1,13 +1,13 @@
 /*
  * stats.h - the statistics every mqs-bench experiment reports with:
- * mean, sample standard deviation, median and percentiles, Student t
+ * mean, sample standard deviation, median, Student t
  * 95% confidence intervals, and the repeat-until-precise driver behind
  * the "FRC" flag of the 2001 yield tables.
  *
  * Conventions: arrays are of double; functions that need order take an
  * array already sorted ascending (bench_sort() sorts one in place), so
  * nothing here allocates except the driver's sample buffer.  Undefined
- * results (the stdev of one sample, a percentile of nothing) are NAN, a
+ * results (the stdev of one sample, the median of nothing) are NAN, a
  * confidence half-width that cannot be had yet is INFINITY.
  */
 #ifndef MQS_BENCH_STATS_H
@@ -23,16 +23,6 @@ double bench_stdev(const double *x, size_t n);
 void bench_sort(double *x, size_t n);
 /* Median of a sorted array (mean of the middle two when n is even). */
 double bench_median(const double *sorted, size_t n);
-/*
- * Percentile p (0..100) of a sorted array.
- *   nearest: the nearest-rank definition, the sample at rank ceil(p/100*n)
- *            (rank 1 for p = 0); always one of the samples.
- *   interp:  linear interpolation between closest ranks (h = (n-1)p/100;
- *            Hyndman-Fan type 7, the numpy and R default).
- * NAN when n == 0 or p is outside 0..100.
- */
-double bench_percentile_nearest(const double *sorted, size_t n, double p);
-double bench_percentile_interp(const double *sorted, size_t n, double p);
 
 /*
  * Two-sided 95% critical value of Student's t with df degrees of freedom:

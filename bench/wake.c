@@ -44,7 +44,6 @@
 #include "expkit.h"
 #include "histogram.h"
 
-#define WAKE_CACHELINE 64
 #define WAKE_GAP_MAX_NS 200000u
 #define WAKE_RT_PRIO 50
 
@@ -104,13 +103,6 @@ struct wake_cfg {
     bool rt;
 };
 
-/* A task or thread of one sample. */
-struct wake_task {
-    mqs_task_t *task;
-    pthread_t thread;
-    bool started;
-};
-
 /* One client: written by the waker (stamp, waiting cleared) and by the
  * client (waiting set, its histogram). */
 struct wake_client {
@@ -120,8 +112,8 @@ struct wake_client {
     sem_t ksem;
     bench_hist_t hist;
     struct wake_run *run;
-    struct wake_task t;
-} __attribute__((aligned(WAKE_CACHELINE)));
+    bench_task_t t;
+} __attribute__((aligned(BENCH_CACHELINE)));
 
 /* One sample. */
 struct wake_run {
@@ -136,18 +128,12 @@ struct wake_run {
 struct wake_point {
     bench_point_t *p; /* the driver's, whose ctx this is */
     const struct wake_cfg *cfg;
-    mqs_runtime_t *rt;
     struct wake_client *c;
     bench_hist_t one, pooled; /* this repeat's wake-ups, all repeats' */
-    double *stat[WS_N];       /* per repeat                           */
+    double *stat[WS_N];       /* per repeat, max_repeats of them      */
     int n, cap, calls;
     double samples;
 };
-
-static bool wake_stopped(const struct wake_run *r)
-{
-    return atomic_load_explicit(&r->stop, memory_order_relaxed) != 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* The three kinds of task, for both mqs and kernel                    */
@@ -173,11 +159,11 @@ static void wake_post(struct wake_client *c)
 static void *wake_client_fn(void *arg)
 {
     struct wake_client *c = arg;
-    while (!wake_stopped(c->run)) {
+    while (!bench_flag(&c->run->stop)) {
         atomic_store_explicit(&c->waiting, 1, memory_order_release);
         wake_block(c);
         uint64_t now = bench_now_ns();
-        if (wake_stopped(c->run))
+        if (bench_flag(&c->run->stop))
             break;
         bench_hist_record(&c->hist, now > c->stamp ? now - c->stamp : 0);
     }
@@ -217,7 +203,7 @@ static void *wake_waker_fn(void *arg)
     struct wake_run *r = arg;
     int next = 0;
     atomic_store(&r->started, 1);
-    while (!wake_stopped(r)) {
+    while (!bench_flag(&r->stop)) {
         wake_one(r, &next);
         wake_gap(r);
     }
@@ -230,7 +216,7 @@ static void *wake_hog_fn(void *arg)
 {
     struct wake_run *r = arg;
     uint64_t slice = (uint64_t)r->cfg->hog_slice_us * 1000u;
-    while (!wake_stopped(r)) {
+    while (!bench_flag(&r->stop)) {
         uint64_t end = bench_now_ns() + slice;
         while (bench_now_ns() < end)
             ;
@@ -246,62 +232,34 @@ static void *wake_hog_fn(void *arg)
 /* Starting and joining: mqs tasks (policy rows) or pthreads (kernel)  */
 /* ------------------------------------------------------------------ */
 
-/* Thread attributes: the first `workers` CPUs, and SCHED_FIFO for the
- * urgent threads under --class rt. */
-static void wake_k_attr(const struct wake_point *pt, bool urgent,
-                        pthread_attr_t *a)
-{
-    cpu_set_t set;
-    bench_kernel_cpus(pt->p->workers, &set);
-    pthread_attr_init(a);
-    pthread_attr_setaffinity_np(a, sizeof set, &set);
-    if (urgent && pt->cfg->rt) {
-        struct sched_param sp = {.sched_priority = WAKE_RT_PRIO};
-        pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED);
-        pthread_attr_setschedpolicy(a, SCHED_FIFO);
-        pthread_attr_setschedparam(a, &sp);
-    }
-}
-
 /* Start fn(arg) as a task on the point's runtime or (kernel row) a
- * thread; `urgent` ones get the --class.  0 or the error. */
-static int wake_spawn(struct wake_point *pt, bool urgent,
-                      void *(*fn)(void *), void *arg, struct wake_task *t)
+ * thread on the first `workers` CPUs; under --class rt the urgent ones
+ * are MQS_CLASS_RR or SCHED_FIFO.  0 or the error. */
+static int wake_spawn(struct wake_point *pt, bool urgent, void *(*fn)(void *),
+                      void *arg, bench_task_t *t)
 {
-    int rc;
-    if (pt->rt) {
-        mqs_task_attr_t a;
-        mqs_task_attr_init(&a);
-        if (urgent && pt->cfg->rt) {
-            a.sched_class = MQS_CLASS_RR;
-            a.rt_priority = WAKE_RT_PRIO;
-        }
-        rc = mqs_spawn(pt->rt, &t->task, &a, fn, arg);
-    } else {
-        pthread_attr_t a;
-        wake_k_attr(pt, urgent, &a);
-        rc = pthread_create(&t->thread, &a, fn, arg);
-        pthread_attr_destroy(&a);
+    bool rt = urgent && pt->cfg->rt;
+    struct sched_param sp = {.sched_priority = WAKE_RT_PRIO};
+    mqs_task_attr_t a;
+    pthread_attr_t ka;
+    mqs_task_attr_init(&a);
+    bench_thread_attr(&ka, pt->p->workers, 0);
+    if (rt) {
+        a.sched_class = MQS_CLASS_RR;
+        a.rt_priority = WAKE_RT_PRIO;
+        pthread_attr_setinheritsched(&ka, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&ka, SCHED_FIFO);
+        pthread_attr_setschedparam(&ka, &sp);
     }
-    t->started = rc == 0;
-    if (!pt->rt && rc == EPERM && urgent && pt->cfg->rt)
+    int rc = bench_task_start(t, pt->p->rt, &a, &ka, fn, arg);
+    pthread_attr_destroy(&ka);
+    if (!pt->p->rt && rc == EPERM && rt)
         snprintf(pt->p->note, sizeof pt->p->note,
                  "SCHED_FIFO not permitted (needs CAP_SYS_NICE or "
                  "RLIMIT_RTPRIO)");
     else if (rc)
-        fprintf(stderr, "mqs-bench wake: %s: %s: %s\n", pt->p->row->spec,
-                pt->rt ? "mqs_spawn" : "pthread_create",
-                pt->rt ? mqs_strerror(rc) : strerror(rc));
+        bench_task_error("wake", pt->p->row->spec, !pt->p->rt, rc);
     return rc;
-}
-
-static void wake_join(struct wake_point *pt, struct wake_task *t)
-{
-    if (t->started && pt->rt)
-        mqs_join(t->task, NULL);
-    else if (t->started)
-        pthread_join(t->thread, NULL);
-    t->started = false;
 }
 
 /* One sample: start the hogs, the clients, then the waker; let them run
@@ -312,7 +270,7 @@ static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
 {
     const struct wake_cfg *cfg = pt->cfg;
     /* the hogs, then the waker */
-    struct wake_task *t = calloc((size_t)cfg->hogs + 1, sizeof *t);
+    bench_task_t *t = calloc((size_t)cfg->hogs + 1, sizeof *t);
     if (!t)
         return -1;
     for (int i = 0; i < cfg->clients; i++) {
@@ -334,13 +292,13 @@ static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
         bench_window(&r->started, &r->stop, seconds);
     else
         atomic_store(&r->stop, 1);
-    wake_join(pt, &t[cfg->hogs]);
+    bench_task_join(&t[cfg->hogs]);
     for (int i = 0; rw && i < cfg->clients; i++) /* nobody posts */
         wake_post(&pt->c[i]);
     for (int i = 0; i < cfg->clients; i++)
-        wake_join(pt, &pt->c[i].t);
+        bench_task_join(&pt->c[i].t);
     for (int i = 0; i < cfg->hogs; i++)
-        wake_join(pt, &t[i]);
+        bench_task_join(&t[i]);
     for (int i = 0; i < cfg->clients; i++) {
         if (r->kernel)
             sem_destroy(&pt->c[i].ksem);
@@ -357,24 +315,6 @@ static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
 /* One repeat: run, then the statistics of its wake-ups                */
 /* ------------------------------------------------------------------ */
 
-static int wake_keep(struct wake_point *pt, const double *v)
-{
-    if (pt->n == pt->cap) {
-        int cap = pt->cap ? 2 * pt->cap : 16;
-        for (int s = 0; s < WS_N; s++) {
-            double *p = realloc(pt->stat[s], (size_t)cap * sizeof *p);
-            if (!p)
-                return -1;
-            pt->stat[s] = p;
-        }
-        pt->cap = cap;
-    }
-    for (int s = 0; s < WS_N; s++)
-        pt->stat[s][pt->n] = v[s];
-    pt->n++;
-    return 0;
-}
-
 static void wake_stats_of(const bench_hist_t *h, double *v)
 {
     for (int s = WS_P50; s <= WS_P999; s++)
@@ -389,8 +329,13 @@ static int wake_record(struct wake_point *pt, const double *v, double n)
 {
     if (pt->p->warmup)
         return 0;
+    if (pt->n == pt->cap)
+        return -1;
     pt->samples += n;
-    return wake_keep(pt, v);
+    for (int s = 0; s < WS_N; s++)
+        pt->stat[s][pt->n] = v[s];
+    pt->n++;
+    return 0;
 }
 
 static int wake_measure(bench_point_t *p, double *value, double *extra)
@@ -448,7 +393,7 @@ static const bench_peer_map_t wake_peer_map = {.convert = wake_peer_convert};
 static int wake_alloc(struct wake_point *pt)
 {
     int n = pt->cfg->clients;
-    pt->c = aligned_alloc(WAKE_CACHELINE, (size_t)n * sizeof *pt->c);
+    pt->c = aligned_alloc(BENCH_CACHELINE, (size_t)n * sizeof *pt->c);
     if (!pt->c)
         return -1;
     memset(pt->c, 0, (size_t)n * sizeof *pt->c);
@@ -461,13 +406,13 @@ static int wake_alloc(struct wake_point *pt)
 static int wake_open(bench_point_t *p)
 {
     struct wake_point *pt = p->ctx;
-    return wake_alloc(pt) || bench_row_open(p, &pt->rt) ? -1 : 0;
+    return wake_alloc(pt) || bench_row_open(p) ? -1 : 0;
 }
 
 static void wake_close(bench_point_t *p)
 {
     struct wake_point *pt = p->ctx;
-    bench_row_close(p, &pt->rt);
+    bench_row_close(p);
     for (int i = 0; pt->c && i < pt->cfg->clients; i++)
         bench_hist_free(&pt->c[i].hist);
     free(pt->c);
@@ -526,6 +471,10 @@ static int wake_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     bench_peer_args_t *pa = &p->peer_args;
     (void)i;
     a->cur = (struct wake_point){.p = p, .cfg = cfg};
+    a->cur.cap = sw->o->prec.max_repeats;
+    for (int s = 0; s < WS_N; s++)
+        if (!(a->cur.stat[s] = calloc((size_t)a->cur.cap, sizeof(double))))
+            return -1;
     if (bench_hist_init(&a->cur.one) || bench_hist_init(&a->cur.pooled))
         return -1;
     snprintf(p->param, sizeof p->param, "all");
@@ -555,11 +504,8 @@ static int wake_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0)
         rc = bench_parse_int("wake", "--hog-slice", u, 1, 1000000,
                              &cfg->hog_slice_us);
-    if (rc == 0 && strcmp(cls, "normal") && strcmp(cls, "rt")) {
-        fprintf(stderr, "mqs-bench wake: --class: '%s' is not normal or rt\n",
-                cls);
-        rc = BENCH_EXIT_USAGE;
-    }
+    if (rc == 0 && strcmp(cls, "normal") && strcmp(cls, "rt"))
+        rc = bench_usage("wake", "--class: '%s' is not normal or rt", cls);
     cfg->rt = rc == 0 && !strcmp(cls, "rt");
     return rc;
 }
@@ -571,22 +517,14 @@ static int wake_prepare(bench_sweep_t *sw)
     return 0;
 }
 
-static const bench_row_kind_t wake_kinds[] = {
-    {NULL, &wake_kind}, {"kernel", &wake_kind}, {NULL, NULL}};
-
-static const bench_exp_t wake_exp = {
+const bench_exp_t bench_wake_exp = {
     .cli = &wake_cli,
+    .arg_size = sizeof(struct wake_args),
     .title = "us from wake-up to running",
     .extras = wake_extras,
     .nextra = WX_COUNT,
-    .kinds = wake_kinds,
+    .kind = &wake_kind,
     .options = wake_options,
     .prepare = wake_prepare,
     .setup = wake_setup,
 };
-
-int bench_wake_main(int argc, char **argv)
-{
-    struct wake_args a = {0};
-    return bench_exp_main(&wake_exp, &a, argc, argv);
-}

@@ -28,18 +28,17 @@
  * counter on a line of its own (as before 2026-12-01, and as the Go peer
  * still has) was the eighth line of each task's turn under mq: with 2048
  * tasks per worker that is 1 MiB, this machine's L2, and runs at 4096
- * tasks on two workers came out at 28 or at 60-80 ns depending on how
- * the lines fell into the sets (docs/notes.md, "Cache lines per turn").
- * The main thread
- * (not a worker) sets start, lets every task reach the counting loop,
- * snapshots all counters, sleeps --seconds, snapshots again and sets
- * stop.  The yields counted are the differences between
- * the snapshots and the wall time is between them (each stamp taken as
- * the midpoint of its snapshot): counting only inside the window keeps
- * out the ramp-up and the stragglers that see stop late, which a plain
- * "count until stop" would fold into the figure.  The floor's ring runs
- * on the main thread and stamps its own start and end; a timer thread
- * sets its stop flag.
+ * tasks on two workers came out at 28 or at 60-80 ns depending on how the
+ * lines fell into the sets (docs/notes.md, "Cache lines per turn").  The
+ * main thread (not a worker) sets start, lets every task reach the
+ * counting loop, snapshots all counters, sleeps --seconds, snapshots
+ * again and sets stop.  The yields counted are the differences between the
+ * snapshots and the wall time is between them (each stamp taken as the
+ * midpoint of its snapshot): counting only inside the window keeps out
+ * the ramp-up and the stragglers that see stop late, which a plain "count
+ * until stop" would fold into the figure.  The floor's ring runs on the
+ * main thread and stamps its own start and end; a timer thread sets its
+ * stop flag.
  *
  * Precision: one warm-up run, then at least --repeats measurements, more
  * until the Student t 95% half-width is within --ci-target of the mean or
@@ -63,17 +62,10 @@
 #include "common.h"
 #include "ctx.h"
 #include "expkit.h"
+#include "fiber.h" /* the sanitizers' view of a switch, as the core's */
 #include "mqs.h"
 #include "peer.h"
 
-#if defined(MQS_ASAN)
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#elif defined(MQS_TSAN)
-#include <sanitizer/tsan_interface.h>
-#endif
-
-#define CACHELINE 64
 #define FLOOR_STACK (16u * 1024u)
 #define KERNEL_STACK (64u * 1024u)
 #define SETTLE_MAX_NS 20000000u /* 20 ms to let every task reach its loop */
@@ -130,23 +122,14 @@ static const bench_cli_t yield_cli = {
 /* Shared state of one data point                                      */
 /* ------------------------------------------------------------------ */
 
-/* Read by every task, written twice per measurement by the main thread. */
-struct flags {
-    _Atomic int start, stop;
-} __attribute__((aligned(CACHELINE)));
-
 /* One task's slot: where its counter is (a variable in the task's stack
  * frame, written only by that task; NULL until it starts), set by the
  * task and read by the main thread.  On its own line so that no two
  * tasks' slots share one. */
 struct slot {
     _Atomic(_Atomic uint64_t *) count;
-    const struct flags *flags;
-} __attribute__((aligned(CACHELINE)));
-
-struct fairness {
-    double min_over_mean, zero, ndev;
-};
+    const bench_flags_t *flags;
+} __attribute__((aligned(BENCH_CACHELINE)));
 
 /* One data point: a row at one N (the driver's point's ctx; the row
  * kinds open it once per point, before the warm-up: create the runtime,
@@ -154,7 +137,7 @@ struct fairness {
  * their slot and the flags. */
 struct point {
     int ntasks, busy;
-    struct flags *flags;
+    bench_flags_t *flags;
     struct slot *slots;
     /* per-task yields in the last window, and counters at its start */
     double *work;
@@ -170,22 +153,11 @@ struct point {
 /* The measurement window (policy and kernel rows)                     */
 /* ------------------------------------------------------------------ */
 
-static inline void count_one(_Atomic uint64_t *c)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-}
-
 /* Yields a task has counted: 0 before it published its counter. */
 static uint64_t slot_count(const struct slot *s)
 {
     _Atomic uint64_t *c = atomic_load_explicit(&s->count, memory_order_acquire);
     return c ? atomic_load_explicit(c, memory_order_relaxed) : 0;
-}
-
-static inline bool flag(const _Atomic int *f)
-{
-    return atomic_load_explicit(f, memory_order_relaxed) != 0;
 }
 
 /* Snapshot the counters; returns the midpoint time of the snapshot.  At
@@ -203,34 +175,27 @@ static uint64_t snapshot(struct point *pt, bool window_end)
     return a + (bench_now_ns() - a) / 2;
 }
 
-static void fairness_of(const double *work, int n, struct fairness *f)
-{
-    double mean = bench_mean(work, (size_t)n), min = work[0];
-    f->zero = 0;
-    for (int i = 0; i < n; i++) {
-        min = work[i] < min ? work[i] : min;
-        f->zero += work[i] == 0;
-    }
-    f->min_over_mean = mean > 0 ? min / mean : 0;
-    f->ndev = n > 1 && mean > 0 ? bench_stdev(work, (size_t)n) / mean : 0;
-}
-
 /* The fairness of the last window as the point's extras. */
 static void fairness_extras(const struct point *pt, double *extra)
 {
-    struct fairness f;
-    fairness_of(pt->work, pt->ntasks, &f);
-    extra[X_FAIR_MIN] = f.min_over_mean;
-    extra[X_ZERO] = f.zero;
-    extra[X_NDEV] = f.ndev;
+    const double *work = pt->work;
+    int n = pt->ntasks;
+    double mean = bench_mean(work, (size_t)n), min = work[0];
+    extra[X_ZERO] = 0;
+    for (int i = 0; i < n; i++) {
+        min = work[i] < min ? work[i] : min;
+        extra[X_ZERO] += work[i] == 0;
+    }
+    extra[X_FAIR_MIN] = mean > 0 ? min / mean : 0;
+    extra[X_NDEV] = n > 1 && mean > 0 ? bench_stdev(work, (size_t)n) / mean : 0;
 }
 
 /* The slots, flags and counts of a point (every row kind but peers). */
 static int point_alloc(struct point *pt)
 {
     size_t n = (size_t)pt->ntasks;
-    pt->flags = aligned_alloc(CACHELINE, sizeof *pt->flags);
-    pt->slots = aligned_alloc(CACHELINE, n * sizeof *pt->slots);
+    pt->flags = aligned_alloc(BENCH_CACHELINE, sizeof *pt->flags);
+    pt->slots = aligned_alloc(BENCH_CACHELINE, n * sizeof *pt->slots);
     pt->work = calloc(n, sizeof *pt->work);
     pt->snap = calloc(n, sizeof *pt->snap);
     return pt->flags && pt->slots && pt->work && pt->snap ? 0 : -1;
@@ -254,8 +219,6 @@ static void reset_counters(struct point *pt)
     }
 }
 
-/* Everything but spawning and joining: set start, settle, count yields
- * over `seconds`, set stop.  Returns ns per yield through *ns. */
 static bool all_counted(const struct point *pt)
 {
     for (int i = 0; i < pt->ntasks; i++)
@@ -264,6 +227,8 @@ static bool all_counted(const struct point *pt)
     return true;
 }
 
+/* Everything but spawning and joining: set start, settle, count yields
+ * over `seconds`, set stop.  Returns ns per yield through *ns. */
 static int run_window(bench_point_t *p, double *ns, double *extra)
 {
     struct point *pt = p->ctx;
@@ -301,14 +266,14 @@ static int run_window(bench_point_t *p, double *ns, double *extra)
 static inline __attribute__((always_inline)) void
 count_yields(struct slot *s, int (*yield_fn)(void))
 {
-    const struct flags *f = s->flags;
+    const bench_flags_t *f = s->flags;
     _Atomic uint64_t count = 0;
     atomic_store_explicit(&s->count, &count, memory_order_release);
-    while (!flag(&f->start))
+    while (!bench_flag(&f->start))
         yield_fn();
-    while (!flag(&f->stop)) {
+    while (!bench_flag(&f->stop)) {
         yield_fn();
-        count_one(&count);
+        bench_count(&count);
     }
 }
 
@@ -328,8 +293,9 @@ static int tasks_open(bench_point_t *p)
 {
     struct point *pt = p->ctx;
     pt->g = (bench_group_t){.workers = p->o->workers, .stack = KERNEL_STACK};
-    if (point_alloc(pt) || bench_row_open(p, &pt->g.rt))
+    if (point_alloc(pt) || bench_row_open(p))
         return -1;
+    pt->g.rt = p->rt;
     pt->busy = pt->ntasks < p->workers ? pt->ntasks : p->workers;
     return 0;
 }
@@ -354,7 +320,7 @@ static int tasks_measure(bench_point_t *p, double *ns, double *extra)
 static void tasks_close(bench_point_t *p)
 {
     struct point *pt = p->ctx;
-    bench_row_close(p, &pt->g.rt);
+    bench_row_close(p);
     point_free(pt);
 }
 
@@ -382,7 +348,7 @@ struct ring_ctx {
     uint64_t count; /* switches it made */
     struct ring_ctx *next;
     struct ring *ring;
-} __attribute__((aligned(CACHELINE)));
+} __attribute__((aligned(BENCH_CACHELINE)));
 
 struct ring {
     _Atomic int stop;    /* set by the timer thread */
@@ -399,18 +365,11 @@ struct ring {
  * resumed. */
 static void ring_switch(struct fiber *from, struct fiber *to, bool dying)
 {
-#if defined(MQS_ASAN)
     void *fake = NULL;
-    __sanitizer_start_switch_fiber(dying ? NULL : &fake, to->stack,
-                                   to->stack_size);
-#elif defined(MQS_TSAN)
-    __tsan_switch_to_fiber(to->tsan, 0);
-#endif
-    (void)dying;
+    mqs__switch_enter(dying ? NULL : &fake, (void *)to->stack, to->stack_size,
+                      to->tsan);
     mqs__ctx_switch(&from->sp, to->sp, NULL);
-#if defined(MQS_ASAN)
-    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
-#endif
+    mqs__switch_leave(fake);
 }
 
 static void ring_entry(void *arg, void *pass)
@@ -418,14 +377,12 @@ static void ring_entry(void *arg, void *pass)
     struct ring_ctx *c = arg;
     struct ring *r = c->ring;
     (void)pass;
-#if defined(MQS_ASAN)
-    __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
-#endif
+    mqs__switch_leave(NULL);
     if (c == r->ctx) {
         r->t0 = bench_now_ns();
         atomic_store(&r->started, 1);
     }
-    while (!flag(&r->stop)) {
+    while (!bench_flag(&r->stop)) {
         c->count++;
         ring_switch(&c->f, &c->next->f, false);
     }
@@ -434,16 +391,13 @@ static void ring_entry(void *arg, void *pass)
     abort(); /* never resumed: the next measurement remakes every context */
 }
 
+/* The period starts with the ring (bench_window): on a loaded host the
+ * thread that runs it may get its CPU later than this one, and a ring
+ * stopped before its first switch measured nothing (a failed point). */
 static void *ring_timer(void *arg)
 {
     struct ring *r = arg;
-    /* The period starts with the ring: on a loaded host the thread that
-     * runs it may get its CPU later than this one, and a ring stopped
-     * before its first switch measured nothing (a failed point). */
-    while (!atomic_load(&r->started))
-        bench_sleep_ns(50000);
-    bench_sleep_ns((uint64_t)(r->seconds * 1e9));
-    atomic_store(&r->stop, 1);
+    bench_window(&r->started, &r->stop, r->seconds);
     return NULL;
 }
 
@@ -483,15 +437,14 @@ static void ring_make(struct point *pt, struct ring *r)
         c->next = &r->ctx[(i + 1) % r->n];
         c->f.sp = mqs__ctx_make(lo + FLOOR_STACK - (size_t)(i % 64) * 64,
                                 ring_entry, c);
-#if defined(MQS_TSAN)
-        c->f.tsan = __tsan_create_fiber(0);
-#endif
+        c->f.tsan = mqs__fiber_create();
     }
 }
 
 /* The main thread's side, and (TSan) the fibers' release. */
 static void ring_main(struct ring *r)
 {
+    r->main.tsan = mqs__fiber_current();
 #if defined(MQS_ASAN)
     pthread_attr_t a;
     void *lo = NULL;
@@ -502,19 +455,13 @@ static void ring_main(struct ring *r)
     }
     r->main.stack = lo;
     r->main.stack_size = sz;
-#elif defined(MQS_TSAN)
-    r->main.tsan = __tsan_get_current_fiber();
-#else
-    (void)r;
 #endif
 }
 
 static void ring_unmake(struct ring *r)
 {
-#if defined(MQS_TSAN)
     for (int i = 0; i < r->n; i++)
-        __tsan_destroy_fiber(r->ctx[i].f.tsan);
-#endif
+        mqs__fiber_destroy(r->ctx[i].f.tsan);
     free(r->ctx);
 }
 
@@ -524,7 +471,7 @@ static int floor_measure(bench_point_t *p, double *ns, double *extra)
     struct point *pt = p->ctx;
     struct ring r = {.n = floor_contexts(pt),
                      .seconds = bench_point_seconds(p)};
-    r.ctx = aligned_alloc(CACHELINE, (size_t)r.n * sizeof *r.ctx);
+    r.ctx = aligned_alloc(BENCH_CACHELINE, (size_t)r.n * sizeof *r.ctx);
     if (!r.ctx)
         return -1;
     ring_main(&r);
@@ -560,7 +507,8 @@ static void floor_close(bench_point_t *p)
     point_free(pt);
 }
 
-static const bench_point_kind_t kind_floor = {floor_open, floor_measure, floor_close};
+static const bench_point_kind_t kind_floor = {floor_open, floor_measure,
+                                              floor_close};
 
 /* ------------------------------------------------------------------ */
 /* go and fiber rows, and the table entry                              */
@@ -580,7 +528,6 @@ static int yield_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     *pt = (struct point){.ntasks = sw->o->tasks[i]};
     snprintf(p->param, sizeof p->param, "tasks=%d", pt->ntasks);
     p->unit = "ns";
-    p->nextra = X_COUNT;
     p->ctx = pt;
     p->peer_map = &yield_peer_map;
     bench_peer_args_add(&p->peer_args, "tasks", "%d", pt->ntasks);
@@ -596,23 +543,17 @@ static const unsigned char yield_fold[X_COUNT] = {
     [X_REPEATS] = BENCH_FOLD_REPEATS,
 };
 
-static const bench_row_kind_t yield_kinds[] = {{NULL, &kind_tasks},
-                                               {"kernel", &kind_tasks},
-                                               {"floor", &kind_floor},
+static const bench_row_kind_t yield_kinds[] = {{"floor", &kind_floor},
                                                {NULL, NULL}};
 
-static const bench_exp_t yield_exp = {
+const bench_exp_t bench_yield_exp = {
     .cli = &yield_cli,
+    .arg_size = sizeof(struct point),
     .title = "ns per yield",
     .extras = yield_extras,
     .nextra = X_COUNT,
     .fold = yield_fold,
+    .kind = &kind_tasks,
     .kinds = yield_kinds,
     .setup = yield_setup,
 };
-
-int bench_yield_main(int argc, char **argv)
-{
-    struct point pt;
-    return bench_exp_main(&yield_exp, &pt, argc, argv);
-}

@@ -204,8 +204,8 @@ TEST(peer_row_missing_is_a_note)
                        .ctx = &cp};
     bench_peer_args_init(&p.peer_args);
     chat_peer_args(&p, &cp.s);
-    CHECK_STREQ(bench_peer_args_list(&p.peer_args)[0], "rooms=1");
-    CHECK_STREQ(bench_peer_args_list(&p.peer_args)[3], "msg_bytes=16");
+    CHECK_STREQ(p.peer_args.list[0], "rooms=1");
+    CHECK_STREQ(p.peer_args.list[3], "msg_bytes=16");
     bench_result_t r;
     CHECK_EQ(bench_point_run(&p, &r), 0);
     CHECK(isnan(r.value));

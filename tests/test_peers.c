@@ -15,7 +15,10 @@
 
 #include "check.h"
 
+#include "../bench/common.c"
+#include "../bench/output.c"
 #include "../bench/peer.c"
+#include "../bench/plot.c"
 
 /* Point MQS_PEER_DIR at build/peers/ (beside tests/); false, with a SKIP
  * line, when the peer is not there. */
@@ -38,7 +41,7 @@ static void run_ok(const char *peer, const char *exp, const char *const *args,
                    bench_peer_result_t *r)
 {
     char why[128] = "";
-    int st = bench_peer_run(peer, exp, args, r, why, sizeof why);
+    int st = bench_peer_run(peer, exp, args, 0, r, why, sizeof why);
     if (st != BENCH_PEER_OK)
         CHECK__FAIL("mqs-peer-%s %s: status %d (%s)", peer, exp, st, why);
 }
@@ -130,7 +133,7 @@ static void wake_case(const char *peer)
         val(&r, "stdev_ns", 0, 1e12);
     const char *rt[] = {"clients=2", "class=rt", "seconds=0.05", NULL};
     char why[64];
-    CHECK_EQ(bench_peer_run(peer, "wake", rt, &r, why, sizeof why),
+    CHECK_EQ(bench_peer_run(peer, "wake", rt, 0, &r, why, sizeof why),
              BENCH_PEER_UNSUPPORTED); /* neither has a realtime class */
 }
 
@@ -148,7 +151,7 @@ static void mixed_case(const char *peer)
     /* the burst is mqs-bench's calibration: without it, a usage error */
     const char *nob[] = {"short=2", "long=1", "seconds=0.05", NULL};
     char why[64];
-    CHECK_EQ(bench_peer_run(peer, "mixed", nob, &r, why, sizeof why),
+    CHECK_EQ(bench_peer_run(peer, "mixed", nob, 0, &r, why, sizeof why),
              BENCH_PEER_FAILED);
 }
 
@@ -178,7 +181,7 @@ static void spawn_case(const char *peer)
         val(&r, "mappings", 1, 1e9);
     } else {
         char why[64];
-        CHECK_EQ(bench_peer_run(peer, "spawn", live, &r, why, sizeof why),
+        CHECK_EQ(bench_peer_run(peer, "spawn", live, 0, &r, why, sizeof why),
                  BENCH_PEER_UNSUPPORTED);
     }
 }
@@ -209,15 +212,15 @@ static void usage_case(const char *peer)
     bench_peer_result_t r;
     char why[128];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        CHECK_EQ(bench_peer_run(peer, "yield", bad[i], &r, why, sizeof why),
+        CHECK_EQ(bench_peer_run(peer, "yield", bad[i], 0, &r, why, sizeof why),
                  BENCH_PEER_FAILED);
         CHECK_STR_CONTAINS(why, "exit 2");
     }
     const char *ten[] = {"tasks=12", "fanout=10", NULL}; /* not a power */
-    CHECK_EQ(bench_peer_run(peer, "spawn", ten, &r, why, sizeof why),
+    CHECK_EQ(bench_peer_run(peer, "spawn", ten, 0, &r, why, sizeof why),
              BENCH_PEER_FAILED);
     CHECK_STR_CONTAINS(why, "exit 2");
-    CHECK_EQ(bench_peer_run(peer, "nosuch", NULL, &r, why, sizeof why),
+    CHECK_EQ(bench_peer_run(peer, "nosuch", NULL, 0, &r, why, sizeof why),
              BENCH_PEER_FAILED);
     char cmd[PATH_MAX + 64];
     snprintf(cmd, sizeof cmd, "'%s/mqs-peer-%s' --help >/dev/null",

@@ -259,7 +259,7 @@ TEST(plot_gnuplot_draws_a_self_contained_svg)
     bench_results_t rs;
     yield_results(&rs);
     CHECK_EQ(bench_plot_svg(&rs, path), 0);
-    char *svg = report_read_file(path, 0);
+    char *svg = bench_read_file(path, 0);
     unlink(path);
     CHECK(svg != NULL);
     CHECK_GT(strlen(svg), 1000);

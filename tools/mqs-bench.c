@@ -7,7 +7,7 @@
  * options with the shared helpers in bench/common.c and prints through
  * bench/output.c, so every experiment reports in the same schema
  * (aligned table, --csv or --json).  Adding one is a line here and a
- * declaration in bench/common.h.
+ * declaration of its table entry (bench_exp_t) in bench/common.h.
  *
  * Exit status: 0 success, 1 a measurement failed, 2 a usage error.
  */
@@ -15,31 +15,35 @@
 #include <string.h>
 
 #include "common.h"
+#include "expkit.h"
 #include "mqs.h"
 
 struct experiment {
     const char *name;
     const char *description;
-    int (*run)(int argc, char **argv);
+    const bench_exp_t *exp;            /* run by bench_exp_main, or */
+    int (*run)(int argc, char **argv); /* its own main (report)     */
 };
 
 static const struct experiment experiments[] = {
     {"yield",
      "ns per yield vs tasks: policies, kernel sched_yield, bare switch floor",
-     bench_yield_main},
+     &bench_yield_exp, NULL},
     {"ring", "lmbench lat_ctx: us per switch round a ring of N tasks",
-     bench_ring_main},
+     &bench_ring_exp, NULL},
     {"pipe", "lmbench lat_pipe/bw_pipe: one-byte round trip, 64 KiB MiB/s",
-     bench_pipe_main},
+     &bench_pipe_exp, NULL},
     {"wake", "latt/schbench: wake-to-run delay percentiles, with hogs",
-     bench_wake_main},
-    {"mixed", "short (10% duty) and long tasks: records/s, wait time, "
-              "migrations", bench_mixed_main},
+     &bench_wake_exp, NULL},
+    {"mixed",
+     "short (10% duty) and long tasks: records/s, wait time, "
+     "migrations",
+     &bench_mixed_exp, NULL},
     {"spawn", "skynet: a tree of 10^6 spawned tasks: ns per task, peak RSS",
-     bench_spawn_main},
+     &bench_spawn_exp, NULL},
     {"chat", "chatroom: rooms of 20 users broadcasting: messages/s",
-     bench_chat_main},
-    {"report", "run the standard set of experiments into an HTML report",
+     &bench_chat_exp, NULL},
+    {"report", "run the standard set of experiments into an HTML report", NULL,
      bench_report_main},
 };
 
@@ -85,5 +89,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return BENCH_EXIT_USAGE;
     }
+    if (e->exp)
+        return bench_exp_main(e->exp, argc - 1, argv + 1);
     return e->run(argc - 1, argv + 1);
 }
