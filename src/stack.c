@@ -226,6 +226,18 @@ bool mqs__stack_guard_markers(void)
     return atomic_load(&guard_mode) == 1;
 }
 
+/* Unmap stack memory.  Under ASan its shadow is cleared first: the
+ * frames of the tasks that ran there left poison behind, which would
+ * otherwise greet whatever the process maps at these addresses next
+ * (a false "stack-buffer-underflow" in the program's own mmap). */
+static void stack_unmap(void *base, size_t size)
+{
+#if defined(MQS_ASAN)
+    ASAN_UNPOISON_MEMORY_REGION(base, size);
+#endif
+    munmap(base, size);
+}
+
 /* Carve a slot into guard | stack | struct, struct placed at `top`. */
 static struct mqs_task *layout(void *base, size_t map_size, size_t guard,
                                size_t stack_size, uintptr_t top)
@@ -315,7 +327,7 @@ static struct mqs_task *map_lone(mqs_runtime_t *rt, size_t stack_size,
     }
     int err = guard_install(base, guard);
     if (err) {
-        munmap(base, bytes);
+        stack_unmap(base, bytes);
         report_refusal(rt, guard_call(), err, guard);
         return NULL;
     }
@@ -465,7 +477,7 @@ void mqs__stack_free(mqs_runtime_t *rt, struct mqs_worker *w,
                      struct mqs_task *t)
 {
     if (t->stack_size != rt->stack_size) {
-        munmap(t->map_base, t->map_size);
+        stack_unmap(t->map_base, t->map_size);
         return;
     }
     if (w && cache_push(&w->stacks, t, STACK_CACHE_MAX))
@@ -490,7 +502,7 @@ void mqs__stack_cache_drain(struct mqs__stack_cache *c)
 void mqs__stack_reap(mqs_runtime_t *rt, struct mqs_task *t)
 {
     if (t->stack_size != rt->stack_size)
-        munmap(t->map_base, t->map_size);
+        stack_unmap(t->map_base, t->map_size);
 }
 
 void mqs__stack_slabs_free(mqs_runtime_t *rt)
@@ -499,7 +511,7 @@ void mqs__stack_slabs_free(mqs_runtime_t *rt)
     while (rt->slabs) {
         struct mqs__slab *s = rt->slabs;
         rt->slabs = s->next;
-        munmap(s->base, s->slot_bytes * s->nslots);
+        stack_unmap(s->base, s->slot_bytes * s->nslots);
         free(s);
     }
     rt->nslabs = 0;

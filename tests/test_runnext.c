@@ -11,12 +11,18 @@
 #include "check.h"
 #include "helpers.h"
 
+static void *set_flag(void *arg)
+{
+    atomic_store((atomic_int *)arg, 1);
+    return NULL;
+}
+
 struct first {
     atomic_int ran;
     int worker; /* where the child ran */
 };
 
-static void *set_flag(void *arg)
+static void *note_first(void *arg)
 {
     struct first *f = arg;
     f->worker = mqs_worker_self();
@@ -29,7 +35,7 @@ static void *spawner(void *arg)
     int workers = *(int *)arg;
     struct first f = {0, -1};
     int here = mqs_worker_self();
-    mqs_task_t *c = spawn(mqs_runtime_self(), set_flag, &f);
+    mqs_task_t *c = spawn(mqs_runtime_self(), note_first, &f);
     /* With one worker the child ran before mqs_spawn returned.  With
      * more, an idle worker may steal the parked spawner (the Cilk rule,
      * see idle_worker_steals_a_parked_spawner) and resume it before the
@@ -122,8 +128,10 @@ static void *busy(void *arg)
 {
     (void)arg;
     atomic_store(&busy_running, 1);
+    mqs_preempt_disable(); /* the RT task stays queued behind it */
     while (!atomic_load(&busy_stop))
         ;
+    mqs_preempt_enable();
     return NULL;
 }
 
