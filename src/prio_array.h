@@ -67,6 +67,18 @@ static inline unsigned mqs__parr_best(const struct mqs__prio_array *a)
     return mqs__bit_first(a->bits, MQS__PARR_WORDS, MQS_PRIO_NONE);
 }
 
+/* O(1)'s active/expired pair: swap them now?  When the active array is
+ * empty, or holds only IDLE tasks while a normal one has expired: an
+ * IDLE task never runs before a runnable normal one (with preemption, a
+ * spinning normal task expires every slice). */
+static inline bool mqs__parr_swap_due(const struct mqs__prio_array *active,
+                                      const struct mqs__prio_array *expired)
+{
+    return expired->nr &&
+           (active->nr == 0 || (mqs__parr_best(active) >= MQS_PRIO_IDLE &&
+                                mqs__parr_best(expired) < MQS_PRIO_IDLE));
+}
+
 /* Next non-empty level at or after lvl, MQS_PRIO_NONE when none. */
 static inline unsigned mqs__parr_next(const struct mqs__prio_array *a,
                                       unsigned lvl)

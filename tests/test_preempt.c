@@ -153,6 +153,78 @@ TEST(spinners_share_one_worker_under_every_policy)
     }
 }
 
+/* Two spinners of the given classes and priorities on one worker for
+ * 400 ms: their CPU times (mqs_task_stats), a first, b second. */
+struct window {
+    atomic_int stop;
+};
+
+static void *window_spinner(void *arg)
+{
+    struct window *w = arg;
+    while (!atomic_load_explicit(&w->stop, memory_order_relaxed))
+        ;
+    return NULL;
+}
+
+static void spin_pair(const char *policy, mqs_class_t ca, int pa,
+                      mqs_class_t cb, int pb, uint64_t *ra, uint64_t *rb)
+{
+    mqs_runtime_t *rt = rt_preempt(1, policy, -1);
+    struct window w = {0};
+    mqs_task_t *a = spawn_prio(rt, ca, pa, window_spinner, &w);
+    mqs_task_t *b = spawn_prio(rt, cb, pb, window_spinner, &w);
+    struct timespec ts = {0, 400000000};
+    nanosleep(&ts, NULL);
+    mqs_task_stats_t sa, sb;
+    CHECK_OK(mqs_task_stats(a, &sa));
+    CHECK_OK(mqs_task_stats(b, &sb));
+    atomic_store(&w.stop, 1);
+    join(a);
+    join(b);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    /* A running task's time counts up to its last switch: both have
+     * switched many times in 400 ms. */
+    *ra = sa.run_ns;
+    *rb = sb.run_ns;
+}
+
+/* Nice weights hold for tasks that never yield: nice 0 against nice 5 is
+ * 1024:335 under the weighted policies (about 3:1). */
+TEST(nice_weights_hold_for_spinners)
+{
+    const char *pol[] = {"cfs", "eevdf", "bfs"};
+    for (size_t i = 0; i < sizeof pol / sizeof pol[0]; i++) {
+        uint64_t r0, r5;
+        spin_pair(pol[i], MQS_CLASS_NORMAL, 0, MQS_CLASS_NORMAL, 5, &r0,
+                  &r5);
+        fprintf(stderr, "  %s: nice 0 %.0f ms, nice 5 %.0f ms\n", pol[i],
+                r0 / 1e6, r5 / 1e6);
+        CHECK_GT(r5, 0);
+        CHECK_GT(r0, 3 * r5 / 2); /* well above 1:1 */
+        CHECK_LT(r0, 6 * r5);     /* and below 6:1 */
+    }
+}
+
+/* RR tasks of one priority take turns by slice; an IDLE task gives way
+ * to a normal one. */
+TEST(rr_slices_and_idle_class_hold_for_spinners)
+{
+    for (const struct mqs_policy *const *p = mqs_policy_list(); *p; p++) {
+        uint64_t a, b;
+        spin_pair((*p)->name, MQS_CLASS_RR, 10, MQS_CLASS_RR, 10, &a, &b);
+        CHECK_GT(a, 0);
+        CHECK_GT(b, 0);
+        CHECK_LT(a, 3 * b);
+        CHECK_LT(b, 3 * a);
+        spin_pair((*p)->name, MQS_CLASS_IDLE, 0, MQS_CLASS_NORMAL, 0, &a,
+                  &b);
+        fprintf(stderr, "  %s: idle %.1f ms, normal %.1f ms\n", (*p)->name,
+                a / 1e6, b / 1e6);
+        CHECK_LT(a * 10, b); /* idle gets under a tenth */
+    }
+}
+
 /* errno is the thread's: each task keeps its own across forced switches
  * (and the FP/SIMD registers the interrupted code holds). */
 typedef double v2d __attribute__((vector_size(16)));

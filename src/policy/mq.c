@@ -323,7 +323,7 @@ static struct mqs_sched_entity *pull_urgent(struct mqs_rq *rq, unsigned local)
 static struct mqs_sched_entity *mq_pick(struct mqs_rq *rq)
 {
     struct mq_rq *m = state(rq);
-    if (m->active->nr == 0 && m->expired->nr) {
+    if (mqs__parr_swap_due(m->active, m->expired)) {
         struct mqs__prio_array *t = m->active;
         m->active = m->expired;
         m->expired = t;

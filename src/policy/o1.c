@@ -303,7 +303,7 @@ static struct mqs_sched_entity *o1_pick(struct mqs_rq *rq)
     struct o1_rq *o = o1_state(rq);
     if (atomic_load_explicit(&o->child_pending, memory_order_relaxed))
         atomic_store_explicit(&o->child_pending, 0, memory_order_relaxed);
-    if (o->active->nr == 0 && o->expired->nr) {
+    if (mqs__parr_swap_due(o->active, o->expired)) {
         struct mqs__prio_array *t = o->active;
         o->active = o->expired;
         o->expired = t;
