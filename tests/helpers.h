@@ -37,11 +37,16 @@ static inline uint64_t test_shuffle_seed(void)
 
 /* Create a runtime from cfg, failing the case with the message
  * mqs_runtime_create wrote (cfg->errbuf is pointed at a local buffer).
- * Under MQS_SHUFFLE a cfg that sets no seed gets that one. */
+ * Under MQS_SHUFFLE a cfg that sets no seed gets that one, and under
+ * MQS_TEST_TICK_NS one that sets no tick gets that one. */
 static inline mqs_runtime_t *rt_create(mqs_config_t *cfg)
 {
     if (!cfg->shuffle_seed)
         cfg->shuffle_seed = test_shuffle_seed();
+    /* The preempt.* ctest entries: a short tick where cfg sets none. */
+    const char *tick = getenv("MQS_TEST_TICK_NS");
+    if (tick && cfg->preempt_tick_ns == -1)
+        cfg->preempt_tick_ns = strtoll(tick, NULL, 10);
     char err[256] = "";
     cfg->errbuf = err;
     cfg->errbuf_size = sizeof err;
