@@ -87,6 +87,15 @@ TEST(stop_points_are_the_programs_own_code)
 
 #ifndef MQS_TSAN
 
+/* Destroy rt, returning its counters as they were just before. */
+static mqs_worker_stats_t destroy_counting(mqs_runtime_t *rt)
+{
+    mqs_worker_stats_t st;
+    CHECK_OK(mqs_runtime_stats(rt, &st));
+    CHECK_OK(mqs_runtime_destroy(rt));
+    return st;
+}
+
 /* Spinners on one worker: each counts until it has seen every other one
  * count too (or 5 s pass), never calling the runtime. */
 #define SPINNERS 3
@@ -146,10 +155,7 @@ TEST(spinners_share_one_worker_under_every_policy)
     for (const struct mqs_policy *const *p = mqs_policy_list(); *p; p++) {
         mqs_runtime_t *rt = rt_preempt(1, (*p)->name, -1);
         run_spinners(rt);
-        mqs_worker_stats_t st;
-        CHECK_OK(mqs_runtime_stats(rt, &st));
-        CHECK_GT(st.preemptions, 0);
-        CHECK_OK(mqs_runtime_destroy(rt));
+        CHECK_GT(destroy_counting(rt).preemptions, 0);
     }
 }
 
@@ -334,10 +340,7 @@ TEST(disabled_section_is_not_stopped_and_stops_at_the_enable)
     join(o);
     CHECK_EQ(q.ran_during, 0);
     CHECK_EQ(q.ran_after, 1);
-    mqs_worker_stats_t st;
-    CHECK_OK(mqs_runtime_stats(rt, &st));
-    CHECK_GT(st.preempt_deferred, 0);
-    CHECK_OK(mqs_runtime_destroy(rt));
+    CHECK_GT(destroy_counting(rt).preempt_deferred, 0);
 }
 
 /* A FIFO task sleeping 1 ms at a time among spinning normal tasks on
@@ -468,12 +471,7 @@ TEST(malloc_and_snprintf_under_a_short_tick_on_every_policy)
 /* Off: today's cooperative behaviour; no monitor. */
 TEST(preempt_off_is_cooperative)
 {
-    mqs_config_t cfg;
-    mqs_config_init(&cfg);
-    cfg.ignore_env = true;
-    cfg.workers = 1;
-    cfg.preempt = 0;
-    mqs_runtime_t *rt = rt_create(&cfg);
+    mqs_runtime_t *rt = rt_new_coop(1);
     CHECK(!mqs_preempt_on(rt));
     CHECK_OK(mqs_runtime_destroy(rt));
     rt = rt_preempt(1, NULL, -1);
