@@ -135,6 +135,7 @@ static void wake_case(const char *peer)
     char why[64];
     CHECK_EQ(bench_peer_run(peer, "wake", rt, 0, &r, why, sizeof why),
              BENCH_PEER_UNSUPPORTED); /* neither has a realtime class */
+    CHECK_STR_CONTAINS(why, "realtime"); /* the peer's reason */
 }
 
 TEST(peer_wake) { PEERS(wake_case(peer)); }

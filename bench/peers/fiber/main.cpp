@@ -66,8 +66,7 @@ int run(const experiment &e, const std::vector<std::string> &argv)
         std::fprintf(stderr, "mqs-peer-fiber %s: %s\n", e.name, x.what());
         return 2;
     } catch (const peer::unsupported &x) {
-        std::fprintf(stderr, "mqs-peer-fiber %s: not supported: %s\n", e.name,
-                     x.what());
+        std::cout << x.what() << std::endl; // the reason, into mqs-bench's note
         return 3;
     } catch (const std::exception &x) {
         std::fprintf(stderr, "mqs-peer-fiber %s: %s\n", e.name, x.what());

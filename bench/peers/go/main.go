@@ -107,7 +107,7 @@ func report(name string, out pairs, err error) int {
 		fmt.Fprintf(os.Stderr, "mqs-peer-go %s: %v\n", name, err)
 		return exitUsage
 	case errUnsupported:
-		fmt.Fprintf(os.Stderr, "mqs-peer-go %s: not supported: %v\n", name, err)
+		fmt.Println(err) // the reason, into mqs-bench's note
 		return exitUnsupported
 	default:
 		fmt.Fprintf(os.Stderr, "mqs-peer-go %s: %v\n", name, err)
