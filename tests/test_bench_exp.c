@@ -1,5 +1,6 @@
 /*
- * test_bench_exp.c - the mixed, spawn and chat experiments of mqs-bench:
+ * test_bench_exp.c - the mixed, spawn, chat and wake experiments of
+ * mqs-bench:
  * their option rules, the /proc parsers, the tree and room arithmetic
  * against hand-computed values, a peer row through the toolkit's peer
  * kind, and one small real run of each experiment (policy and kernel
@@ -21,13 +22,34 @@
 #include "../bench/peer.c"
 #include "../bench/plot.c"
 #include "../bench/expkit.c"
+#include "../bench/histogram.c"
 #include "../bench/point.c"
 #include "../bench/spawn.c"
 #include "../bench/stats.c"
+#include "../bench/wake.c"
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
 /* ------------------------------------------------------------------ */
+
+TEST(wake_hog_yield_defaults_to_spinning)
+{
+    char *argv[] = {"wake", "--hogs", "2", NULL};
+    int argc = 3;
+    struct wake_args a = {0};
+    bench_sweep_t sw = {.arg = &a};
+    CHECK_EQ(wake_options(&sw, &argc, argv), 0);
+    CHECK_EQ(a.cfg.hogs, 2);
+    CHECK_EQ(a.cfg.hog_yield_us, 0);
+    char *b[] = {"wake", "--hog-yield", "500", NULL};
+    argc = 3;
+    CHECK_EQ(wake_options(&sw, &argc, b), 0);
+    CHECK_EQ(a.cfg.hog_yield_us, 500);
+    char *c[] = {"wake", "--hog-slice", "500", NULL}; /* its old name */
+    argc = 3;
+    CHECK_EQ(wake_options(&sw, &argc, c), 0);
+    CHECK_EQ(argc, 3); /* not taken: the common parser refuses it */
+}
 
 TEST(mixed_lists_must_pair)
 {
@@ -347,4 +369,38 @@ TEST(mixed_small_window_on_mq_and_kernel)
             CHECK(isnan(r.extra[MIXED_X_IDLE]));
         }
     }
+}
+
+/* A spinning hog: a preempting runtime and the kernel still run the
+ * clients; a runtime without preemption is refused with a note rather
+ * than left to hang. */
+static void wake_sweep(bool preempt, bench_results_t *rs)
+{
+    if (!preempt)
+        setenv("MQS_PREEMPT", "0", 1);
+    bench_row_spec_t rows[] = {{"mq", false}, {"kernel", true}};
+    bench_opts_t o = small_opts();
+    o.rows = rows;
+    o.nrows = 2;
+    o.seconds = 0.2;
+    struct wake_args a = {.cfg = {.clients = 2, .hogs = 1}};
+    bench_sweep_t sw = {.e = &bench_wake_exp, .o = &o, .nparams = 1,
+                        .extras = wake_extras, .nextra = WX_COUNT, .arg = &a};
+    bench_results_init(rs, "wake", "us", wake_extras, WX_COUNT);
+    CHECK_EQ(bench_sweep_run(&sw, rs), 0);
+    CHECK_EQ(rs->n, 2 * WS_N);
+}
+
+TEST(wake_spinning_hogs_need_preemption)
+{
+    bench_results_t rs;
+    wake_sweep(true, &rs);
+    for (int i = 0; i < rs.n; i++)
+        CHECK(rs.r[i].extra[WX_SAMPLES] >= 2 && isfinite(rs.r[i].value));
+    bench_results_free(&rs);
+    wake_sweep(false, &rs);
+    CHECK(isnan(rs.r[0].value));
+    CHECK_STR_CONTAINS(rs.r[0].note, "--hog-yield");
+    CHECK(isfinite(rs.r[WS_N].value)); /* the kernel row */
+    bench_results_free(&rs);
 }

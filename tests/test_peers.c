@@ -119,7 +119,7 @@ TEST(peer_pipe) { PEERS(pipe_case(peer)); }
 static void wake_case(const char *peer)
 {
     bench_peer_result_t r;
-    const char *args[] = {"clients=2",    "hogs=1",    "hog_slice_us=100",
+    const char *args[] = {"clients=2",    "hogs=1",    "hog_yield_us=100",
                           "class=normal", "workers=2", "seconds=0.1",
                           NULL};
     run_ok(peer, "wake", args, &r);
@@ -136,6 +136,16 @@ static void wake_case(const char *peer)
     CHECK_EQ(bench_peer_run(peer, "wake", rt, 0, &r, why, sizeof why),
              BENCH_PEER_UNSUPPORTED); /* neither has a realtime class */
     CHECK_STR_CONTAINS(why, "realtime"); /* the peer's reason */
+    /* Hogs that never yield: Go preempts them, a fiber never is. */
+    const char *spin[] = {"clients=2", "hogs=1", "workers=2", "seconds=0.05",
+                          NULL};
+    if (strcmp(peer, "go") == 0)
+        run_ok(peer, "wake", spin, &r);
+    else {
+        CHECK_EQ(bench_peer_run(peer, "wake", spin, 0, &r, why, sizeof why),
+                 BENCH_PEER_UNSUPPORTED);
+        CHECK_STR_CONTAINS(why, "preempted");
+    }
 }
 
 TEST(peer_wake) { PEERS(wake_case(peer)); }

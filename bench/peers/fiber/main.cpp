@@ -36,7 +36,7 @@ const experiment experiments[] = {
     {"yield", "tasks=N", peer::yield},
     {"ring", "tasks=N size_kib=K", peer::ring},
     {"pipe", "mode=latency|bandwidth placement=same|cross msg_kib=K", peer::pipe},
-    {"wake", "clients=C hogs=K hog_slice_us=U class=normal|rt", peer::wake},
+    {"wake", "clients=C hogs=K hog_yield_us=U class=normal|rt", peer::wake},
     {"mixed", "short=S long=L burst_records=N", peer::mixed},
     {"spawn", "tasks=T fanout=F", peer::spawn_exp},
     {"chat", "rooms=R users=U messages=M msg_bytes=B", peer::chat},

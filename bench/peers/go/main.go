@@ -43,7 +43,7 @@ var experiments = []experiment{
 	{"yield", "tasks=N", runYield},
 	{"ring", "tasks=N size_kib=K", runRing},
 	{"pipe", "mode=latency|bandwidth placement=same|cross msg_kib=K", runPipe},
-	{"wake", "clients=C hogs=K hog_slice_us=U class=normal|rt", runWake},
+	{"wake", "clients=C hogs=K hog_yield_us=U class=normal|rt", runWake},
 	{"mixed", "short=S long=L burst_records=N", runMixed},
 	{"spawn", "tasks=T fanout=F", runSpawn},
 	{"chat", "rooms=R users=U messages=M msg_bytes=B", runChat},
