@@ -73,6 +73,20 @@ TEST(mixed_lists_must_pair)
     CHECK_EQ(a.n, 3);
     CHECK_EQ(a.shorts[2], 16);
     CHECK_EQ(a.longs[2], 0);
+    CHECK(!a.checkpoint); /* long tasks: no scheduling point */
+    free(a.shorts);
+    free(a.longs);
+    char *d[] = {"mixed", "--long-point", "checkpoint", NULL};
+    argc = 3;
+    a = (struct mixed_args){0};
+    CHECK_EQ(mixed_options(&sw, &argc, d), 0);
+    CHECK(a.checkpoint);
+    free(a.shorts);
+    free(a.longs);
+    char *e[] = {"mixed", "--long-point=yield", NULL};
+    argc = 2;
+    a = (struct mixed_args){0};
+    CHECK_EQ(mixed_options(&sw, &argc, e), BENCH_EXIT_USAGE);
     free(a.shorts);
     free(a.longs);
 }
@@ -173,6 +187,25 @@ TEST(mixed_rates_and_window_extras)
     CHECK(isnan(x[MIXED_X_WAIT]));
     CHECK_NEAR(x[MIXED_X_MIGR], 20.0, 1e-9);
     CHECK(isnan(x[MIXED_X_IDLE]));
+}
+
+/* Two short tasks and three long ones over half a second; one long task
+ * made nothing. */
+TEST(mixed_fairness_by_kind)
+{
+    uint64_t a[] = {0, 10, 100, 100, 7}, b[] = {50, 40, 600, 400, 7};
+    double x[MIXED_X_COUNT];
+    point_preset(x, MIXED_X_COUNT);
+    mixed_fairness(a, b, 2, 5, 500000000u, x);
+    CHECK_NEAR(x[MIXED_X_SHORT_MIN], 60, 1e-9);
+    CHECK_NEAR(x[MIXED_X_SHORT_MEAN], 80, 1e-9);
+    CHECK_NEAR(x[MIXED_X_LONG_MIN], 0, 1e-9);
+    CHECK_NEAR(x[MIXED_X_LONG_MEAN], 1600.0 / 3, 1e-9);
+    CHECK_NEAR(x[MIXED_X_STARVED], 1, 0);
+    point_preset(x, MIXED_X_COUNT);
+    mixed_fairness(a, b, 0, 2, 500000000u, x); /* no short tasks */
+    CHECK(isnan(x[MIXED_X_SHORT_MIN]) && isnan(x[MIXED_X_SHORT_MEAN]));
+    CHECK_NEAR(x[MIXED_X_LONG_MEAN], 80, 1e-9);
 }
 
 TEST(spawn_tree_arithmetic)
@@ -362,6 +395,11 @@ TEST(mixed_small_window_on_mq_and_kernel)
         CHECK(mp.flags == NULL && mp.slots == NULL); /* close freed them */
         CHECK(r.value > 0 && isfinite(r.value));
         CHECK_NEAR(r.extra[MIXED_X_BURST], 50, 0);
+        CHECK(r.extra[MIXED_X_SHORT_MIN] >= 0);
+        CHECK(r.extra[MIXED_X_SHORT_MEAN] >= r.extra[MIXED_X_SHORT_MIN]);
+        CHECK(r.extra[MIXED_X_LONG_MEAN] >= r.extra[MIXED_X_LONG_MIN]);
+        CHECK(r.extra[MIXED_X_STARVED] >= 0 && r.extra[MIXED_X_STARVED] <= 3);
+        CHECK(r.note == NULL);
         if (k == 0) {
             CHECK(r.extra[MIXED_X_WAIT] >= 0);
             CHECK(r.extra[MIXED_X_IDLE] >= 0);
@@ -403,4 +441,19 @@ TEST(wake_spinning_hogs_need_preemption)
     CHECK_STR_CONTAINS(rs.r[0].note, "--hog-yield");
     CHECK(isfinite(rs.r[WS_N].value)); /* the kernel row */
     bench_results_free(&rs);
+}
+
+/* Without preemption the long tasks checkpoint (they would keep their
+ * workers from the short tasks), and the row says so. */
+TEST(mixed_without_preemption_checkpoints)
+{
+    setenv("MQS_PREEMPT", "0", 1);
+    bench_opts_t o = small_opts();
+    bench_result_t r;
+    struct mixed_point mp = {.nshort = 2, .nlong = 2, .n = 4, .burst = 50};
+    CHECK_EQ(run_point(&o, "mq", false, &mixed_kind, &mp, MIXED_X_COUNT, &r),
+             0);
+    CHECK(mp.checkpoint);
+    CHECK(r.value > 0 && isfinite(r.value));
+    CHECK_STR_CONTAINS(r.note, "long tasks checkpoint");
 }

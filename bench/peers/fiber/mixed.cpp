@@ -1,10 +1,10 @@
 // mixed.cpp - short fibers among long CPU-bound ones, the workload of
 // `mqs-bench mixed` (bench/mixed.c).  A record is malloc(2048), write
 // every word, read one back, free.  A long fiber makes records back to
-// back, yielding after each: a fiber is never preempted, so the yield is
-// where mqs_checkpoint() stands between the mqs rows' records (without
-// it a long fiber would keep its worker and the short ones would never
-// wake).  A short fiber makes burst_records records (1 ms of records as
+// back, yielding after each: a fiber is never preempted, so the yield
+// stands where preemption stops the mqs rows' long tasks (and where
+// --long-point checkpoint puts mqs_checkpoint()); without it a long fiber
+// would keep its worker and the short ones would never wake.  A short fiber makes burst_records records (1 ms of records as
 // mqs-bench calibrated it on this machine and passes in), then sleeps
 // 9 ms; the short fibers' first bursts are staggered over the 10 ms
 // period (fiber i of S first sleeps i x 10 ms / S).  records_per_s counts

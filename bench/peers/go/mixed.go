@@ -5,9 +5,9 @@ package main
 // every word, reads one back and drops it (Go: make + the garbage
 // collector stand for malloc/free; the buffer is kept in the task's
 // holder so that escape analysis cannot put it on the stack).  A long
-// task makes records back to back with no explicit scheduling point:
-// Go preempts a goroutine asynchronously when its time slice is spent,
-// which is what mqs_checkpoint() between records gives the mqs rows.  A
+// task makes records back to back with no scheduling point, as on the
+// mqs and kernel rows: Go preempts a goroutine asynchronously when its
+// time slice is spent, as mqs and the kernel preempt theirs.  A
 // short task makes burst_records records (1 ms of records as mqs-bench
 // calibrated it on this machine and passes in), then sleeps 9 ms; the
 // short tasks' first bursts are staggered over the 10 ms period (task i
