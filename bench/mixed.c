@@ -518,13 +518,16 @@ static const bench_point_kind_t mixed_kind = {mixed_open, mixed_measure,
 
 /* ----- peers ----- */
 
-/* What a peer row is told, and its wait (ns over the window) in ms/s. */
+/* What a peer row is told, its wait (ns over the window) in ms/s, and its
+ * per-task figures under their CSV keys. */
 static void mixed_peer_args(bench_point_t *p, const struct mixed_point *mp,
                             bench_peer_map_t *map)
 {
     *map = (bench_peer_map_t){.value_key = "records_per_s"};
     map->extra_key[MIXED_X_WAIT] = "wait_ns";
     map->extra_scale[MIXED_X_WAIT] = 1e-6 / p->o->seconds;
+    for (int i = MIXED_X_SHORT_MIN; i <= MIXED_X_STARVED; i++)
+        map->extra_key[i] = mixed_extras[i].name;
     p->peer_map = map;
     bench_peer_args_add(&p->peer_args, "short", "%d", mp->nshort);
     bench_peer_args_add(&p->peer_args, "long", "%d", mp->nlong);

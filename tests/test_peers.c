@@ -157,6 +157,15 @@ static void mixed_case(const char *peer)
                           "workers=2", "seconds=0.1", NULL};
     run_ok(peer, "mixed", args, &r);
     val(&r, "records_per_s", 1, 1e12);
+    double smin = val(&r, "short_min", 0, 1e12);
+    val(&r, "short_mean", smin, 1e12);
+    double lmin = val(&r, "long_min", 0, 1e12);
+    CHECK_NEAR(val(&r, "long_mean", lmin, 1e12), lmin, 0); /* one task */
+    val(&r, "starved", 0, 3);
+    const char *nolong[] = {"short=1",   "long=0",       "burst_records=20",
+                            "workers=1", "seconds=0.05", NULL};
+    run_ok(peer, "mixed", nolong, &r);
+    CHECK(isnan(bench_peer_get(&r, "long_min"))); /* no long task */
     /* neither runtime exposes runnable-not-running time: left out */
     CHECK(isnan(bench_peer_get(&r, "wait_ns")));
     /* the burst is mqs-bench's calibration: without it, a usage error */
