@@ -4,9 +4,11 @@
  * --short S tasks each work 1 ms then sleep 9 ms (a 10% duty cycle);
  * --long L tasks work without pause.  Work is "records": a record
  * allocates a 2 KiB buffer, writes all of it, reads a word back and
- * frees it.  A long task makes records one after another with a
- * scheduling point (mqs_checkpoint()) between each, so time slices and
- * preemption apply to it; a short task's 1 ms burst is a fixed number of
+ * frees it.  A long task makes records back to back with no scheduling
+ * point (the 2012 test.c), so only preemption stops it; --long-point
+ * checkpoint puts mqs_checkpoint() after each record, as does a row
+ * whose runtime does not preempt (with a note).  A short task's 1 ms
+ * burst (mqs_checkpoint() after each record) is a fixed number of
  * records, calibrated once per invocation as 1 ms of records on this
  * machine (the median of several timed runs on the main thread), so a
  * burst is the same work under every row whether or not it is
@@ -28,6 +30,10 @@
  *           periodic balancer, and because a remote task was more urgent
  *           (mqs_runtime_stats(); the kernel has no per-process
  *           equivalent: NAN).
+ *           short min, short mean, long min, long mean: records/s of
+ *           the slowest and of the mean task of each kind; starved:
+ *           tasks that made no record in the window (the minima and
+ *           starved: the worst over the repeats).
  *
  * The parameter is the pair (S, L), written "short/long=5/5" (no comma,
  * so the CSV field needs no quoting and the table's column reads
@@ -69,6 +75,11 @@ enum {
     MIXED_X_NEWIDLE,
     MIXED_X_PERIODIC,
     MIXED_X_PRIO,
+    MIXED_X_SHORT_MIN,
+    MIXED_X_SHORT_MEAN,
+    MIXED_X_LONG_MIN,
+    MIXED_X_LONG_MEAN,
+    MIXED_X_STARVED,
     MIXED_X_BURST,
     MIXED_X_COUNT
 };
@@ -79,7 +90,19 @@ static const bench_extra_col_t mixed_extras[MIXED_X_COUNT] = {
     [MIXED_X_NEWIDLE] = {"pulls_newidle_per_s", "newidle/s", 1},
     [MIXED_X_PERIODIC] = {"pulls_periodic_per_s", "periodic/s", 1},
     [MIXED_X_PRIO] = {"pulls_priority_per_s", "prio/s", 1},
+    [MIXED_X_SHORT_MIN] = {"short_min", "short min", 0},
+    [MIXED_X_SHORT_MEAN] = {"short_mean", "short mean", 0},
+    [MIXED_X_LONG_MIN] = {"long_min", "long min", 0},
+    [MIXED_X_LONG_MEAN] = {"long_mean", "long mean", 0},
+    [MIXED_X_STARVED] = {"starved", "starved", 0},
     [MIXED_X_BURST] = {"burst_records", NULL, 0},
+};
+/* As in yield: the worst repeat's fairness (one that starves a different
+ * task each run is still unfair); the other extras are means. */
+static const unsigned char mixed_fold[MIXED_X_COUNT] = {
+    [MIXED_X_SHORT_MIN] = BENCH_FOLD_MIN,
+    [MIXED_X_LONG_MIN] = BENCH_FOLD_MIN,
+    [MIXED_X_STARVED] = BENCH_FOLD_MAX,
 };
 
 static const bench_cli_t mixed_cli = {
@@ -91,12 +114,17 @@ static const bench_cli_t mixed_cli = {
         "  --short S,S,...     short tasks per point (default 5,4,16)\n"
         "  --long L,L,...      long tasks per point, paired with --short by "
         "position\n"
-        "                      (default 5,2,0)\n\n"
+        "                      (default 5,2,0)\n"
+        "  --long-point P      between a long task's records: none (default)"
+        "\n"
+        "                      or checkpoint (mqs_checkpoint())\n\n"
         "A record = malloc 2 KiB, write it, free it.  Long tasks make "
-        "records with\n"
-        "mqs_checkpoint() between them; a short task makes a 1 ms burst "
-        "of records\n"
-        "(calibrated once) then sleeps 9 ms.  --tasks is not used.\n"
+        "records back to\n"
+        "back, stopped only by preemption (a runtime without it: "
+        "checkpoint, noted);\n"
+        "a short task makes a 1 ms burst of records (calibrated once) then "
+        "sleeps 9 ms.\n"
+        "--tasks is not used.\n"
         "records/s over the window; wait ms/s = runnable-not-running time "
         "summed\n"
         "over tasks per second; migr/s = task migrations; idle/s, "
@@ -104,7 +132,10 @@ static const bench_cli_t mixed_cli = {
         "periodic/s, prio/s = pulls by kind: idle, queue just emptied, "
         "periodic\n"
         "balancer, a more urgent remote task (runtime statistics; kernel: "
-        "n/a).\n\n"
+        "n/a);\n"
+        "short/long min, mean = records/s of the slowest and of the mean "
+        "task of each\n"
+        "kind; starved = tasks without a record in the window.\n\n"
         "rows:  a policy (mq, ...)  mqs tasks\n"
         "       kernel  pthreads, wait from /proc/self/task/*/schedstat, "
         "migrations\n"
@@ -157,6 +188,28 @@ static double mixed_rate(uint64_t a, uint64_t b, uint64_t ns)
     return ns ? (double)(b - a) * 1e9 / (double)ns : NAN;
 }
 
+/* The fairness extras from each task's records at the window's edges,
+ * a[i] and b[i], the first nshort of the n tasks short; NAN for a kind
+ * without tasks. */
+static void mixed_fairness(const uint64_t *a, const uint64_t *b, int nshort,
+                           int n, uint64_t ns, double *extra)
+{
+    double min[2] = {NAN, NAN}, sum[2] = {0, 0};
+    int starved = 0;
+    for (int i = 0; i < n; i++) {
+        double r = mixed_rate(a[i], b[i], ns);
+        int k = i >= nshort;
+        min[k] = fmin(min[k], r);
+        sum[k] += r;
+        starved += b[i] == a[i];
+    }
+    extra[MIXED_X_SHORT_MIN] = min[0];
+    extra[MIXED_X_SHORT_MEAN] = nshort ? sum[0] / nshort : NAN;
+    extra[MIXED_X_LONG_MIN] = min[1];
+    extra[MIXED_X_LONG_MEAN] = n > nshort ? sum[1] / (n - nshort) : NAN;
+    extra[MIXED_X_STARVED] = starved;
+}
+
 /* ------------------------------------------------------------------ */
 /* The work                                                            */
 /* ------------------------------------------------------------------ */
@@ -167,6 +220,7 @@ struct mixed_slot {
     uint64_t sink;
     const bench_flags_t *flags;
     long burst;      /* records per burst; 0 = a long task */
+    bool checkpoint; /* mqs_checkpoint() after each record (mqs rows) */
     uint64_t phase;  /* short tasks: initial sleep, staggering them */
     _Atomic int tid; /* kernel threads: gettid() */
 } __attribute__((aligned(BENCH_CACHELINE)));
@@ -187,10 +241,8 @@ static inline uint64_t mixed_record(uint64_t seed)
     return v;
 }
 
-/* The life of one task, with the scheduling point and the sleep of the
- * row's kind. */
-static void mixed_loop(struct mixed_slot *s, int (*point)(void),
-                       int (*sleep_ns)(uint64_t))
+/* The life of one task, with the sleep of the row's kind. */
+static void mixed_loop(struct mixed_slot *s, int (*sleep_ns)(uint64_t))
 {
     const bench_flags_t *f = s->flags;
     while (!bench_flag(&f->start))
@@ -202,7 +254,8 @@ static void mixed_loop(struct mixed_slot *s, int (*point)(void),
         for (long i = 0; i < n; i++) {
             s->sink += mixed_record(s->sink);
             bench_count(&s->records);
-            point();
+            if (s->checkpoint)
+                mqs_checkpoint();
         }
         if (s->burst)
             sleep_ns(MIXED_PERIOD_NS - MIXED_BURST_NS);
@@ -211,14 +264,8 @@ static void mixed_loop(struct mixed_slot *s, int (*point)(void),
 
 static void *mixed_mq_task(void *arg)
 {
-    mixed_loop(arg, mqs_checkpoint, mqs_sleep);
+    mixed_loop(arg, mqs_sleep);
     return NULL;
-}
-
-/* A kernel thread's scheduling point is the kernel's tick: none here. */
-static int mixed_no_point(void)
-{
-    return 0;
 }
 
 static int mixed_kernel_sleep(uint64_t ns)
@@ -231,7 +278,7 @@ static void *mixed_kernel_thread(void *arg)
 {
     struct mixed_slot *s = arg;
     atomic_store(&s->tid, (int)syscall(SYS_gettid));
-    mixed_loop(s, mixed_no_point, mixed_kernel_sleep);
+    mixed_loop(s, mixed_kernel_sleep);
     return NULL;
 }
 
@@ -271,8 +318,10 @@ struct mixed_snap {
 struct mixed_point {
     int nshort, nlong, n;
     long burst;
+    bool checkpoint; /* long tasks too call mqs_checkpoint() */
     bench_flags_t *flags;
     struct mixed_slot *slots;
+    uint64_t *rec; /* each task's records at the window's start, end */
     bench_group_t g; /* the tasks (policy rows: g.rt) or threads */
 };
 
@@ -287,18 +336,20 @@ static void mixed_reset(struct mixed_point *mp)
         s->sink = (uint64_t)i;
         s->flags = mp->flags;
         s->burst = i < mp->nshort ? mp->burst : 0;
+        s->checkpoint = mp->g.rt && (i < mp->nshort || mp->checkpoint);
         s->phase = i < mp->nshort
                        ? MIXED_PERIOD_NS * (uint64_t)i / (uint64_t)mp->nshort
                        : 0;
     }
 }
 
-static uint64_t mixed_records(const struct mixed_point *mp)
+/* Each task's records into rec[], and their sum. */
+static uint64_t mixed_records(const struct mixed_point *mp, uint64_t *rec)
 {
     uint64_t sum = 0;
     for (int i = 0; i < mp->n; i++)
-        sum +=
-            atomic_load_explicit(&mp->slots[i].records, memory_order_relaxed);
+        sum += rec[i] = atomic_load_explicit(&mp->slots[i].records,
+                                             memory_order_relaxed);
     return sum;
 }
 
@@ -340,11 +391,11 @@ static void mixed_mq_snap(const struct mixed_point *mp, struct mixed_snap *s)
 }
 
 static void mixed_snap(const struct mixed_point *mp, bool kernel,
-                       struct mixed_snap *s)
+                       struct mixed_snap *s, uint64_t *rec)
 {
     memset(s, 0, sizeof *s);
     uint64_t a = bench_now_ns();
-    s->records = mixed_records(mp);
+    s->records = mixed_records(mp, rec);
     if (kernel)
         mixed_proc_snap(mp, s);
     else
@@ -381,9 +432,9 @@ static int mixed_window(bench_point_t *p, double *value, double *extra)
     struct mixed_snap a, b;
     atomic_store(&mp->flags->start, 1);
     bench_sleep_ns(MIXED_SETTLE_NS);
-    mixed_snap(mp, kernel, &a);
+    mixed_snap(mp, kernel, &a, mp->rec);
     bench_sleep_ns((uint64_t)(secs * 1e9));
-    mixed_snap(mp, kernel, &b);
+    mixed_snap(mp, kernel, &b, mp->rec + mp->n);
     atomic_store(&mp->flags->stop, 1);
     if (b.records == a.records) {
         fprintf(stderr, "mqs-bench mixed: %s %s: no records counted\n",
@@ -392,6 +443,8 @@ static int mixed_window(bench_point_t *p, double *value, double *extra)
     }
     *value = mixed_rate(a.records, b.records, b.t - a.t);
     mixed_extras_of(&a, &b, kernel, extra);
+    mixed_fairness(mp->rec, mp->rec + mp->n, mp->nshort, mp->n, b.t - a.t,
+                   extra);
     extra[MIXED_X_BURST] = (double)mp->burst;
     if (kernel && (!a.wait_ok || !b.wait_ok || !a.migr_ok || !b.migr_ok))
         snprintf(p->note, sizeof p->note, "%s unreadable in /proc",
@@ -401,15 +454,18 @@ static int mixed_window(bench_point_t *p, double *value, double *extra)
 
 /* ----- policy and kernel rows ----- */
 
-/* The flags and slots of a point. */
+/* The flags, slots and record counts of a point. */
 static int mixed_point_alloc(struct mixed_point *mp)
 {
     size_t n = (size_t)mp->n;
     mp->flags = aligned_alloc(BENCH_CACHELINE, sizeof *mp->flags);
     mp->slots = aligned_alloc(BENCH_CACHELINE, n * sizeof *mp->slots);
-    return mp->flags && mp->slots ? 0 : -1;
+    mp->rec = calloc(2 * n, sizeof *mp->rec);
+    return mp->flags && mp->slots && mp->rec ? 0 : -1;
 }
 
+/* Without preemption a long task that never checkpoints would keep its
+ * worker from the short tasks: it checkpoints, and the row says so. */
 static int mixed_open(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
@@ -418,6 +474,11 @@ static int mixed_open(bench_point_t *p)
     if (mixed_point_alloc(mp) || bench_row_open(p))
         return -1;
     mp->g.rt = p->rt;
+    if (p->rt && !mqs_preempt_on(p->rt) && mp->nlong && !mp->checkpoint) {
+        mp->checkpoint = true;
+        snprintf(p->note, sizeof p->note,
+                 "no preemption (MQS_PREEMPT=0): long tasks checkpoint");
+    }
     return 0;
 }
 
@@ -446,8 +507,10 @@ static void mixed_close(bench_point_t *p)
     bench_row_close(p);
     free(mp->flags);
     free(mp->slots);
+    free(mp->rec);
     mp->flags = NULL;
     mp->slots = NULL;
+    mp->rec = NULL;
 }
 
 static const bench_point_kind_t mixed_kind = {mixed_open, mixed_measure,
@@ -455,13 +518,16 @@ static const bench_point_kind_t mixed_kind = {mixed_open, mixed_measure,
 
 /* ----- peers ----- */
 
-/* What a peer row is told, and its wait (ns over the window) in ms/s. */
+/* What a peer row is told, its wait (ns over the window) in ms/s, and its
+ * per-task figures under their CSV keys. */
 static void mixed_peer_args(bench_point_t *p, const struct mixed_point *mp,
                             bench_peer_map_t *map)
 {
     *map = (bench_peer_map_t){.value_key = "records_per_s"};
     map->extra_key[MIXED_X_WAIT] = "wait_ns";
     map->extra_scale[MIXED_X_WAIT] = 1e-6 / p->o->seconds;
+    for (int i = MIXED_X_SHORT_MIN; i <= MIXED_X_STARVED; i++)
+        map->extra_key[i] = mixed_extras[i].name;
     p->peer_map = map;
     bench_peer_args_add(&p->peer_args, "short", "%d", mp->nshort);
     bench_peer_args_add(&p->peer_args, "long", "%d", mp->nlong);
@@ -475,6 +541,7 @@ static void mixed_peer_args(bench_point_t *p, const struct mixed_point *mp,
 struct mixed_args {
     int *shorts, *longs;
     int n;
+    bool checkpoint;        /* --long-point checkpoint */
     long burst;             /* records per short burst, calibrated */
     struct mixed_point cur; /* the point being measured */
     bench_peer_map_t map;   /* ... and its peer mapping */
@@ -483,8 +550,9 @@ struct mixed_args {
 static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct mixed_args *a = sw->arg;
-    const char *v[2] = {"5,4,16", "5,2,0"};
-    const bench_xopt_t xo[] = {{"short", &v[0]}, {"long", &v[1]}, {NULL, NULL}};
+    const char *v[3] = {"5,4,16", "5,2,0", "none"};
+    const bench_xopt_t xo[] = {{"short", &v[0]}, {"long", &v[1]},
+                               {"long-point", &v[2]}, {NULL, NULL}};
     int ns = 0, nl = 0;
     int rc = bench_take_options("mixed", argc, argv, xo, NULL);
     if (rc == 0)
@@ -501,6 +569,10 @@ static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
     for (int i = 0; rc == 0 && i < ns; i++)
         if (a->shorts[i] + a->longs[i] == 0)
             rc = bench_usage("mixed", "point %d has no tasks", i + 1);
+    if (rc == 0 && strcmp(v[2], "none") && strcmp(v[2], "checkpoint"))
+        rc = bench_usage("mixed", "--long-point: '%s' is not none or checkpoint",
+                         v[2]);
+    a->checkpoint = !strcmp(v[2], "checkpoint");
     a->n = ns;
     return rc;
 }
@@ -520,7 +592,8 @@ static int mixed_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     *mp = (struct mixed_point){.nshort = a->shorts[i],
                                .nlong = a->longs[i],
                                .n = a->shorts[i] + a->longs[i],
-                               .burst = a->burst};
+                               .burst = a->burst,
+                               .checkpoint = a->checkpoint};
     p->unit = "records/s";
     p->ctx = mp;
     mixed_peer_args(p, mp, &a->map);
@@ -541,6 +614,7 @@ const bench_exp_t bench_mixed_exp = {
     .title = "records per second",
     .extras = mixed_extras,
     .nextra = MIXED_X_COUNT,
+    .fold = mixed_fold,
     .kind = &mixed_kind,
     .options = mixed_options,
     .prepare = mixed_prepare,

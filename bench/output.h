@@ -32,7 +32,7 @@ typedef enum bench_format {
     BENCH_JSON,
 } bench_format_t;
 
-#define BENCH_MAX_EXTRA 8
+#define BENCH_MAX_EXTRA 16
 
 typedef struct bench_extra_col {
     const char *name;  /* CSV/JSON key: "fairness_min_over_mean"         */

@@ -272,8 +272,9 @@ int bench_peer_run(const char *peer, const char *experiment,
     argv[argc] = NULL;
     char buf[4096];
     int status = bench_run_capture(argv, false, buf, sizeof buf, timeout_ns);
-    if (status == PEER_EXIT_UNSUPPORTED) {
-        say(why, whylen, "%s", "not supported");
+    if (status == PEER_EXIT_UNSUPPORTED) { /* its stdout: the reason */
+        buf[strcspn(buf, "\n")] = '\0';
+        say(why, whylen, buf[0] ? "not supported: %s" : "not supported%s", buf);
         return BENCH_PEER_UNSUPPORTED;
     }
     if (status != 0 || bench_peer_parse(buf, out) != 0 || out->n == 0) {

@@ -56,7 +56,7 @@ extern const char *const bench_peer_names[];
  * (args NULL-terminated, each "key=value"), killed after timeout_ns (0:
  * bench_peer_timeout_ns(args)).  Returns a bench_peer_status; on anything
  * but OK, why (if not NULL) gets a short reason suitable as a row's note
- * ("not installed", "not supported", "failed: ...").
+ * ("not installed", "not supported[: the peer's reason]", "failed: ...").
  */
 int bench_peer_run(const char *peer, const char *experiment,
                    const char *const *args, uint64_t timeout_ns,

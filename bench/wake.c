@@ -5,15 +5,17 @@
  * stamps the time into that client's slot and posts its semaphore, then
  * sleeps a random 0..200 µs (mean 100); the client, once running,
  * records now - stamp, the wake-to-run delay, in its own log-linear
- * histogram (histogram.h).  --hogs K background tasks compute in slices
- * of --hog-slice µs and yield between slices: the `make -j` of the 2009
- * latt runs.  --class rt makes the clients and the waker realtime (mqs:
+ * histogram (histogram.h).  --hogs K background tasks compute without
+ * pause, the `make -j` of the 2009 latt runs (--hog-yield U: yield after
+ * every U µs).  --class rt makes the clients and the waker realtime (mqs:
  * MQS_CLASS_RR priority 50; kernel: SCHED_FIFO 50 when permitted, else
  * the row says why).
  *
  * Rows: a policy runs mqs tasks (mqs_sem_t, mqs_sleep, mqs_yield); kernel
  * runs pthreads (sem_t, nanosleep, sched_yield) unpinned within the
- * first --workers CPUs; go and fiber run the peer programs.
+ * first --workers CPUs; go and fiber run the peer programs.  Spinning
+ * hogs need preemption: a runtime without it (MQS_PREEMPT=0) and the
+ * fiber peer refuse them with a note rather than hang.
  *
  * Output: seven results per row, one per statistic of the delay, in µs:
  * param pct=50, pct=90, pct=99, pct=99.9 (nearest-rank percentiles),
@@ -29,9 +31,9 @@
  * client later finds.  Without hogs, on an idle machine, the figure is
  * mostly the cost of waking an idle worker (a futex wake, the analogue
  * of an IPI); with hogs it is how long a woken task waits behind running
- * ones.  A normal mqs task preempts nothing: a client woken behind a hog
- * waits for the hog's next yield, so the hog slice bounds mq's delay,
- * where the kernel preempts the hog at once.
+ * ones: behind a spinning hog of its own level a client waits until the
+ * hog's slice is spent (the policy's tick) or another worker takes it;
+ * an rt client stops the hog at once.
  */
 #include <errno.h>
 #include <math.h>
@@ -74,10 +76,11 @@ static const bench_cli_t wake_cli = {
     .details =
         "experiment options:\n"
         "  --clients C         blocked clients (default 4)\n"
-        "  --hogs K            background tasks computing in slices "
+        "  --hogs K            background tasks computing without pause "
         "(default 0)\n"
-        "  --hog-slice U       hog slice in us between yields (default "
-        "1000)\n"
+        "  --hog-yield U       hogs yield after every U us (default: they "
+        "never yield;\n"
+        "                      a row that cannot preempt them says so)\n"
         "  --class normal|rt   class of clients and waker (default "
         "normal; rt: mqs RR\n"
         "                      50, kernel SCHED_FIFO 50 when permitted)\n"
@@ -99,7 +102,7 @@ static const bench_cli_t wake_cli = {
 };
 
 struct wake_cfg {
-    int clients, hogs, hog_slice_us;
+    int clients, hogs, hog_yield_us; /* hog_yield_us 0: hogs spin */
     bool rt;
 };
 
@@ -212,10 +215,15 @@ static void *wake_waker_fn(void *arg)
     return NULL;
 }
 
+/* A hog: a counter and the stop flag, nothing else, so that only
+ * preemption takes its worker back; with --hog-yield, that many µs on the
+ * clock, then a yield. */
 static void *wake_hog_fn(void *arg)
 {
     struct wake_run *r = arg;
-    uint64_t slice = (uint64_t)r->cfg->hog_slice_us * 1000u;
+    uint64_t slice = (uint64_t)r->cfg->hog_yield_us * 1000u;
+    for (uint64_t n = 0; !slice && !bench_flag(&r->stop); n++)
+        __asm__ volatile("" : "+r"(n));
     while (!bench_flag(&r->stop)) {
         uint64_t end = bench_now_ns() + slice;
         while (bench_now_ns() < end)
@@ -403,10 +411,19 @@ static int wake_alloc(struct wake_point *pt)
     return 0;
 }
 
+/* Refused: spinning hogs on a runtime that does not preempt, which would
+ * keep their workers for good. */
 static int wake_open(bench_point_t *p)
 {
     struct wake_point *pt = p->ctx;
-    return wake_alloc(pt) || bench_row_open(p) ? -1 : 0;
+    if (wake_alloc(pt) || bench_row_open(p))
+        return -1;
+    if (!p->rt || mqs_preempt_on(p->rt) || !pt->cfg->hogs ||
+        pt->cfg->hog_yield_us)
+        return 0;
+    snprintf(p->note, sizeof p->note,
+             "no preemption (MQS_PREEMPT=0): spinning hogs need --hog-yield");
+    return BENCH_POINT_SKIP;
 }
 
 static void wake_close(bench_point_t *p)
@@ -484,7 +501,7 @@ static int wake_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     p->peer_map = &wake_peer_map;
     bench_peer_args_add(pa, "clients", "%d", cfg->clients);
     bench_peer_args_add(pa, "hogs", "%d", cfg->hogs);
-    bench_peer_args_add(pa, "hog_slice_us", "%d", cfg->hog_slice_us);
+    bench_peer_args_add(pa, "hog_yield_us", "%d", cfg->hog_yield_us);
     bench_peer_args_add(pa, "class", "%s", cfg->rt ? "rt" : "normal");
     return 0;
 }
@@ -492,9 +509,9 @@ static int wake_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 static int wake_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct wake_cfg *cfg = &((struct wake_args *)sw->arg)->cfg;
-    const char *c = "4", *h = "0", *u = "1000", *cls = "normal";
+    const char *c = "4", *h = "0", *u = "0", *cls = "normal";
     const bench_xopt_t xo[] = {{"clients", &c}, {"hogs", &h},
-                               {"hog-slice", &u}, {"class", &cls},
+                               {"hog-yield", &u}, {"class", &cls},
                                {NULL, NULL}};
     int rc = bench_take_options("wake", argc, argv, xo, wake_refused);
     if (rc == 0)
@@ -502,8 +519,8 @@ static int wake_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0)
         rc = bench_parse_int("wake", "--hogs", h, 0, 4096, &cfg->hogs);
     if (rc == 0)
-        rc = bench_parse_int("wake", "--hog-slice", u, 1, 1000000,
-                             &cfg->hog_slice_us);
+        rc = bench_parse_int("wake", "--hog-yield", u, 0, 1000000,
+                             &cfg->hog_yield_us);
     if (rc == 0 && strcmp(cls, "normal") && strcmp(cls, "rt"))
         rc = bench_usage("wake", "--class: '%s' is not normal or rt", cls);
     cfg->rt = rc == 0 && !strcmp(cls, "rt");

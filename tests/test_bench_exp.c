@@ -1,5 +1,6 @@
 /*
- * test_bench_exp.c - the mixed, spawn and chat experiments of mqs-bench:
+ * test_bench_exp.c - the mixed, spawn, chat and wake experiments of
+ * mqs-bench:
  * their option rules, the /proc parsers, the tree and room arithmetic
  * against hand-computed values, a peer row through the toolkit's peer
  * kind, and one small real run of each experiment (policy and kernel
@@ -21,13 +22,34 @@
 #include "../bench/peer.c"
 #include "../bench/plot.c"
 #include "../bench/expkit.c"
+#include "../bench/histogram.c"
 #include "../bench/point.c"
 #include "../bench/spawn.c"
 #include "../bench/stats.c"
+#include "../bench/wake.c"
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
 /* ------------------------------------------------------------------ */
+
+TEST(wake_hog_yield_defaults_to_spinning)
+{
+    char *argv[] = {"wake", "--hogs", "2", NULL};
+    int argc = 3;
+    struct wake_args a = {0};
+    bench_sweep_t sw = {.arg = &a};
+    CHECK_EQ(wake_options(&sw, &argc, argv), 0);
+    CHECK_EQ(a.cfg.hogs, 2);
+    CHECK_EQ(a.cfg.hog_yield_us, 0);
+    char *b[] = {"wake", "--hog-yield", "500", NULL};
+    argc = 3;
+    CHECK_EQ(wake_options(&sw, &argc, b), 0);
+    CHECK_EQ(a.cfg.hog_yield_us, 500);
+    char *c[] = {"wake", "--hog-slice", "500", NULL}; /* its old name */
+    argc = 3;
+    CHECK_EQ(wake_options(&sw, &argc, c), 0);
+    CHECK_EQ(argc, 3); /* not taken: the common parser refuses it */
+}
 
 TEST(mixed_lists_must_pair)
 {
@@ -51,6 +73,20 @@ TEST(mixed_lists_must_pair)
     CHECK_EQ(a.n, 3);
     CHECK_EQ(a.shorts[2], 16);
     CHECK_EQ(a.longs[2], 0);
+    CHECK(!a.checkpoint); /* long tasks: no scheduling point */
+    free(a.shorts);
+    free(a.longs);
+    char *d[] = {"mixed", "--long-point", "checkpoint", NULL};
+    argc = 3;
+    a = (struct mixed_args){0};
+    CHECK_EQ(mixed_options(&sw, &argc, d), 0);
+    CHECK(a.checkpoint);
+    free(a.shorts);
+    free(a.longs);
+    char *e[] = {"mixed", "--long-point=yield", NULL};
+    argc = 2;
+    a = (struct mixed_args){0};
+    CHECK_EQ(mixed_options(&sw, &argc, e), BENCH_EXIT_USAGE);
     free(a.shorts);
     free(a.longs);
 }
@@ -151,6 +187,25 @@ TEST(mixed_rates_and_window_extras)
     CHECK(isnan(x[MIXED_X_WAIT]));
     CHECK_NEAR(x[MIXED_X_MIGR], 20.0, 1e-9);
     CHECK(isnan(x[MIXED_X_IDLE]));
+}
+
+/* Two short tasks and three long ones over half a second; one long task
+ * made nothing. */
+TEST(mixed_fairness_by_kind)
+{
+    uint64_t a[] = {0, 10, 100, 100, 7}, b[] = {50, 40, 600, 400, 7};
+    double x[MIXED_X_COUNT];
+    point_preset(x, MIXED_X_COUNT);
+    mixed_fairness(a, b, 2, 5, 500000000u, x);
+    CHECK_NEAR(x[MIXED_X_SHORT_MIN], 60, 1e-9);
+    CHECK_NEAR(x[MIXED_X_SHORT_MEAN], 80, 1e-9);
+    CHECK_NEAR(x[MIXED_X_LONG_MIN], 0, 1e-9);
+    CHECK_NEAR(x[MIXED_X_LONG_MEAN], 1600.0 / 3, 1e-9);
+    CHECK_NEAR(x[MIXED_X_STARVED], 1, 0);
+    point_preset(x, MIXED_X_COUNT);
+    mixed_fairness(a, b, 0, 2, 500000000u, x); /* no short tasks */
+    CHECK(isnan(x[MIXED_X_SHORT_MIN]) && isnan(x[MIXED_X_SHORT_MEAN]));
+    CHECK_NEAR(x[MIXED_X_LONG_MEAN], 80, 1e-9);
 }
 
 TEST(spawn_tree_arithmetic)
@@ -340,6 +395,11 @@ TEST(mixed_small_window_on_mq_and_kernel)
         CHECK(mp.flags == NULL && mp.slots == NULL); /* close freed them */
         CHECK(r.value > 0 && isfinite(r.value));
         CHECK_NEAR(r.extra[MIXED_X_BURST], 50, 0);
+        CHECK(r.extra[MIXED_X_SHORT_MIN] >= 0);
+        CHECK(r.extra[MIXED_X_SHORT_MEAN] >= r.extra[MIXED_X_SHORT_MIN]);
+        CHECK(r.extra[MIXED_X_LONG_MEAN] >= r.extra[MIXED_X_LONG_MIN]);
+        CHECK(r.extra[MIXED_X_STARVED] >= 0 && r.extra[MIXED_X_STARVED] <= 3);
+        CHECK(r.note == NULL);
         if (k == 0) {
             CHECK(r.extra[MIXED_X_WAIT] >= 0);
             CHECK(r.extra[MIXED_X_IDLE] >= 0);
@@ -347,4 +407,53 @@ TEST(mixed_small_window_on_mq_and_kernel)
             CHECK(isnan(r.extra[MIXED_X_IDLE]));
         }
     }
+}
+
+/* A spinning hog: a preempting runtime and the kernel still run the
+ * clients; a runtime without preemption is refused with a note rather
+ * than left to hang. */
+static void wake_sweep(bool preempt, bench_results_t *rs)
+{
+    if (!preempt)
+        setenv("MQS_PREEMPT", "0", 1);
+    bench_row_spec_t rows[] = {{"mq", false}, {"kernel", true}};
+    bench_opts_t o = small_opts();
+    o.rows = rows;
+    o.nrows = 2;
+    o.seconds = 0.2;
+    struct wake_args a = {.cfg = {.clients = 2, .hogs = 1}};
+    bench_sweep_t sw = {.e = &bench_wake_exp, .o = &o, .nparams = 1,
+                        .extras = wake_extras, .nextra = WX_COUNT, .arg = &a};
+    bench_results_init(rs, "wake", "us", wake_extras, WX_COUNT);
+    CHECK_EQ(bench_sweep_run(&sw, rs), 0);
+    CHECK_EQ(rs->n, 2 * WS_N);
+}
+
+TEST(wake_spinning_hogs_need_preemption)
+{
+    bench_results_t rs;
+    wake_sweep(true, &rs);
+    for (int i = 0; i < rs.n; i++)
+        CHECK(rs.r[i].extra[WX_SAMPLES] >= 2 && isfinite(rs.r[i].value));
+    bench_results_free(&rs);
+    wake_sweep(false, &rs);
+    CHECK(isnan(rs.r[0].value));
+    CHECK_STR_CONTAINS(rs.r[0].note, "--hog-yield");
+    CHECK(isfinite(rs.r[WS_N].value)); /* the kernel row */
+    bench_results_free(&rs);
+}
+
+/* Without preemption the long tasks checkpoint (they would keep their
+ * workers from the short tasks), and the row says so. */
+TEST(mixed_without_preemption_checkpoints)
+{
+    setenv("MQS_PREEMPT", "0", 1);
+    bench_opts_t o = small_opts();
+    bench_result_t r;
+    struct mixed_point mp = {.nshort = 2, .nlong = 2, .n = 4, .burst = 50};
+    CHECK_EQ(run_point(&o, "mq", false, &mixed_kind, &mp, MIXED_X_COUNT, &r),
+             0);
+    CHECK(mp.checkpoint);
+    CHECK(r.value > 0 && isfinite(r.value));
+    CHECK_STR_CONTAINS(r.note, "long tasks checkpoint");
 }

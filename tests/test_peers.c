@@ -119,7 +119,7 @@ TEST(peer_pipe) { PEERS(pipe_case(peer)); }
 static void wake_case(const char *peer)
 {
     bench_peer_result_t r;
-    const char *args[] = {"clients=2",    "hogs=1",    "hog_slice_us=100",
+    const char *args[] = {"clients=2",    "hogs=1",    "hog_yield_us=100",
                           "class=normal", "workers=2", "seconds=0.1",
                           NULL};
     run_ok(peer, "wake", args, &r);
@@ -135,6 +135,17 @@ static void wake_case(const char *peer)
     char why[64];
     CHECK_EQ(bench_peer_run(peer, "wake", rt, 0, &r, why, sizeof why),
              BENCH_PEER_UNSUPPORTED); /* neither has a realtime class */
+    CHECK_STR_CONTAINS(why, "realtime"); /* the peer's reason */
+    /* Hogs that never yield: Go preempts them, a fiber never is. */
+    const char *spin[] = {"clients=2", "hogs=1", "workers=2", "seconds=0.05",
+                          NULL};
+    if (strcmp(peer, "go") == 0)
+        run_ok(peer, "wake", spin, &r);
+    else {
+        CHECK_EQ(bench_peer_run(peer, "wake", spin, 0, &r, why, sizeof why),
+                 BENCH_PEER_UNSUPPORTED);
+        CHECK_STR_CONTAINS(why, "preempted");
+    }
 }
 
 TEST(peer_wake) { PEERS(wake_case(peer)); }
@@ -146,6 +157,15 @@ static void mixed_case(const char *peer)
                           "workers=2", "seconds=0.1", NULL};
     run_ok(peer, "mixed", args, &r);
     val(&r, "records_per_s", 1, 1e12);
+    double smin = val(&r, "short_min", 0, 1e12);
+    val(&r, "short_mean", smin, 1e12);
+    double lmin = val(&r, "long_min", 0, 1e12);
+    CHECK_NEAR(val(&r, "long_mean", lmin, 1e12), lmin, 0); /* one task */
+    val(&r, "starved", 0, 3);
+    const char *nolong[] = {"short=1",   "long=0",       "burst_records=20",
+                            "workers=1", "seconds=0.05", NULL};
+    run_ok(peer, "mixed", nolong, &r);
+    CHECK(isnan(bench_peer_get(&r, "long_min"))); /* no long task */
     /* neither runtime exposes runnable-not-running time: left out */
     CHECK(isnan(bench_peer_get(&r, "wait_ns")));
     /* the burst is mqs-bench's calibration: without it, a usage error */

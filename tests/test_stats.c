@@ -510,7 +510,7 @@ static const char *fake_peer(void)
     fputs("#!/bin/sh\n"
           "case $1 in\n"
           "yield) echo \"ns_per_yield=5.5 args=$#\" ;;\n"
-          "ring) exit 3 ;;\n"
+          "ring) echo 'no rings here'; exit 3 ;;\n"
           "pipe) exec sleep 30 ;;\n"
           "wake) echo 'p50_ns=lots' ;;\n"
           "*) echo 'x=1'; exit 1 ;;\n"
@@ -542,7 +542,7 @@ TEST(peer_runner_maps_exit_statuses_and_output)
     CHECK(bench_peer_get(&r, "args") == 3); /* experiment + two keys */
     CHECK_EQ(bench_peer_run("go", "ring", args, 0, &r, why, sizeof why),
              BENCH_PEER_UNSUPPORTED);
-    CHECK_STR_CONTAINS(why, "not supported");
+    CHECK_STR_CONTAINS(why, "not supported: no rings here"); /* stdout */
     CHECK_EQ(bench_peer_run("go", "wake", args, 0, &r, why, sizeof why),
              BENCH_PEER_FAILED);
     CHECK_STR_CONTAINS(why, "bad output");

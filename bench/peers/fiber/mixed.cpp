@@ -1,15 +1,18 @@
 // mixed.cpp - short fibers among long CPU-bound ones, the workload of
 // `mqs-bench mixed` (bench/mixed.c).  A record is malloc(2048), write
 // every word, read one back, free.  A long fiber makes records back to
-// back, yielding after each: a fiber is never preempted, so the yield is
-// where mqs_checkpoint() stands between the mqs rows' records (without
-// it a long fiber would keep its worker and the short ones would never
-// wake).  A short fiber makes burst_records records (1 ms of records as
+// back, yielding after each: a fiber is never preempted, so the yield
+// stands where preemption stops the mqs rows' long tasks (and where
+// --long-point checkpoint puts mqs_checkpoint()); without it a long fiber
+// would keep its worker and the short ones would never wake.  A short fiber makes burst_records records (1 ms of records as
 // mqs-bench calibrated it on this machine and passes in), then sleeps
 // 9 ms; the short fibers' first bursts are staggered over the 10 ms
 // period (fiber i of S first sleeps i x 10 ms / S).  records_per_s counts
-// the records of both kinds in the window.  wait_ns (runnable-not-running
+// the records of both kinds in the window; short_min, short_mean,
+// long_min, long_mean and starved are the per-task figures of
+// bench/mixed.c.  wait_ns (runnable-not-running
 // time summed over the tasks) is left out: Boost.Fiber does not keep it.
+#include <algorithm>
 #include <cstdlib>
 
 #include "peer.hpp"
@@ -71,6 +74,18 @@ static void short_task(const flags &f, slot &s, std::uint64_t seed,
     mixed_sink += x;
 }
 
+// <kind>_min and <kind>_mean: records/s of the slowest and of the mean
+// task of a kind; nothing for a kind without tasks.
+static void add_kind(pairs &out, const std::string &kind,
+                     const std::vector<double> &work, double wall_ns)
+{
+    if (work.empty())
+        return;
+    double lo = *std::min_element(work.begin(), work.end());
+    out.add(kind + "_min", lo / (wall_ns / 1e9));
+    out.add(kind + "_mean", mean(work) / (wall_ns / 1e9));
+}
+
 pairs mixed(args &a)
 {
     long nshort = a.integer("short", 4, 0, 1L << 16);
@@ -101,6 +116,10 @@ pairs mixed(args &a)
     join_all(tasks);
     pairs out;
     out.add("records_per_s", sum(r.work) / (r.wall_ns / 1e9));
+    auto mid = r.work.begin() + nshort;
+    add_kind(out, "short", {r.work.begin(), mid}, r.wall_ns);
+    add_kind(out, "long", {mid, r.work.end()}, r.wall_ns);
+    out.add("starved", double(std::count(r.work.begin(), r.work.end(), 0.0)));
     out.add("workers", w);
     return out;
 }

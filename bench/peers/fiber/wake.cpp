@@ -6,11 +6,14 @@
 // over), then sleeps a pseudo-random 0..200 us (splitmix64, as wake.c
 // draws it).  The
 // client records now - stamp, the delay from wake-up to running.  K hog
-// fibers spin for hog_slice_us and then yield, competing for the W
-// workers.  Samples are recorded only inside the window.
+// fibers spin on the clock for hog_yield_us and then yield, competing for
+// the W workers.  Samples are recorded only inside the window.
 //
-// class=rt exits 3: Boost.Fiber's schedulers have no realtime class (a
-// priority algorithm would be a scheduler of our own, not Boost.Fiber's).
+// Exit 3 for hogs that never yield (hog_yield_us=0, the default): a fiber
+// is never preempted, so such a hog would keep its thread until the end,
+// the main thread's (which runs the window) among them.  Exit 3 too for
+// class=rt: Boost.Fiber's schedulers have no realtime class (a priority
+// algorithm would be a scheduler of our own, not Boost.Fiber's).
 #include "peer.hpp"
 
 namespace peer {
@@ -76,13 +79,16 @@ pairs wake(args &a)
 {
     long clients = a.integer("clients", 4, 1, 1L << 16);
     long hogs = a.integer("hogs", 0, 0, 1L << 16);
-    long slice = a.integer("hog_slice_us", 1000, 1, 10000000);
+    long slice = a.integer("hog_yield_us", 0, 0, 10000000);
     std::string cls = a.choice("class", "normal", {"normal", "rt"});
     int w = a.workers();
     double sec = a.seconds();
     a.done();
     if (cls == "rt")
         throw unsupported("Boost.Fiber has no realtime class");
+    if (hogs && !slice)
+        throw unsupported("fibers are never preempted: hogs must yield "
+                          "(--hog-yield U)");
     pool workers(w);
     flags f;
     std::vector<boost::fibers::fiber> tasks;

@@ -43,7 +43,7 @@ var experiments = []experiment{
 	{"yield", "tasks=N", runYield},
 	{"ring", "tasks=N size_kib=K", runRing},
 	{"pipe", "mode=latency|bandwidth placement=same|cross msg_kib=K", runPipe},
-	{"wake", "clients=C hogs=K hog_slice_us=U class=normal|rt", runWake},
+	{"wake", "clients=C hogs=K hog_yield_us=U class=normal|rt", runWake},
 	{"mixed", "short=S long=L burst_records=N", runMixed},
 	{"spawn", "tasks=T fanout=F", runSpawn},
 	{"chat", "rooms=R users=U messages=M msg_bytes=B", runChat},
@@ -107,7 +107,7 @@ func report(name string, out pairs, err error) int {
 		fmt.Fprintf(os.Stderr, "mqs-peer-go %s: %v\n", name, err)
 		return exitUsage
 	case errUnsupported:
-		fmt.Fprintf(os.Stderr, "mqs-peer-go %s: not supported: %v\n", name, err)
+		fmt.Println(err) // the reason, into mqs-bench's note
 		return exitUnsupported
 	default:
 		fmt.Fprintf(os.Stderr, "mqs-peer-go %s: %v\n", name, err)

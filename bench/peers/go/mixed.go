@@ -5,18 +5,20 @@ package main
 // every word, reads one back and drops it (Go: make + the garbage
 // collector stand for malloc/free; the buffer is kept in the task's
 // holder so that escape analysis cannot put it on the stack).  A long
-// task makes records back to back with no explicit scheduling point:
-// Go preempts a goroutine asynchronously when its time slice is spent,
-// which is what mqs_checkpoint() between records gives the mqs rows.  A
+// task makes records back to back with no scheduling point, as on the
+// mqs and kernel rows: Go preempts a goroutine asynchronously when its
+// time slice is spent, as mqs and the kernel preempt theirs.  A
 // short task makes burst_records records (1 ms of records as mqs-bench
 // calibrated it on this machine and passes in), then sleeps 9 ms; the
 // short tasks' first bursts are staggered over the 10 ms period (task i
 // of S first sleeps i x 10 ms / S).  records_per_s counts the records of
-// both kinds in the window.  wait_ns (runnable-not-running time summed
-// over the tasks) is left out: the Go runtime does not expose it per
-// goroutine.
+// both kinds in the window; short_min, short_mean, long_min, long_mean
+// and starved are the per-task figures of bench/mixed.c.  wait_ns
+// (runnable-not-running time summed over the tasks) is left out: the Go
+// runtime does not expose it per goroutine.
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -78,8 +80,31 @@ func runMixed(a *args) (pairs, error) {
 	wg.Wait()
 	var out pairs
 	out.add("records_per_s", sum(work)/(wall/1e9))
+	mixedKind(&out, "short", work[:short], wall)
+	mixedKind(&out, "long", work[short:], wall)
+	starved := 0.0
+	for _, n := range work {
+		if n == 0 {
+			starved++
+		}
+	}
+	out.add("starved", starved)
 	out.add("workers", float64(w))
 	return out, nil
+}
+
+// mixedKind adds <kind>_min and <kind>_mean: records/s of the slowest and
+// of the mean task of a kind; nothing for a kind without tasks.
+func mixedKind(out *pairs, kind string, work []float64, wall float64) {
+	if len(work) == 0 {
+		return
+	}
+	min := work[0]
+	for _, n := range work {
+		min = math.Min(min, n)
+	}
+	out.add(kind+"_min", min/(wall/1e9))
+	out.add(kind+"_mean", mean(work)/(wall/1e9))
 }
 
 func mixedWaitStart(f *flags) {

@@ -6,23 +6,29 @@ package main
 // the server never waits; a client that has not taken its last stamp is
 // not waiting and is passed over), then sleeps a pseudo-random 0..200 us
 // (splitmix64, as wake.c draws it).  The client records now - stamp: the delay from wake-up
-// to running.  K hog goroutines meanwhile spin for hog_slice_us each and
-// then yield (runtime.Gosched), competing with the clients for the
-// workers.  Samples are recorded only inside the window.
+// to running.  K hog goroutines meanwhile compute, competing with the
+// clients for the workers: by default a counter loop that checks only the
+// stop flag, which the Go runtime preempts by itself (asynchronous
+// preemption, 10 ms slices); with hog_yield_us=U > 0 they spin on the
+// clock for U us and then yield (runtime.Gosched).  Samples are recorded
+// only inside the window.
 //
 // class=rt exits 3: Go has no realtime class (no goroutine priority).
 
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 const wakeGapMaxNs = 200000
 
+var hogSink uint64 // the hogs' counts, so that their loops compute
+
 func runWake(a *args) (pairs, error) {
 	clients := a.int("clients", 4, 1, 1<<16)
 	hogs := a.int("hogs", 0, 0, 1<<16)
-	slice := a.int("hog_slice_us", 1000, 1, 1e7)
+	yieldUs := a.int("hog_yield_us", 0, 0, 1e7)
 	class := a.choice("class", "normal", "normal", "rt")
 	w, sec := a.common()
 	if err := a.done(); err != nil {
@@ -36,7 +42,7 @@ func runWake(a *args) (pairs, error) {
 	var wg sync.WaitGroup
 	for i := 0; i < hogs; i++ {
 		wg.Add(1)
-		go hog(&f, int64(slice)*1000, &wg)
+		go hog(&f, int64(yieldUs)*1000, &wg)
 	}
 	chans := make([]chan int64, clients)
 	samples := make([][]float64, clients)
@@ -62,9 +68,15 @@ func runWake(a *args) (pairs, error) {
 	return out, nil
 }
 
-// hog spins for sliceNs at a time, then yields, until stop.
+// hog computes until stop: without pause (sliceNs 0), or sliceNs at a
+// time, then yields.
 func hog(f *flags, sliceNs int64, wg *sync.WaitGroup) {
 	defer wg.Done()
+	var n uint64
+	for sliceNs == 0 && !f.stopped() {
+		n++
+	}
+	atomic.AddUint64(&hogSink, n)
 	for !f.stopped() {
 		for t := now(); now()-t < sliceNs; {
 		}
