@@ -248,6 +248,9 @@ struct mqs_rq {
      * the owner at each switch (on this line, which it writes anyway),
      * read by a waker that queued here and by the preemption monitor. */
     atomic_uint curr_level;
+    /* When the running task started running (the owner's clock), for a
+     * remote waker's "has it run a while" (place.c). */
+    _Atomic uint64_t curr_since;
 #ifdef MQS_CONTRACT_CHECKS
     /* The contract's checks (rq.c): the thread holding own_lock (an
      * address unique to it, 0: none), the last op called under it, and
@@ -306,6 +309,8 @@ enum {
     MQS__PRE_URGENT = 2, /* a more urgent level waits                     */
     MQS__PRE_TIMER = 4,  /* a timer of this worker is due                 */
     MQS__PRE_STOP = 8,   /* the runtime stops                             */
+    MQS__PRE_WAKE = 16,  /* a task of its level woke there: let the policy
+                            choose between it and the running one         */
 };
 
 /* A worker's preemption state (preempt.c), on a line of its own: the
@@ -335,6 +340,10 @@ struct mqs_worker {
      * plain stores behind compiler barriers: the only other reader is a
      * signal handler on the same thread (mqs__rt_enter below). */
     unsigned in_runtime;
+    /* The scheduling point in progress is a preemption (preempt.c): the
+     * task goes back as MQS_ENQ_PREEMPTED, not as a yield.  Set just
+     * before it, cleared where it is read (requeue_prev, sched.c). */
+    bool preempting;
     uint64_t now;                  /* timestamp of this scheduling point  */
     uint64_t next_balance;
     unsigned empties_seen;         /* rq.empties at the last period       */

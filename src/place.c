@@ -211,6 +211,35 @@ static bool should_preempt(struct mqs_rq *rq, struct mqs_task *curr,
     return p->wake_preempt(rq, &curr->se, &woken->se);
 }
 
+/* A task of level prio was just queued on tw, busy, from another
+ * thread: stop tw's running task now rather than at its next tick when
+ * it is less urgent, or when it is of the same level, the queued task
+ * was woken and the running one has run MQS__WAKE_GRAN_NS already (the
+ * policy then chooses between the two: Linux's wake-up preemption, with
+ * its granularity in time since the switch, the one thing a remote
+ * waker can read).  Its loop (MQS_PRIO_NONE) looks by itself. */
+#define MQS__WAKE_GRAN_NS 20000
+static void wake_preempt_remote(mqs_runtime_t *rt, struct mqs_worker *tw,
+                                unsigned prio, int flags,
+                                struct mqs_worker *self)
+{
+    unsigned level = atomic_load_explicit(&tw->rq.curr_level,
+                                          memory_order_relaxed);
+    if (level == MQS_PRIO_NONE || prio > level)
+        return;
+    if (prio < level) {
+        mqs__preempt_request(tw, MQS__PRE_URGENT);
+        return;
+    }
+    if (!(flags & MQS_ENQ_WAKEUP))
+        return;
+    uint64_t now = mqs__clock_ns(self ? &self->clock : &rt->clock);
+    uint64_t since = atomic_load_explicit(&tw->rq.curr_since,
+                                          memory_order_relaxed);
+    if (now > since && now - since >= MQS__WAKE_GRAN_NS)
+        mqs__preempt_request(tw, MQS__PRE_WAKE);
+}
+
 /* Make t (RUNNABLE, on_cpu == 0) queued somewhere; may be called from any
  * thread with no lock held.  Kicks the target worker if it parks, or an
  * idle worker that could take the task if the target is busy. */
@@ -269,14 +298,8 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load(&tw->parked))
         mqs__kick(tw);
-    else if (rt->pre.on) {
-        /* It runs a less urgent task: stop that now, not at the next
-         * tick (preempt.c).  Its loop (MQS_PRIO_NONE) looks by itself. */
-        unsigned level = atomic_load_explicit(&tw->rq.curr_level,
-                                              memory_order_relaxed);
-        if (level != MQS_PRIO_NONE && prio < level)
-            mqs__preempt_request(tw, MQS__PRE_URGENT);
-    }
+    else if (rt->pre.on)
+        wake_preempt_remote(rt, tw, prio, flags, self);
     /* Work piles up on the target while some worker idles: let that one
      * come and steal. */
     if (atomic_load_explicit(&tw->rq.nr_queued, memory_order_relaxed) > 1)

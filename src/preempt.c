@@ -267,7 +267,8 @@ static void preempt_point(struct mqs_worker *w, struct mqs_task *t, int why,
                 atomic_load_explicit(&w->rt->stopping, memory_order_relaxed);
     bool due = now >= atomic_load_explicit(&w->timers.next,
                                            memory_order_relaxed);
-    bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio;
+    bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio ||
+                  (why & MQS__PRE_WAKE);
     bool spent = false;
     if ((why & MQS__PRE_TICK) && !(stop || due || urgent)) {
         /* A policy with no tick has no slice: a tick with others
@@ -277,6 +278,7 @@ static void preempt_point(struct mqs_worker *w, struct mqs_task *t, int why,
     }
     if (!(stop || due || urgent || spent))
         return;
+    w->preempting = true;
     if (!pin) {
         mqs__schedule(w, t, MQS__SW_YIELD);
         return;

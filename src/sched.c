@@ -163,7 +163,11 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
         return NULL;
     }
     prev->se.queued_at_ns = now;
-    if (p->yield && !stopping) {
+    /* A preemption is no yield: the policy re-queues the task as one
+     * that was stopped (a FIFO task keeps its place) and picks. */
+    bool preempted = w->preempting;
+    w->preempting = false;
+    if (p->yield && !stopping && !preempted) {
         atomic_store_explicit(&prev->queued_on, w->index,
                               memory_order_relaxed);
         MQS__CHK_COUNT(w->rt, w->index, 1);
@@ -174,7 +178,8 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
         atomic_store_explicit(&prev->queued_on, -1, memory_order_relaxed);
         MQS__CHK_COUNT(w->rt, w->index, -1);
     }
-    mqs__rq_enqueue_locked(&w->rq, prev, MQS_ENQ_YIELD);
+    mqs__rq_enqueue_locked(&w->rq, prev,
+                           preempted ? MQS_ENQ_PREEMPTED : MQS_ENQ_YIELD);
     return NULL;
 }
 
