@@ -320,7 +320,6 @@ struct mqs__preempt_worker {
     atomic_int req;      /* MQS__PRE_* asked and not yet seen by handler */
     atomic_int missed;   /* asked, seen at an unsafe point: ask again    */
     int tid;             /* the worker thread's id, for tgkill           */
-    int *errno_p;        /* the worker thread's errno                    */
     /* Monitor-only: switches seen at its last scan, since when, and
      * requests sent since (a deferred stop is retried soon, a few times). */
     uint64_t seen, since;
@@ -344,6 +343,9 @@ struct mqs_worker {
      * task goes back as MQS_ENQ_PREEMPTED, not as a yield.  Set just
      * before it, cleared where it is read (requeue_prev, sched.c). */
     bool preempting;
+    /* The worker thread's errno: every switch keeps each context's own
+     * value across it (switch.h).  Set once on the thread. */
+    int *errno_p;
     uint64_t now;                  /* timestamp of this scheduling point  */
     uint64_t next_balance;
     unsigned empties_seen;         /* rq.empties at the last period       */

@@ -483,7 +483,7 @@ void mqs__preempt_stop(mqs_runtime_t *rt)
 void mqs__preempt_worker_init(struct mqs_worker *w)
 {
     w->pre.tid = (int)syscall(SYS_gettid);
-    w->pre.errno_p = &errno;
+    w->errno_p = &errno;
     atomic_store(&w->rq.curr_level, MQS_PRIO_NONE);
     sigset_t s;
     sigemptyset(&s);

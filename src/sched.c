@@ -165,8 +165,11 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
     prev->se.queued_at_ns = now;
     /* A preemption is no yield: the policy re-queues the task as one
      * that was stopped (a FIFO task keeps its place) and picks. */
-    bool preempted = w->preempting;
-    w->preempting = false;
+    bool preempted = false;
+    if (MQS__UNLIKELY(w->preempting)) {
+        preempted = true;
+        w->preempting = false;
+    }
     if (p->yield && !stopping && !preempted) {
         atomic_store_explicit(&prev->queued_on, w->index,
                               memory_order_relaxed);

@@ -49,10 +49,10 @@ static MQS__HOT struct mqs_worker *mqs__switch_to(struct mqs_worker *w,
                           w->tsan_fiber);
     /* errno belongs to the OS thread; each context keeps its own value
      * across the switch (on its own stack), whichever thread resumes it. */
-    int err = *w->pre.errno_p;
+    int err = *w->errno_p;
     w = mqs__ctx_switch(save, to ? to->sp : w->loop_sp, w);
     mqs__switch_leave(fake);
-    *w->pre.errno_p = err;
+    *w->errno_p = err;
     return w;
 }
 
