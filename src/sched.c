@@ -155,7 +155,16 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
 {
     const struct mqs_policy *p = w->rt->policy;
     mqs__apply_pending(prev);
-    if (MQS__UNLIKELY(!mqs_se_allowed(&prev->se, w->index))) {
+    /* A preemption is no yield: the policy re-queues the task as one
+     * that was stopped (a FIFO task keeps its place) and picks; the task
+     * is pinned to this worker (preempt.c), whatever its mask says. */
+    bool preempted = false;
+    if (MQS__UNLIKELY(w->preempting)) {
+        preempted = true;
+        w->preempting = false;
+    }
+    if (MQS__UNLIKELY(!prev->se.any_worker && !preempted &&
+                      !mqs_mask_isset(&prev->se.affinity, w->index))) {
         /* It cannot be queued elsewhere before its context is saved:
          * mqs__finish_switch places it once on_cpu is 0. */
         atomic_store_explicit(&prev->resched_move, true,
@@ -163,13 +172,6 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
         return NULL;
     }
     prev->se.queued_at_ns = now;
-    /* A preemption is no yield: the policy re-queues the task as one
-     * that was stopped (a FIFO task keeps its place) and picks. */
-    bool preempted = false;
-    if (MQS__UNLIKELY(w->preempting)) {
-        preempted = true;
-        w->preempting = false;
-    }
     if (p->yield && !stopping && !preempted) {
         atomic_store_explicit(&prev->queued_on, w->index,
                               memory_order_relaxed);
