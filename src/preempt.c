@@ -39,9 +39,9 @@
  *     into the program is left out of its text too, and so is the PLT.
  *     These ranges are found once with dl_iterate_phdr; everything else
  *     is unsafe, so a library loaded later needs no registration.
- * A deferred stop is retried by the monitor 50 us later until it is
- * taken (a tick: a few times, then at each tick); one asked while
- * preemption was off is honoured by mqs_preempt_enable.
+ * A deferred stop is retried by the monitor 50 us later, four times in
+ * a row, then at each tick; one asked while preemption was off is
+ * honoured by mqs_preempt_enable.
  *
  * State.  The handler runs on the task's stack and switches from inside
  * it: the kernel's signal frame holds every register, FP/SIMD included,
@@ -67,7 +67,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -99,8 +98,7 @@ extern const char mqs__text_begin[] __attribute__((visibility("hidden")));
 extern const char mqs__text_end[] __attribute__((visibility("hidden")));
 
 #define RETRY_NS 50000 /* a deferred stop is asked again this soon       */
-#define RETRY_STREAK 4 /* ... a tick this many times in a row, then at
-                          each tick (the others until taken)           */
+#define RETRY_STREAK 4 /* ... this many times in a row, then at ticks    */
 
 /* ------------------------------------------------------------------ */
 /* Where a task may be stopped                                          */
@@ -255,6 +253,22 @@ static struct sigaction old_urg;
 static pthread_once_t preempt_once = PTHREAD_ONCE_INIT;
 static int handler_rc;
 
+/* Was most of t's run so far time the worker's thread spent off its CPU
+ * (the host's preemption)?  Then the monitor's "no switch for a tick"
+ * was the host's doing, not t's: no slice ends on it.  One system call
+ * (thread CPU time), at ticks only; the samples are the stall
+ * detection's (sched.c). */
+static bool host_took_the_run(struct mqs_worker *w, struct mqs_task *t,
+                              uint64_t now)
+{
+    if (!w->stall_wall0 || now <= w->stall_wall0)
+        return false;
+    uint64_t wall = now - w->stall_wall0;
+    uint64_t used = mqs__thread_cpu_ns() - w->stall_cpu0;
+    uint64_t ran = now - t->se.exec_start_ns;
+    return wall > used && wall - used > ran / 2;
+}
+
 /* A stop: the checkpoint's decision (mqs_checkpoint) with the reasons
  * asked, then a yield.  pin: from the handler, the task resumes on this
  * worker (its signal frame is on its stack). */
@@ -270,7 +284,8 @@ static void preempt_point(struct mqs_worker *w, struct mqs_task *t, int why,
     bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio ||
                   (why & MQS__PRE_WAKE);
     bool spent = false;
-    if ((why & MQS__PRE_TICK) && !(stop || due || urgent)) {
+    if ((why & MQS__PRE_TICK) && !(stop || due || urgent) &&
+        !host_took_the_run(w, t, now)) {
         /* A policy with no tick has no slice: a tick with others
          * waiting is the end of one (round robin at the tick). */
         MQS__CHK_UNLOCKED_OP(w->rt, "tick");
@@ -394,10 +409,9 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
         if (!why)
             continue;
         mqs__preempt_request(w, why);
-        /* Look again soon (was it taken?): always for a stop that is
-         * due, a few times in a row for a tick. */
-        if ((why != MQS__PRE_TICK || w->pre.streak++ < RETRY_STREAK) &&
-            sleep > RETRY_NS)
+        /* Look again soon (was it taken?), a few times in a row; then
+         * at each tick. */
+        if (w->pre.streak++ < RETRY_STREAK && sleep > RETRY_NS)
             sleep = RETRY_NS;
     }
     return sleep;
@@ -423,12 +437,6 @@ static void *monitor_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    /* The monitor stands for the kernel's timer interrupt: it must run
-     * when its tick is due, not after the busy workers' time slices on
-     * the host.  The lowest realtime priority where the process may
-     * (root, or RLIMIT_RTPRIO), else it stays a normal thread. */
-    struct sched_param sp = {.sched_priority = 1};
-    pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
     /* Its own copy of the clock, re-anchored at each look: deadlines are
      * set on the workers' clocks, which their housekeeping re-anchors
      * every millisecond, and the runtime's copy is never re-anchored
