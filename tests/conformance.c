@@ -1204,9 +1204,14 @@ static void *pair_holder(void *arg)
     return NULL;
 }
 
-TEST(no_starvation_against_wakeup_pair)
+/* One run of the pair and the yielders on one worker; returns the
+ * nanoseconds its thread waited for a CPU (the host's), and the run's
+ * length in *elapsed. */
+static long long pair_run(uint64_t *elapsed)
 {
     mqs_runtime_t *rt = rt_new_policy(1);
+    int tid;
+    worker_tids(rt, 1, &tid);
     pair_setup(PAIR_EVENTS, false);
     mqs_task_t *hold = spawn(rt, pair_holder, NULL);
     wait_count(&pr.holding, 1);
@@ -1215,12 +1220,35 @@ TEST(no_starvation_against_wakeup_pair)
     t[1] = spawn(rt, pair_p, NULL);
     for (int i = 0; i < PAIR_YIELDERS; i++)
         t[i + 2] = spawn(rt, pair_yielder, (void *)(intptr_t)i);
+    long long wait0 = os_wait_ns(tid);
+    uint64_t t0 = mqs_now_ns();
     atomic_store(&pr.go, 1);
     join(hold);
     pair_join(t[0], t[1]);
     for (int i = 2; i < PAIR_YIELDERS + 2; i++)
         join(t[i]);
+    *elapsed = mqs_now_ns() - t0;
+    long long waited = wait0 < 0 ? 0 : os_wait_ns(tid) - wait0;
     CHECK_OK(mqs_runtime_destroy(rt));
+    return waited;
+}
+
+/* A run whose worker waited for a CPU over a tenth of its length is
+ * repeated, up to three times in all, as the nice cases are: with
+ * another program on the machine's two CPUs the host's preemptions of
+ * the worker (charged to whichever task ran) moved the least yielder to
+ * 0.3 of its share.  The last run is checked whatever it saw. */
+TEST(no_starvation_against_wakeup_pair)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        uint64_t elapsed;
+        long long waited = pair_run(&elapsed);
+        if ((uint64_t)waited * 10 <= elapsed)
+            break;
+        fprintf(stderr, "  the worker waited %.1f of %.1f ms for a CPU%s\n",
+                waited / 1e6, elapsed / 1e6,
+                attempt < 2 ? ": again" : ": checked as it is");
+    }
     long min = pr.count[0];
     fprintf(stderr, "  pair %ld events, yielders:", pr.pair_count);
     for (int i = 0; i < PAIR_YIELDERS; i++) {
