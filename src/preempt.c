@@ -253,22 +253,6 @@ static struct sigaction old_urg;
 static pthread_once_t preempt_once = PTHREAD_ONCE_INIT;
 static int handler_rc;
 
-/* Was most of t's run so far time the worker's thread spent off its CPU
- * (the host's preemption)?  Then the monitor's "no switch for a tick"
- * was the host's doing, not t's: no slice ends on it.  One system call
- * (thread CPU time), at ticks only; the samples are the stall
- * detection's (sched.c). */
-static bool host_took_the_run(struct mqs_worker *w, struct mqs_task *t,
-                              uint64_t now)
-{
-    if (!w->stall_wall0 || now <= w->stall_wall0)
-        return false;
-    uint64_t wall = now - w->stall_wall0;
-    uint64_t used = mqs__thread_cpu_ns() - w->stall_cpu0;
-    uint64_t ran = now - t->se.exec_start_ns;
-    return wall > used && wall - used > ran / 2;
-}
-
 /* A stop: the checkpoint's decision (mqs_checkpoint) with the reasons
  * asked, then a yield.  pin: from the handler, the task resumes on this
  * worker (its signal frame is on its stack). */
@@ -284,8 +268,7 @@ static void preempt_point(struct mqs_worker *w, struct mqs_task *t, int why,
     bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio ||
                   (why & MQS__PRE_WAKE);
     bool spent = false;
-    if ((why & MQS__PRE_TICK) && !(stop || due || urgent) &&
-        !host_took_the_run(w, t, now)) {
+    if ((why & MQS__PRE_TICK) && !(stop || due || urgent)) {
         /* A policy with no tick has no slice: a tick with others
          * waiting is the end of one (round robin at the tick). */
         MQS__CHK_UNLOCKED_OP(w->rt, "tick");
