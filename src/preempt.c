@@ -8,7 +8,8 @@
  * worker's pre.req and announced with one SIGURG to its thread
  * (mqs__preempt_request, base.c).  The *handler* runs on the interrupted
  * task's stack, takes the reasons and decides: a *safe* stop becomes a
- * scheduling point (mqs__schedule, as a yield), an unsafe one is
+ * scheduling point (mqs__schedule; the task goes back as
+ * MQS_ENQ_PREEMPTED, w->preempting), an unsafe one is
  * *deferred*: the reasons go to pre.missed and the monitor asks again.
  *
  * Who asks.  The monitor thread (Go's sysmon shape), every tick
@@ -18,7 +19,9 @@
  * where it can matter), URGENT when a more urgent level is queued than
  * the one running, TIMER when one of the worker's timers is due, STOP
  * when the runtime stops.  A wake-up onto another worker whose task is
- * less urgent asks at once (place.c), without waiting for a tick.  No
+ * less urgent asks at once (URGENT), and one onto a worker whose task of
+ * the same level has run 20 us asks the policy to choose (WAKE; place.c),
+ * without waiting for a tick.  No
  * worker running a task: the monitor parks (tickless), and the first
  * worker to leave its park wakes it.  A worker whose task is alone with
  * nothing due gets no signal at all.
