@@ -449,8 +449,12 @@ struct mqs_runtime {
     _Atomic int64_t live MQS__ALIGNED;   /* tasks spawned and not ended */
     atomic_uint live_futex;
     /* Threads outside the runtime that may still wake a task
-     * (mqs_runtime_hold): destroy gives no deadlock verdict while > 0. */
+     * (mqs_runtime_hold): destroy gives no deadlock verdict while > 0.
+     * hold_lock is held by a release across its decrement and wake-up,
+     * and taken once by destroy after the count reaches 0, so destroy
+     * never frees the runtime under a release still touching it. */
     atomic_int holds;
+    pthread_mutex_t hold_lock;
 
     /* Hint: per priority level, how many run queues publish it as their
      * best; and the levels with a non-zero count. */

@@ -162,6 +162,7 @@ static void runtime_free(mqs_runtime_t *rt)
     mqs__handle_table_free(rt);
     mqs__stack_slabs_free(rt);
     pthread_mutex_destroy(&rt->slab_lock);
+    pthread_mutex_destroy(&rt->hold_lock);
     free(rt->workers);
     free(rt->pstate);
     free(rt);
@@ -225,6 +226,7 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     mqs__spin_init(&rt->ext_stacks_lock);
     mqs__spin_init(&rt->hpool_lock);
     pthread_mutex_init(&rt->slab_lock, NULL);
+    pthread_mutex_init(&rt->hold_lock, NULL);
     mqs__clock_init(&rt->clock);
     rt->stall_ns = c->stall_ns;
     rt->pre.on = c->preempt;
@@ -485,15 +487,22 @@ int mqs_runtime_release(mqs_runtime_t *rt)
 {
     if (!rt)
         return MQS_EINVAL;
+    /* Under hold_lock: once the count is 0 a destroy may free rt, and
+     * it takes this lock first, so the wake-up below stays on live
+     * memory (a pthread mutex may be destroyed right after unlock). */
+    pthread_mutex_lock(&rt->hold_lock);
     int n = atomic_load(&rt->holds);
     do {
-        if (n <= 0)
+        if (n <= 0) {
+            pthread_mutex_unlock(&rt->hold_lock);
             return MQS_ESTATE;
+        }
     } while (!atomic_compare_exchange_weak(&rt->holds, &n, n - 1));
     if (n == 1) { /* a destroy may be waiting for the last hold */
         atomic_fetch_add(&rt->live_futex, 1);
         mqs__futex_wake(&rt->live_futex, 1 << 30);
     }
+    pthread_mutex_unlock(&rt->hold_lock);
     return 0;
 }
 
@@ -520,6 +529,9 @@ int mqs_runtime_destroy_ex(mqs_runtime_t *rt, int flags, FILE *out)
         if (atomic_load(&rt->holds) > 0)
             mqs__futex_wait(&rt->live_futex, seen, SETTLE_NS);
     }
+    /* The last release may still be waking us: let it finish. */
+    pthread_mutex_lock(&rt->hold_lock);
+    pthread_mutex_unlock(&rt->hold_lock);
     stop_workers(rt, rt->nworkers);
     /* What is still blocked is freed below: off its objects first. */
     cancel_all_blocked(rt);
