@@ -117,6 +117,9 @@ struct mqs_policy; /* mqs/policy.h */
  *   idle_spin_ns   MQS_IDLE_SPIN_NS    0..1e9           50000
  *   stall_ns       MQS_STALL_NS        0 or 1e6..3.6e12 0 (off) with NDEBUG, else 10 s
  *   shuffle_seed   MQS_SHUFFLE         0..2^64-1        0 (off)
+ *   preempt        MQS_PREEMPT         0 or 1           1
+ *   preempt_tick_ns MQS_PREEMPT_TICK_NS 2e4..1e9        1000000
+ *   accounting     MQS_ACCOUNTING      policy, exact    policy
  *
  * policy_ops runs a policy table that is not in the registry (a policy
  * under development, a test's deliberately broken one): the name part of
@@ -183,7 +186,33 @@ typedef struct mqs_config {
      * slices on tasks that never yield: -1 = default (1 ms), else 20 us
      * to 1 s in ns.  MQS_PREEMPT_TICK_NS. */
     int64_t preempt_tick_ns;
+    /* Accounting (see "Accounting" below): -1 = default (per policy),
+     * MQS_ACCOUNTING_POLICY, MQS_ACCOUNTING_EXACT.  MQS_ACCOUNTING=policy
+     * or exact. */
+    int accounting;
 } mqs_config_t;
+
+/*
+ * Accounting.  How a scheduling point learns the time, and so the
+ * resolution of every run and wait time the runtime measures.
+ *
+ *   MQS_ACCOUNTING_POLICY  (the default) as the policy declares
+ *       (MQS_POLICY_TICK_ACCOUNTING, mqs/policy.h): the tick-era designs
+ *       (mq, o1, global, ws) charge slices at the preemption tick and
+ *       read no clock when they switch; the virtual-time designs (cfs,
+ *       eevdf, bfs, ule) read it at every switch.  Without preemption
+ *       there is no tick, and every policy reads the clock.
+ *   MQS_ACCOUNTING_EXACT   every policy reads the clock at every switch.
+ *
+ * Under tick accounting the times of a run (mqs_task_stats' run_ns and
+ * wait_ns, mqs_worker_stats' run_ns) are sampled at the tick
+ * (config.preempt_tick_ns, 1 ms by default): a run is charged the ticks
+ * it straddles, 0 for most short ones, right on average over many; a
+ * single short run or wait is not measured.  Idle time, timers and
+ * sleeps stay exact in both modes.  mqs_accounting_exact() says which
+ * mode a runtime is in.
+ */
+enum { MQS_ACCOUNTING_POLICY = 0, MQS_ACCOUNTING_EXACT = 1 };
 
 void mqs_config_init(mqs_config_t *cfg);
 
@@ -357,6 +386,9 @@ void mqs_preempt_disable(void);
 void mqs_preempt_enable(void);
 /* Whether rt preempts (false for NULL). */
 bool mqs_preempt_on(const mqs_runtime_t *rt);
+/* Whether rt reads the clock at every switch (see "Accounting"; false for
+ * NULL). */
+bool mqs_accounting_exact(const mqs_runtime_t *rt);
 
 /* Block the calling task for at least ns nanoseconds.  Task only. */
 int mqs_sleep(uint64_t ns);

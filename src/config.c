@@ -258,6 +258,26 @@ static int apply_preempt(const mqs_config_t *cfg, mqs_config_t *out,
     return 0;
 }
 
+static int apply_accounting(const mqs_config_t *cfg, mqs_config_t *out,
+                            char *err, size_t n)
+{
+    const char *e = env(cfg, "MQS_ACCOUNTING");
+    if (e && strcmp(e, "policy") && strcmp(e, "exact"))
+        return fail(err, n, MQS_EINVAL,
+                    "MQS_ACCOUNTING=%s: expected policy or exact", e);
+    int v = cfg->accounting;
+    if (!e && v != -1 && v != MQS_ACCOUNTING_POLICY &&
+        v != MQS_ACCOUNTING_EXACT)
+        return fail(err, n, MQS_EINVAL,
+                    "config.accounting=%d: expected -1 (default), "
+                    "MQS_ACCOUNTING_POLICY (0) or MQS_ACCOUNTING_EXACT (1)",
+                    v);
+    out->accounting = e ? (strcmp(e, "exact") ? MQS_ACCOUNTING_POLICY
+                                               : MQS_ACCOUNTING_EXACT)
+                        : v == -1 ? MQS_ACCOUNTING_POLICY : v;
+    return 0;
+}
+
 static int apply_shuffle(const mqs_config_t *cfg, mqs_config_t *out,
                          char *err, size_t n)
 {
@@ -292,6 +312,7 @@ int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
         (rc = apply_spin(cfg, out, err, n)) ||
         (rc = apply_stall(cfg, out, err, n)) ||
         (rc = apply_preempt(cfg, out, err, n)) ||
+        (rc = apply_accounting(cfg, out, err, n)) ||
         (rc = apply_shuffle(cfg, out, err, n)))
         return rc;
     const char *e = env(cfg, "MQS_POLICY");
@@ -321,6 +342,7 @@ void mqs_config_init(mqs_config_t *cfg)
     cfg->stall_ns = -1;
     cfg->preempt = -1;
     cfg->preempt_tick_ns = -1;
+    cfg->accounting = -1;
 }
 
 int mqs_config_resolve(const mqs_config_t *cfg, mqs_config_t *out)

@@ -347,6 +347,10 @@ struct mqs_worker {
      * value across it (switch.h).  Set once on the thread. */
     int *errno_p;
     uint64_t now;                  /* timestamp of this scheduling point  */
+    /* Tick accounting (mqs__sched_clock, below): 0 when scheduling
+     * points read the clock, else the tick whose coarse time they take. */
+    uint64_t acct_tick;
+    unsigned acct_points; /* scheduling points since an exact read */
     uint64_t next_balance;
     unsigned empties_seen;         /* rq.empties at the last period       */
     mqs__clock_t clock;
@@ -444,6 +448,10 @@ struct mqs_runtime {
         unsigned nsafe;
         uintptr_t safe_lo[4], safe_hi[4];
         uintptr_t unsafe_lo, unsafe_hi; /* a sanitizer inside the program */
+        /* The coarse clock of tick accounting (internal.h,
+         * mqs__sched_clock, below): the monitor's time at its last look, stored
+         * at every look.  Written by the monitor only; its own line. */
+        _Atomic uint64_t jiffy MQS__ALIGNED;
     } pre;
     _Atomic uint64_t next_id;
     _Atomic int64_t live MQS__ALIGNED;   /* tasks spawned and not ended */
@@ -500,6 +508,45 @@ struct mqs_runtime {
 /* ------------------------------------------------------------------ */
 /* Internal calls                                                      */
 /* ------------------------------------------------------------------ */
+
+/*
+ * The time of a scheduling point on w (owner only).  Exact (a clock read)
+ * unless w does tick accounting (acct_tick != 0: the policy allows it,
+ * preemption is on, MQS_ACCOUNTING is not "exact"); then the monitor's
+ * time at its last look (pre.jiffy), never behind w's last exact read.
+ * A run is then charged the ticks it straddles: 0 for most short runs, a
+ * tick for some, right on average.  A timer of w that may come due
+ * within a tick takes the exact read, so timers keep their precision.
+ */
+static inline uint64_t mqs__sched_time(const struct mqs_worker *w)
+{
+    if (!w->acct_tick)
+        return mqs__clock_ns(&w->clock);
+    uint64_t j = atomic_load_explicit(&w->rt->pre.jiffy,
+                                      memory_order_relaxed);
+    uint64_t now = j > w->now ? j : w->now;
+    if (now + w->acct_tick >=
+        atomic_load_explicit(&w->timers.next, memory_order_relaxed))
+        now = mqs__clock_ns(&w->clock);
+    return now;
+}
+
+/* The same, as the time of the scheduling point starting on w.  Under
+ * tick accounting every MQS__ACCT_EXACT_EVERY-th point reads the clock
+ * anyway: the monitor is a normal thread, and on an overloaded host it
+ * can miss its looks for tens of milliseconds; timers and balancing of a
+ * worker that never parks must not wait for it.  (A prime: in a round of
+ * n tasks the read, and the lump of time it charges the run it ends,
+ * goes to a different task each time.) */
+#define MQS__ACCT_EXACT_EVERY 61
+static inline uint64_t mqs__sched_clock(struct mqs_worker *w)
+{
+    if (w->acct_tick && ++w->acct_points == MQS__ACCT_EXACT_EVERY) {
+        w->acct_points = 0;
+        return w->now = mqs__clock_ns(&w->clock);
+    }
+    return w->now = mqs__sched_time(w);
+}
 
 /* The calling thread's worker, or NULL.  Never inlined: a task may resume
  * on another OS thread, so a cached TLS address would be wrong. */

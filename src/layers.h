@@ -230,6 +230,9 @@ uint64_t mqs__watchdog_park_ns(const mqs_runtime_t *rt, uint64_t timeout_ns);
 int mqs__preempt_start(mqs_runtime_t *rt);
 void mqs__preempt_stop(mqs_runtime_t *rt);
 void mqs__preempt_worker_init(struct mqs_worker *w);
+/* Tick or exact accounting for every worker (runtime create, after the
+ * workers and the policy; config.accounting). */
+void mqs__accounting_setup(mqs_runtime_t *rt, int accounting);
 /* A worker left its park: wake the monitor if it parked (tickless). */
 void mqs__preempt_monitor_wake(mqs_runtime_t *rt);
 /* May a task be stopped at pc: the main program's text, not the

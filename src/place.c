@@ -233,7 +233,9 @@ static void wake_preempt_remote(mqs_runtime_t *rt, struct mqs_worker *tw,
     }
     if (!(flags & MQS_ENQ_WAKEUP))
         return;
-    uint64_t now = mqs__clock_ns(self ? &self->clock : &rt->clock);
+    /* On the waker's own scheduling clock: under tick accounting
+     * curr_since is coarse, and the granularity becomes the tick. */
+    uint64_t now = self ? mqs__sched_time(self) : mqs__clock_ns(&rt->clock);
     uint64_t since = atomic_load_explicit(&tw->rq.curr_since,
                                           memory_order_relaxed);
     if (now > since && now - since >= MQS__WAKE_GRAN_NS)

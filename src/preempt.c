@@ -358,6 +358,8 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
     bool stopping = atomic_load_explicit(&rt->stopping, memory_order_relaxed);
     unsigned best = mqs_best_prio_anywhere(rt);
     *awake = false;
+    /* The coarse clock of tick accounting advances here, once a look. */
+    atomic_store_explicit(&p->jiffy, now, memory_order_relaxed);
     for (int i = 0; i < rt->nworkers; i++) {
         struct mqs_worker *w = rt->workers[i];
         uint64_t sw = MQS__STAT_GET(w->stats.switches);
@@ -510,4 +512,21 @@ void mqs_preempt_enable(void)
 bool mqs_preempt_on(const mqs_runtime_t *rt)
 {
     return rt && rt->pre.on;
+}
+
+/* Tick accounting needs the monitor's tick: the policy asks for it, the
+ * configuration allows it, and preemption is on.  Sets every worker's
+ * acct_tick, and the coarse clock's first value. */
+void mqs__accounting_setup(mqs_runtime_t *rt, int accounting)
+{
+    bool tick = rt->pre.on && accounting != MQS_ACCOUNTING_EXACT &&
+                (rt->policy->flags & MQS_POLICY_TICK_ACCOUNTING);
+    atomic_store(&rt->pre.jiffy, mqs__clock_ns(&rt->clock));
+    for (int i = 0; i < rt->nworkers; i++)
+        rt->workers[i]->acct_tick = tick ? rt->pre.tick_ns : 0;
+}
+
+bool mqs_accounting_exact(const mqs_runtime_t *rt)
+{
+    return rt && !rt->workers[0]->acct_tick;
 }

@@ -173,7 +173,7 @@ void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
     unsigned depth = w->in_runtime; /* as in mqs__schedule */
     w->in_runtime = depth + 1;
     atomic_signal_fence(memory_order_seq_cst);
-    uint64_t now = w->now = mqs__clock_ns(&w->clock);
+    uint64_t now = mqs__sched_clock(w);
     uint64_t ran = mqs__account_run(w, prev, now);
     prev->se.stall_ns = 0; /* not measured here (a spawn is short) */
     if (p->put_prev) {

@@ -245,6 +245,7 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     for (int i = 1; (rt->policy->flags & MQS_POLICY_SHARED_RQ) &&
                     i < rt->nworkers; i++)
         rt->workers[i]->rq.lock = &rt->workers[0]->rq.own_lock;
+    mqs__accounting_setup(rt, c->accounting);
     /* Random-schedule mode: a generator per worker (never 0: xorshift). */
     rt->shuffle_seed = c->shuffle_seed;
     for (int i = 0; rt->shuffle_seed && i < rt->nworkers; i++)

@@ -197,7 +197,7 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     unsigned depth = w->in_runtime;
     w->in_runtime = depth + 1;
     atomic_signal_fence(memory_order_seq_cst);
-    w->now = mqs__clock_ns(&w->clock);
+    mqs__sched_clock(w);
     int64_t run = (int64_t)(w->now - prev->se.exec_start_ns);
     prev->se.stall_ns =
         MQS__UNLIKELY(run >= (int64_t)MQS_STALL_CHECK_NS) &&
@@ -224,7 +224,7 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
      * host preemptions from the next task's stall check), so the next
      * run starts after it.  One more clock read, off the biased path. */
     if (!fast_lock)
-        now = w->now = mqs__clock_ns(&w->clock);
+        now = mqs__sched_clock(w);
     uint64_t ran = mqs__account_run(w, prev, end);
     if (p->put_prev) {
         MQS__CHK_OP(&w->rq, "put_prev");

@@ -127,8 +127,12 @@ int mqs_stats_dump(const mqs_runtime_t *crt, FILE *out, bool tasks)
     if (!crt || !out)
         return MQS_EINVAL;
     mqs_runtime_t *rt = (mqs_runtime_t *)crt;
-    fprintf(out, "mqs schedstat version 1 policy %s workers %d\n",
-            rt->policy->name, rt->nworkers);
+    /* Run and wait times are sampled at the tick under tick accounting:
+     * the header says which, so a reader knows their resolution. */
+    fprintf(out, "mqs schedstat version 1 policy %s workers %d "
+                 "accounting %s\n",
+            rt->policy->name, rt->nworkers,
+            mqs_accounting_exact(rt) ? "exact" : "tick");
     for (int i = 0; i < rt->nworkers; i++) {
         mqs_worker_stats_t s;
         worker_read(rt->workers[i], &s);

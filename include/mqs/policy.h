@@ -201,6 +201,21 @@ enum mqs_policy_flags {
      * sets up a task there, or has its own child-first rule, as o1).
      */
     MQS_POLICY_CHILD_FIRST = 1u << 1,
+    /*
+     * Tick accounting (the tick-era designs: 2.4, the multi-queue patch,
+     * O(1), Go's): the policy's slices may be charged at the resolution
+     * of the preemption tick.  The core then reads no clock at a
+     * scheduling point: `now`, `ran_ns`, se->exec_start_ns and
+     * mqs_now_ns() come from a coarse clock that the preemption monitor
+     * advances at each tick, so a run is charged the ticks it straddles
+     * (0 for most short runs, right on average, as a kernel's tick
+     * charged whoever it found running).  The core keeps exact reads
+     * when preemption is off (no tick), when the runtime is configured
+     * for exact accounting (MQS_ACCOUNTING=exact), and for a worker with
+     * a timer due within a tick.  A policy whose decisions need exact
+     * times (virtual runtimes, deadlines) leaves the flag clear.
+     */
+    MQS_POLICY_TICK_ACCOUNTING = 1u << 2,
 };
 
 struct mqs_policy {

@@ -442,6 +442,13 @@ static int64_t charge(struct mq_rq *m, struct mqs_sched_entity *se,
     int64_t c = (int64_t)(ran_ns - se->stall_ns), base = m->yield_fp >> 6;
     if (c >= MQ_PURE_YIELD * base)
         return c;
+    /* Not measured: under tick accounting (mqs/policy.h) a run inside
+     * one tick reads 0.  It is charged the baseline, and teaches it
+     * nothing: the straddled ticks charge the runs' true length on
+     * average, and the baseline keeps yielders' turns even between
+     * ticks (at 1 us a turn, as a yield in O(1) gave up its slice). */
+    if (c <= 0)
+        return base;
     /* In 1/64 ns, so that the average settles on the runs themselves (a
      * plain (c - base) / 64 stops 63 ns short of them). */
     int64_t fp = m->yield_fp + c - base;
@@ -526,7 +533,8 @@ static int mq_balance(struct mqs_rq *rq, int why)
 
 const struct mqs_policy mqs_policy_mq = {
     .name = "mq",
-    .flags = MQS_POLICY_CHILD_FIRST, /* core child-first (runnext.c) */
+    /* core child-first (runnext.c); slices charged at the tick */
+    .flags = MQS_POLICY_CHILD_FIRST | MQS_POLICY_TICK_ACCOUNTING,
     .description = "multi-queue: per-worker O(1) priority arrays, "
                    "priority-correct pulls, idle stealing, periodic balance",
     .rq_size = sizeof(struct mq_rq),

@@ -446,6 +446,7 @@ const struct mqs_policy mqs_policy_o1 = {
     .name = "o1",
     .description = "Linux 2.6.0 O(1): active/expired priority arrays, "
                    "sleep_avg interactivity bonus, sync wake-ups, balancing",
+    .flags = MQS_POLICY_TICK_ACCOUNTING,
     .rq_size = sizeof(struct o1_rq),
     .rt_size = sizeof(struct o1_tunables),
     .tunables = o1_tunables,

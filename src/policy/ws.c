@@ -565,6 +565,7 @@ const struct mqs_policy mqs_policy_ws = {
     .description = "work stealing (Go, Tokio): per-worker FIFO with a LIFO "
                    "slot, random-victim stealing of half a queue, global "
                    "overflow queue; no nice or weights",
+    .flags = MQS_POLICY_TICK_ACCOUNTING,
     .rq_size = sizeof(struct ws_rq),
     .rt_size = sizeof(struct ws_global),
     .tunables = ws_tunables,
