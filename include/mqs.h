@@ -132,7 +132,12 @@ struct mqs_policy; /* mqs/policy.h */
  * kept reaching scheduling points and ran nothing more urgent than it (or
  * idled) is reported with the policy's and the task's name, and the
  * process aborts: a policy that loses a task or never picks it is caught
- * instead of hanging.  0 turns it off.  It costs nothing on the yield
+ * instead of hanging.  It never names a long runner, a task that keeps
+ * its worker: with preemption off such a task stops its worker's checks
+ * and nothing queued there is reported; with preemption on it is
+ * stopped (at ticks, in its own code), so its worker keeps scheduling
+ * and only a task the policy then never picks is reported.  0 turns it
+ * off.  It costs nothing on the yield
  * path (checked at most every millisecond per worker; an idle worker
  * wakes every stall_ns / 8 to check while it is on).
  *
