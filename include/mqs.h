@@ -135,7 +135,12 @@ struct mqs_policy; /* mqs/policy.h */
  * kept reaching scheduling points and ran nothing more urgent than it (or
  * idled) is reported with the policy's and the task's name, and the
  * process aborts: a policy that loses a task or never picks it is caught
- * instead of hanging.  0 turns it off.  It costs nothing on the yield
+ * instead of hanging.  It never names a long runner, a task that keeps
+ * its worker: with preemption off such a task stops its worker's checks
+ * and nothing queued there is reported; with preemption on it is
+ * stopped (at ticks, in its own code), so its worker keeps scheduling
+ * and only a task the policy then never picks is reported.  0 turns it
+ * off.  It costs nothing on the yield
  * path (checked at most every millisecond per worker; an idle worker
  * wakes every stall_ns / 8 to check while it is on).
  *
@@ -156,7 +161,9 @@ struct mqs_policy; /* mqs/policy.h */
  *
  * guard_size is the inaccessible region below every task stack: a task
  * whose stack runs into it is reported ("task <name> overflowed its N KiB
- * stack") and the process aborts.  A frame or alloca larger than the
+ * stack") and the process aborts; so is a preemption stop with less room
+ * left than its signal frame (see "Stack room for a stop" at
+ * mqs_preempt_disable).  A frame or alloca larger than the
  * guard can jump over it into memory of another task unless the code
  * that makes it was compiled with -fstack-clash-protection (README); on
  * Linux 6.13 and later a guard costs address space and page-table
@@ -376,6 +383,21 @@ int mqs_checkpoint(void);
  * routine, a dl_iterate_phdr callback) must disable preemption.  A blocking system call made from a task may
  * return EINTR when a stop is asked while it waits, as in any program
  * that uses signals.
+ *
+ * Stack room for a stop.  The kernel writes its signal frame on the
+ * task's own stack, below the stack pointer, and the handler's frames
+ * down to the switch follow: at its deepest point a task must leave that
+ * much above its guard.  The frame is at most getauxval(AT_MINSIGSTKSZ),
+ * which counts every state the CPU can save (11952 bytes with AMX, whose
+ * 8 KiB of tiles a frame carries only in a program that asked for AMX);
+ * AT_MINSIGSTKSZ + 2 KiB always suffices (4 KiB in an ASan build).
+ * Measured for a whole stop: 3.7 KiB on x86-64 with AVX-512, 5 KiB on
+ * aarch64 without SVE (SVE and SME registers add to it), 6.3 KiB under
+ * ASan (tests/test_preempt.c prints it).  With less left the kernel
+ * cannot write the frame; that is reported as the task's overflow ("task
+ * <name> overflowed its N KiB stack (a signal's frame did not fit in what
+ * was left)") and the process aborts.  The default 256 KiB stack leaves
+ * plenty; a 16 KiB one leaves 10-12 KiB for the task's own frames.
  *
  * mqs_preempt_disable() / mqs_preempt_enable(): no stop of the calling
  * task between them (nestable, a per-task count; a stop asked meanwhile

@@ -13,6 +13,7 @@
  * by far less).  Anything else falls back to clock_gettime.
  */
 #include "clock.h"
+#include "div128.h"
 #include "mqs.h"
 
 #include <string.h>
@@ -46,7 +47,7 @@ static uint64_t clock_measure(mqs__clock_t *c, uint64_t window_ns)
     c->base_ns = n1;
     if (c1 <= c0)
         return 0;
-    return (uint64_t)((((unsigned __int128)(n1 - n0)) << 32) / (c1 - c0));
+    return mqs__div128((unsigned __int128)(n1 - n0) << 32, c1 - c0);
 }
 #endif
 
@@ -54,7 +55,7 @@ uint64_t mqs__clock_choose_mult(uint64_t reg_hz, uint64_t measured)
 {
     if (reg_hz == 0)
         return measured;
-    uint64_t reg = (uint64_t)(((unsigned __int128)1000000000u << 32) / reg_hz);
+    uint64_t reg = mqs__div128((unsigned __int128)1000000000u << 32, reg_hz);
     uint64_t diff = reg > measured ? reg - measured : measured - reg;
     return measured && diff > measured / 8 ? measured : reg;
 }

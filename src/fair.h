@@ -62,6 +62,7 @@
 #include "mqs/policy.h"
 #include "bitmap.h"
 #include "list.h"
+#include "div128.h"
 #include "load_avg.h"
 #include "prio_array.h"
 #include "rbtree.h"
@@ -133,7 +134,7 @@ static inline int64_t mqs__fair_scale(const mqs_runtime_t *rt, int64_t v,
 /* Real time ns of an entity of weight w in virtual time (nice 0 = 1). */
 static inline uint64_t mqs__fair_vtime(uint64_t ns, uint32_t w)
 {
-    return w == 1024 ? ns : (uint64_t)(((unsigned __int128)ns << 10) / w);
+    return w == 1024 ? ns : mqs__div128((unsigned __int128)ns << 10, w);
 }
 
 /* Virtual times wrap in theory: compare them as distances. */

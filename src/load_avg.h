@@ -36,6 +36,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "div128.h"
 #include "mqs/policy.h"
 
 #define MQS__LOAD_UNIT_SHIFT 10 /* 1 unit = 1024 ns                      */
@@ -125,8 +126,8 @@ static inline bool mqs__load_update(struct mqs_load_avg *la, uint64_t now,
     la->last_ns += delta << MQS__LOAD_UNIT_SHIFT;
     if (!mqs__load_accumulate(la, delta, w))
         return false;
-    la->avg = (uint64_t)((unsigned __int128)la->sum * mult /
-                         mqs__load_divider(la));
+    la->avg = mqs__div128((unsigned __int128)la->sum * mult,
+                          mqs__load_divider(la));
     return true;
 }
 

@@ -6,7 +6,17 @@
  * one that is full), recognises an address anywhere in the current task's
  * guard (madvise marker or mprotect'ed, the same range) and reports "task
  * <name> overflowed its N KiB stack" before aborting.  Faults elsewhere go
- * to the previous handler.  The handler's disposition is process-wide by
+ * to the previous handler.
+ *
+ * A signal handled on the task's stack (the preemption's SIGURG: no
+ * SA_ONSTACK, preempt.c) needs room for the kernel's frame below the
+ * stack pointer.  With less left the kernel cannot write the frame and
+ * sends SIGSEGV instead: no fault address (si_code SI_KERNEL), the
+ * registers of the interrupted code.  That is an overflow too, and is
+ * reported the same way when the stack pointer lies within a frame's
+ * room of the guard (AT_MINSIGSTKSZ: the largest frame this CPU's
+ * features make, plus x86-64's red zone); a SI_KERNEL SIGSEGV elsewhere
+ * (x86-64's general protection faults) is not ours.  The handler's disposition is process-wide by
  * nature: the only state mqs keeps outside a runtime is the previous
  * handler, to chain to, and whether the kernel has guard markers.
  * The alternate signal stack is per worker, mapped when the runtime is
@@ -16,7 +26,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -24,6 +36,7 @@
 static struct sigaction old_segv, old_bus;
 static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
 static int handler_rc;
+static size_t frame_room; /* what a signal frame may need below sp */
 
 static void write_str(const char *s)
 {
@@ -43,20 +56,45 @@ static void write_num(size_t v)
     write_str(buf + i);
 }
 
+static _Noreturn void report(const struct mqs_task *t, const char *why)
+{
+    write_str("mqs: task ");
+    write_str(t->name);
+    write_str(" overflowed its ");
+    write_num(t->stack_size / 1024);
+    write_str(" KiB stack");
+    write_str(why);
+    write_str("\n");
+    signal(SIGABRT, SIG_DFL);
+    abort();
+}
+
+static uintptr_t fault_sp(const void *uctx)
+{
+    const ucontext_t *u = uctx;
+#if defined(__x86_64__)
+    return (uintptr_t)u->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    return (uintptr_t)u->uc_mcontext.sp;
+#else
+#error "overflow.c: the stack pointer is read for x86-64 and aarch64 only"
+#endif
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uctx)
 {
     struct mqs_worker *w = mqs__worker_self();
     struct mqs_task *t = w ? w->curr : NULL;
     char *a = si->si_addr;
     /* The whole guard, however large (madvise marker or mprotect). */
-    if (t && a >= (char *)t->map_base && a < (char *)t->stack_lo) {
-        write_str("mqs: task ");
-        write_str(t->name);
-        write_str(" overflowed its ");
-        write_num(t->stack_size / 1024);
-        write_str(" KiB stack\n");
-        signal(SIGABRT, SIG_DFL);
-        abort();
+    if (t && a >= (char *)t->map_base && a < (char *)t->stack_lo)
+        report(t, "");
+    /* A signal's frame that did not fit (above). */
+    if (t && sig == SIGSEGV && si->si_code == SI_KERNEL) {
+        uintptr_t sp = fault_sp(uctx);
+        if (sp >= (uintptr_t)t->map_base &&
+            sp < (uintptr_t)t->stack_lo + frame_room)
+            report(t, " (a signal's frame did not fit in what was left)");
     }
     /* Not ours: hand over to whoever was there before. */
     struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
@@ -75,6 +113,11 @@ static void on_fault(int sig, siginfo_t *si, void *uctx)
 
 static void install(void)
 {
+    /* The kernel's figure (Linux 4.18 on aarch64, 5.14 on x86-64), else
+     * glibc's constant; plus x86-64's red zone, skipped first, and the
+     * frame's alignment. */
+    size_t need = (size_t)getauxval(AT_MINSIGSTKSZ);
+    frame_room = (need ? need : MINSIGSTKSZ) + 128 + 64;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fault;

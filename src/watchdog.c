@@ -17,7 +17,13 @@
  *     (priority level >= T's): nothing that outranks T explains the wait.
  * A worker the host does not run (an overloaded machine) or that runs a
  * task without scheduling points has a gap in its checks, which restarts
- * its record, so neither is mistaken for a policy fault.
+ * its record, so neither is mistaken for a policy fault: the watchdog
+ * never names a long runner.  With preemption on, a task computing in
+ * the program's own code is stopped at ticks, so its worker keeps
+ * reaching scheduling points and the tasks queued behind it are judged
+ * as on any busy worker (a stop asks the policy, which should pick them);
+ * one that cannot be stopped (a library's loop, a disabled section)
+ * leaves the same gap as with preemption off.
  *
  * Cost.  Nothing on the yield path: each worker records a check (three
  * relaxed stores) from the core's periodic housekeeping branch, which runs

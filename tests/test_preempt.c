@@ -5,12 +5,15 @@
  * disabled section is not stopped and its stop comes at the enable; a
  * realtime task wakes on time among spinners; a timer on a busy worker
  * fires; destroy stops a spinner; malloc and snprintf hammered under a
- * short tick on every policy; bad settings are refused.
+ * short tick on every policy; a task stopped with little more stack left
+ * than a stop needs resumes, and one with less is reported as an
+ * overflow; bad settings are refused.
  *
  * Under TSan the cases that need a spinner stopped are left out: TSan's
  * runtime holds an asynchronous signal until the thread calls into it,
  * which a spinning task never does.
  */
+#include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -398,6 +401,165 @@ TEST(fifo_task_wakes_on_time_among_spinners)
      * tick) at the latest; 20 ms leaves room for a loaded host. */
     CHECK_LT(w.late_max, 20000000u);
     CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* A stop near the guard.  The kernel pushes its signal frame on the
+ * task's own stack (no SA_ONSTACK), and the handler's frames down to the
+ * switch follow it: a task stopped with only a little more than that left
+ * above its guard must stop and resume as any other; with less than a
+ * frame left it is an overflow, reported by name (src/overflow.c). */
+#define NEAR_PAINT 0x6b5f1e2d3c4a5968ull
+#define NEAR_STOPS 20
+
+struct near {
+    size_t want;         /* room to leave under the spinning frame      */
+    bool no_clock;       /* spin without reading the clock (no call)    */
+    uint64_t deadline;
+    atomic_int other_runs, done;
+    int stops;           /* the other task ran: this one was stopped   */
+    size_t room, used;   /* room it had; deepest a stop wrote below sp  */
+};
+
+static inline uintptr_t stack_pointer(void)
+{
+    uintptr_t sp;
+#if defined(__x86_64__)
+    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+#else
+#error "test_preempt: stack_pointer for x86-64 and aarch64 only"
+#endif
+    return sp;
+}
+
+/* Plain stack frames (ASan would pad them or move them to its fake
+ * stack), and no checks on the writes below sp. */
+#define NEAR_PLAIN __attribute__((noinline, no_sanitize("address")))
+
+/* Spin in the program's own code until the other task has run
+ * NEAR_STOPS times, then read how deep the stops wrote into the painted
+ * stack below. */
+NEAR_PLAIN static void near_spin(struct near *n, uint64_t *lo)
+{
+    uintptr_t sp = stack_pointer();
+    n->room = sp - (uintptr_t)lo;
+    /* All but the 256 bytes under sp (x86-64's red zone: this frame's). */
+    size_t words = n->room > 512 ? (n->room - 256) / 8 : 0;
+    volatile uint64_t *p = lo;
+    for (size_t i = 0; i < words; i++)
+        p[i] = NEAR_PAINT;
+    int seen = atomic_load(&n->other_runs);
+    for (unsigned long k = 1; n->stops < NEAR_STOPS; k++) {
+        int now = atomic_load_explicit(&n->other_runs, memory_order_relaxed);
+        if (now != seen) {
+            seen = now;
+            n->stops++;
+        }
+        if (!n->no_clock && (k & 0xfffff) == 0 && mono_ns() > n->deadline)
+            break;
+    }
+    size_t i = 0;
+    while (i < words && p[i] == NEAR_PAINT)
+        i++;
+    n->used = sp - (uintptr_t)(p + i);
+}
+
+/* Eat the stack down to want bytes above its bottom, then spin. */
+NEAR_PLAIN static void near_descend(struct near *n, uint64_t *lo)
+{
+    size_t room = stack_pointer() - (uintptr_t)lo;
+    char *eat = alloca(room > n->want ? room - n->want : 16);
+    __asm__ volatile("" : : "r"(eat) : "memory");
+    near_spin(n, lo);
+}
+
+static void *near_guard(void *arg)
+{
+    struct near *n = arg;
+    near_descend(n, (uint64_t *)mqs__task_of(mqs_self())->stack_lo);
+    atomic_store(&n->done, 1);
+    return NULL;
+}
+
+/* The task that waits for the worker: it runs only when the spinner is
+ * stopped, and yields straight back. */
+static void *near_other(void *arg)
+{
+    struct near *n = arg;
+    while (!atomic_load(&n->done)) {
+        atomic_fetch_add(&n->other_runs, 1);
+        mqs_yield();
+    }
+    return NULL;
+}
+
+/* One worker, the spinner with a stack of stack_size and the other task;
+ * returns the preemptions counted. */
+static uint64_t near_run(struct near *n, size_t stack_size)
+{
+    mqs_runtime_t *rt = rt_preempt(1, NULL, -1);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.stack_size = stack_size;
+    a.name = "near-guard";
+    mqs_task_t *t = spawn_attr(rt, &a, near_guard, n);
+    mqs_task_t *o = spawn(rt, near_other, n);
+    join(t);
+    join(o);
+    return destroy_counting(rt).preemptions;
+}
+
+TEST(a_stop_near_the_guard_resumes)
+{
+    /* How deep a stop writes on this machine (its CPU's signal frame,
+     * then the handler's frames), with room to spare. */
+    struct near m = {.want = 48 * 1024, .deadline = mono_ns() + 5000000000u};
+    CHECK_GT(near_run(&m, 64 * 1024), 0);
+    CHECK_EQ(m.stops, NEAR_STOPS);
+    fprintf(stderr, "  a stop wrote %zu bytes below the spinner's sp "
+            "(AT_MINSIGSTKSZ %lu)\n", m.used,
+            (unsigned long)getauxval(AT_MINSIGSTKSZ));
+    /* The frame went on the task's stack: more than a few words. */
+    CHECK_GT(m.used, 512);
+    /* What include/mqs.h tells a task to leave for a stop (ASan's
+     * handler frames are larger). */
+    size_t min = (size_t)getauxval(AT_MINSIGSTKSZ);
+#ifdef MQS_ASAN
+    size_t extra = 4096;
+#else
+    size_t extra = 2048;
+#endif
+    if (min)
+        CHECK_LE(m.used, min + extra);
+    /* Now a 16 KiB stack (larger only where the frame is huge) with a
+     * little more than that left under the spinning frame. */
+    struct near n = {.want = m.used + 1024,
+                     .deadline = mono_ns() + 5000000000u};
+    size_t stack = n.want + 8192 <= 16384 ? 16384
+                                          : (n.want + 8192 + 4095) & ~4095ul;
+    CHECK_GT(near_run(&n, stack), 0);
+    CHECK_EQ(n.stops, NEAR_STOPS);
+    CHECK_LE(n.room, n.want);
+    fprintf(stderr, "  %zu KiB stack, %zu bytes left, a stop wrote %zu\n",
+            stack / 1024, n.room, n.used);
+}
+
+/* Less than a frame left: the kernel cannot push the frame and sends
+ * SIGSEGV instead, which is reported as the task's overflow. */
+static void near_child(void)
+{
+    static struct near n = {.want = 256, .no_clock = true};
+    near_run(&n, 16 * 1024);
+    _exit(9); /* must not get here */
+}
+
+TEST(a_stop_with_less_than_a_frame_left_is_reported_as_an_overflow)
+{
+    char buf[8192];
+    check_aborted(child_stderr(near_child, buf, sizeof buf));
+    CHECK_STR_CONTAINS(buf, "mqs: task near-guard overflowed its 16 KiB "
+                            "stack (a signal's frame did not fit");
 }
 
 /* destroy without waiting stops a task that never yields. */

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "internal.h"
 #include "helpers.h"
+#include "div128.h"
 
 /* ------------------------------------------------------------------ */
 /* bitmap.h                                                            */
@@ -111,6 +112,41 @@ TEST(clock_tracks_monotonic)
     uint64_t est = mqs__clock_ns(&c);
     CHECK_GE(est + 50000, mono);
     CHECK_LE(est, mono + 50000);
+}
+
+/* src/div128.h against the compiler's own 128-bit division (this
+ * program may call __udivti3; the runtime may not): the soft long
+ * division that aarch64 uses is checked on every build, the dispatching
+ * mqs__div128 (divq on x86-64) and the signed form with it. */
+TEST(div128_matches_the_compilers_division)
+{
+    static const uint64_t d_fixed[] = {
+        1, 2, 3, 7, 15, 1024, 88761, 1000000007u, 0xffffffffu,
+        0x100000000u, 0x100000001u, 0x7fffffffffffffffu,
+        0x8000000000000000u, 0xfffffffffffffffeu, 0xffffffffffffffffu,
+    };
+    uint64_t x = 0x9e3779b97f4a7c15u; /* xorshift64 */
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t hi = x;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t lo = x;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t d = i % 3 == 0 ? d_fixed[(x >> 8) % 15]
+                                : x >> (x & 63); /* every magnitude */
+        if (d == 0)
+            d = 1;
+        if (i % 5 == 0)
+            hi >>= (lo & 63); /* small high words too, and 0 */
+        unsigned __int128 n = (unsigned __int128)hi << 64 | lo;
+        CHECK_EQ(mqs__div128(n, d), (uint64_t)(n / d));
+        if (hi < d)
+            CHECK_EQ(mqs__div128_soft(hi, lo, d), (uint64_t)(n / d));
+        __int128 sn = (__int128)(n >> 1);
+        if (lo & 1)
+            sn = -sn;
+        CHECK_EQ(mqs__sdiv128(sn, d), (int64_t)(sn / (__int128)d));
+    }
 }
 
 /* aarch64's CNTFRQ_EL0 is trusted only when a measurement agrees. */

@@ -66,6 +66,7 @@
  */
 #include <stddef.h>
 
+#include "div128.h"
 #include "mqs/policy.h"
 #include "kit.h"
 
@@ -231,7 +232,8 @@ static void eevdf_place(struct eevdf_rq *r, struct mqs_sched_entity *se,
     int64_t lag = fresh ? 0 : (int64_t)se->p[EEVDF_LAG];
     int64_t w = (int64_t)se->weight;
     if (lag && r->avg_load)
-        lag = (int64_t)((__int128)lag * (r->avg_load + w) / r->avg_load);
+        lag = mqs__sdiv128((__int128)lag * (r->avg_load + w),
+                           (uint64_t)r->avg_load);
     se->key = eevdf_V(r) - (uint64_t)lag;
     uint64_t vslice = eevdf_vslice(r, se);
     se->p[EEVDF_DL] = se->key + (fresh ? vslice / 2 : vslice);
