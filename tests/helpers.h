@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,7 +39,8 @@ static inline uint64_t test_shuffle_seed(void)
 /* Create a runtime from cfg, failing the case with the message
  * mqs_runtime_create wrote (cfg->errbuf is pointed at a local buffer).
  * Under MQS_SHUFFLE a cfg that sets no seed gets that one, and under
- * MQS_TEST_TICK_NS one that sets no tick gets that one. */
+ * MQS_TEST_TICK_NS one that sets no tick gets that one (and under
+ * MQS_TEST_ACCOUNTING=exact, exact accounting). */
 static inline mqs_runtime_t *rt_create(mqs_config_t *cfg)
 {
     if (!cfg->shuffle_seed)
@@ -47,6 +49,10 @@ static inline mqs_runtime_t *rt_create(mqs_config_t *cfg)
     const char *tick = getenv("MQS_TEST_TICK_NS");
     if (tick && cfg->preempt_tick_ns == -1)
         cfg->preempt_tick_ns = strtoll(tick, NULL, 10);
+    /* exact.conformance.mq: exact accounting where cfg asks for none. */
+    const char *acct = getenv("MQS_TEST_ACCOUNTING");
+    if (acct && !strcmp(acct, "exact") && cfg->accounting == -1)
+        cfg->accounting = MQS_ACCOUNTING_EXACT;
     char err[256] = "";
     cfg->errbuf = err;
     cfg->errbuf_size = sizeof err;
