@@ -95,9 +95,7 @@ static const bench_cli_t chat_cli = {
     .default_repeats = 5,
 };
 
-/* ------------------------------------------------------------------ */
-/* Shape and arithmetic (tested)                                       */
-/* ------------------------------------------------------------------ */
+/* ----- Shape and arithmetic (tested) ----- */
 
 struct chat_shape {
     int rooms, users, messages, bytes;
@@ -123,9 +121,7 @@ static bool chat_valid(const struct chat_head *h, uint32_t room, uint32_t user,
     return h->room == room && h->user != user && h->user < (uint32_t)users;
 }
 
-/* ------------------------------------------------------------------ */
-/* The tasks, over mqs channels (policy rows) or sockets (kernel)      */
-/* ------------------------------------------------------------------ */
+/* ----- The tasks, over mqs channels (policy rows) or sockets (kernel) ----- */
 
 struct chat_run;
 
@@ -393,9 +389,7 @@ static int chat_run_all(struct chat_run *run, double *secs)
     return rc;
 }
 
-/* ------------------------------------------------------------------ */
-/* The row kind (policy and kernel rows)                               */
-/* ------------------------------------------------------------------ */
+/* ----- The row kind (policy and kernel rows) ----- */
 
 struct chat_point {
     struct chat_shape s;
@@ -430,9 +424,7 @@ static void chat_peer_args(bench_point_t *p, const struct chat_shape *s)
     bench_peer_args_add(&p->peer_args, "msg_bytes", "%d", s->bytes);
 }
 
-/* ------------------------------------------------------------------ */
-/* Options and the table entry                                         */
-/* ------------------------------------------------------------------ */
+/* ----- Options and the table entry ----- */
 
 struct chat_args {
     int *rooms, nrooms;

@@ -32,9 +32,7 @@
 #include "mqs.h"
 #include "peer.h"
 
-/* ------------------------------------------------------------------ */
-/* Options an experiment adds                                          */
-/* ------------------------------------------------------------------ */
+/* ----- Options an experiment adds ----- */
 
 /* --name VALUE or --name=VALUE; *value points into argv (or stays as it
  * was when the option is absent). */
@@ -53,9 +51,7 @@ typedef struct bench_xopt {
 int bench_take_options(const char *exp, int *argc, char **argv,
                        const bench_xopt_t *xo, const char *const *refuse);
 
-/* ------------------------------------------------------------------ */
-/* Rows                                                                */
-/* ------------------------------------------------------------------ */
+/* ----- Rows ----- */
 
 /*
  * Create the runtime of policy row spec ("mq", "mq:k=v") with `workers`
@@ -149,9 +145,7 @@ static inline void bench_count(_Atomic uint64_t *c)
  * it run `seconds`, then set *stop. */
 void bench_window(_Atomic int *started, _Atomic int *stop, double seconds);
 
-/* ------------------------------------------------------------------ */
-/* Data points                                                         */
-/* ------------------------------------------------------------------ */
+/* ----- Data points ----- */
 
 /* open/measure: no value for this row, and that is not a failure (the
  * peer is not installed, the kernel cannot run that size); note says why. */
@@ -251,9 +245,7 @@ int bench_point_run(bench_point_t *p, bench_result_t *res);
  * installed or does not support the experiment is a skipped row. */
 extern const bench_point_kind_t bench_peer_kind;
 
-/* ------------------------------------------------------------------ */
-/* Experiments: a table entry each, run by bench_exp_main               */
-/* ------------------------------------------------------------------ */
+/* ----- Experiments: a table entry each, run by bench_exp_main ----- */
 
 /* The kind of a pseudo row, by name; name NULL: the policy rows. */
 typedef struct bench_row_kind {

@@ -149,9 +149,7 @@ static const bench_cli_t mixed_cli = {
     .default_repeats = 3,
 };
 
-/* ------------------------------------------------------------------ */
-/* Pure helpers (tested)                                               */
-/* ------------------------------------------------------------------ */
+/* ----- Pure helpers (tested) ----- */
 
 /* "short/long=S/L". */
 static void mixed_param(char *buf, size_t n, int s, int l)
@@ -210,9 +208,7 @@ static void mixed_fairness(const uint64_t *a, const uint64_t *b, int nshort,
     extra[MIXED_X_STARVED] = starved;
 }
 
-/* ------------------------------------------------------------------ */
-/* The work                                                            */
-/* ------------------------------------------------------------------ */
+/* ----- The work ----- */
 
 /* One task's records, written only by that task. */
 struct mixed_slot {
@@ -303,9 +299,7 @@ static long mixed_calibrate(void)
     return n >= 1 ? (long)n : 1;
 }
 
-/* ------------------------------------------------------------------ */
-/* One data point                                                      */
-/* ------------------------------------------------------------------ */
+/* ----- One data point ----- */
 
 /* Counters at one edge of the window. */
 struct mixed_snap {
@@ -534,9 +528,7 @@ static void mixed_peer_args(bench_point_t *p, const struct mixed_point *mp,
     bench_peer_args_add(&p->peer_args, "burst_records", "%ld", mp->burst);
 }
 
-/* ------------------------------------------------------------------ */
-/* Options and the table entry                                         */
-/* ------------------------------------------------------------------ */
+/* ----- Options and the table entry ----- */
 
 struct mixed_args {
     int *shorts, *longs;

@@ -69,9 +69,7 @@ void bench_results_free(bench_results_t *rs)
     rs->n = rs->cap = 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* CSV                                                                 */
-/* ------------------------------------------------------------------ */
+/* ----- CSV ----- */
 
 static void csv_str(FILE *out, const char *s)
 {
@@ -132,9 +130,7 @@ static void print_csv(const bench_results_t *rs, FILE *out)
     }
 }
 
-/* ------------------------------------------------------------------ */
-/* JSON                                                                */
-/* ------------------------------------------------------------------ */
+/* ----- JSON ----- */
 
 int bench_utf8_len(const unsigned char *s)
 {
@@ -221,9 +217,7 @@ static void print_json(const bench_results_t *rs, FILE *out)
     fputs(rs->n ? "\n]\n" : "]\n", out);
 }
 
-/* ------------------------------------------------------------------ */
-/* Table                                                               */
-/* ------------------------------------------------------------------ */
+/* ----- Table ----- */
 
 /* A column of the grid: two heading cells, then one cell per param. */
 struct column {

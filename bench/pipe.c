@@ -122,9 +122,7 @@ static int pipe_value(const bench_point_t *p, const struct pipe_run *r,
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* The two sides, on mqs_pipe_t (policy rows) or pipe(2) (kernel)      */
-/* ------------------------------------------------------------------ */
+/* ----- The two sides, on mqs_pipe_t (policy rows) or pipe(2) (kernel) ----- */
 
 /* Write all of buf into pipe a (back: b); 0 or an errno. */
 static int pipe_put(struct pipe_run *r, bool back, const void *buf, size_t n)
@@ -207,10 +205,8 @@ static void *pipe_reader(void *arg)
     return NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* Starting the two sides: mqs tasks placed by affinity masks (policy  */
-/* rows) or pthreads pinned to CPUs (kernel)                           */
-/* ------------------------------------------------------------------ */
+/* ----- Starting the two sides: mqs tasks placed by affinity masks (policy
+ * rows) or pthreads pinned to CPUs (kernel) ----- */
 
 /* Start fn as side b (true: the ponger or reader).  same: both sides on
  * worker 0 (CPU cpus[0]); cross: side b on worker 1 (cpus[1]); bw:
@@ -298,9 +294,7 @@ static int pipe_open(bench_point_t *p)
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Row kinds and the table entry                                       */
-/* ------------------------------------------------------------------ */
+/* ----- Row kinds and the table entry ----- */
 
 static const bench_point_kind_t pipe_kind = {pipe_open, pipe_measure,
                                              bench_row_close};

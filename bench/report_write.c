@@ -46,9 +46,7 @@ static void rwrite_html(FILE *out, const char *s)
     }
 }
 
-/* ------------------------------------------------------------------ */
-/* Shared wording                                                      */
-/* ------------------------------------------------------------------ */
+/* ----- Shared wording ----- */
 
 /* Each status's name, and its class in the HTML (the colour). */
 static const char *const rwrite_status[][2] = {
@@ -97,9 +95,7 @@ static const char *rwrite_outcome(const report_step_t *s, char *buf, size_t n)
     return buf;
 }
 
-/* ------------------------------------------------------------------ */
-/* HTML                                                                */
-/* ------------------------------------------------------------------ */
+/* ----- HTML ----- */
 
 static const char rwrite_style[] =
     "body{font-family:sans-serif;max-width:1100px;margin:1em auto;"
@@ -288,9 +284,7 @@ int report_write_html(const report_t *rp, FILE *out)
     return fflush(out) == 0 && !ferror(out) ? 0 : -1;
 }
 
-/* ------------------------------------------------------------------ */
-/* JSON                                                                */
-/* ------------------------------------------------------------------ */
+/* ----- JSON ----- */
 
 static void rwrite_key(FILE *out, const char *k, bool first)
 {

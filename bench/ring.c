@@ -169,10 +169,8 @@ static double ring_touch_alone(const struct ring_point *pt, double seconds)
     return (double)(bench_now_ns() - t0) / (double)n / 1000.0;
 }
 
-/* ------------------------------------------------------------------ */
-/* The token, as a semaphore between mqs tasks (policy rows) or a byte
- * through a pipe between pthreads (kernel row) */
-/* ------------------------------------------------------------------ */
+/* ----- The token, as a semaphore between mqs tasks (policy rows) or a byte
+ * through a pipe between pthreads (kernel row) ----- */
 
 /* Wait for the token; false when it can never come. */
 static bool ring_take(struct ring_member *me)
@@ -257,9 +255,7 @@ static int ring_measure(bench_point_t *p, double *value, double *extra)
               : -1;
 }
 
-/* ------------------------------------------------------------------ */
-/* Row kinds                                                           */
-/* ------------------------------------------------------------------ */
+/* ----- Row kinds ----- */
 
 static int ring_alloc(struct ring_point *pt)
 {
@@ -321,9 +317,7 @@ static int ring_peer_convert(bench_point_t *p, const bench_peer_result_t *r,
 
 static const bench_peer_map_t ring_peer_map = {.convert = ring_peer_convert};
 
-/* ------------------------------------------------------------------ */
-/* Options and the table entry                                         */
-/* ------------------------------------------------------------------ */
+/* ----- Options and the table entry ----- */
 
 struct ring_args {
     int size_kib;

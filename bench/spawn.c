@@ -134,9 +134,7 @@ static const bench_cli_t spawn_cli = {
     .default_repeats = 5,
 };
 
-/* ------------------------------------------------------------------ */
-/* The tree (pure arithmetic, tested)                                  */
-/* ------------------------------------------------------------------ */
+/* ----- The tree (pure arithmetic, tested) ----- */
 
 /* Is t a power of f (f^0 = 1 included)? */
 static bool spawn_is_power(long t, int f)
@@ -165,9 +163,7 @@ static uint64_t spawn_expected_sum(uint64_t t)
     return t * (t - 1) / 2;
 }
 
-/* ------------------------------------------------------------------ */
-/* One tree, in the measuring child                                    */
-/* ------------------------------------------------------------------ */
+/* ----- One tree, in the measuring child ----- */
 
 struct spawn_tree {
     int fanout;
@@ -294,9 +290,7 @@ static int spawn_run_kernel(bench_point_t *p, struct spawn_node *root,
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Live mode, in the measuring child                                   */
-/* ------------------------------------------------------------------ */
+/* ----- Live mode, in the measuring child ----- */
 
 struct spawn_live {
     long n, spawned;
@@ -510,9 +504,7 @@ static int spawn_open(bench_point_t *p)
 
 static const bench_point_kind_t spawn_kind = {spawn_open, spawn_measure, NULL};
 
-/* ------------------------------------------------------------------ */
-/* Peers                                                               */
-/* ------------------------------------------------------------------ */
+/* ----- Peers ----- */
 
 static int spawn_peer_check(const bench_peer_result_t *r, void *ctx)
 {
@@ -556,9 +548,7 @@ static void spawn_peer_args(bench_point_t *p, const struct spawn_point *sp)
     bench_peer_args_add(a, "fanout", "%d", sp->fanout);
 }
 
-/* ------------------------------------------------------------------ */
-/* Options and the table entry                                         */
-/* ------------------------------------------------------------------ */
+/* ----- Options and the table entry ----- */
 
 struct spawn_args {
     int fanout, kernel_max, live;

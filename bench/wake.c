@@ -138,9 +138,7 @@ struct wake_point {
     double samples;
 };
 
-/* ------------------------------------------------------------------ */
-/* The three kinds of task, for both mqs and kernel                    */
-/* ------------------------------------------------------------------ */
+/* ----- The three kinds of task, for both mqs and kernel ----- */
 
 static void wake_block(struct wake_client *c)
 {
@@ -236,9 +234,8 @@ static void *wake_hog_fn(void *arg)
     return NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* Starting and joining: mqs tasks (policy rows) or pthreads (kernel)  */
-/* ------------------------------------------------------------------ */
+/* ----- Starting and joining: mqs tasks (policy rows) or pthreads
+ * (kernel) ----- */
 
 /* Start fn(arg) as a task on the point's runtime or (kernel row) a
  * thread on the first `workers` CPUs; under --class rt the urgent ones
@@ -319,9 +316,7 @@ static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
     return rc || rw ? -1 : 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* One repeat: run, then the statistics of its wake-ups                */
-/* ------------------------------------------------------------------ */
+/* ----- One repeat: run, then the statistics of its wake-ups ----- */
 
 static void wake_stats_of(const bench_hist_t *h, double *v)
 {
@@ -394,9 +389,7 @@ static int wake_peer_convert(bench_point_t *p, const bench_peer_result_t *r,
 
 static const bench_peer_map_t wake_peer_map = {.convert = wake_peer_convert};
 
-/* ------------------------------------------------------------------ */
-/* Row kinds and the table entry                                       */
-/* ------------------------------------------------------------------ */
+/* ----- Row kinds and the table entry ----- */
 
 static int wake_alloc(struct wake_point *pt)
 {
