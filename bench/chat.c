@@ -55,7 +55,6 @@
 #define CHAT_MIN_BYTES 16
 #define CHAT_MAX_BYTES 65536
 
-static const char *const chat_pseudo[] = {"kernel", "go", "fiber", NULL};
 
 enum { CHAT_X_TASKS, CHAT_X_COUNT };
 static const bench_extra_col_t chat_extras[CHAT_X_COUNT] = {
@@ -90,7 +89,7 @@ static const bench_cli_t chat_cli = {
         "example: mqs-bench chat --policy mq,kernel --rooms 10\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = chat_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 1,
     .default_repeats = 5,
 };

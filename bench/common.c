@@ -207,10 +207,10 @@ int bench_parse_int_list(const char *exp, const char *opt, const char *s,
 
 /* ----- --policy lists ----- */
 
-static bool is_pseudo(const char *const *pseudo, const char *name)
+bool bench_listed(const char *const *list, const char *s)
 {
-    for (; pseudo && *pseudo; pseudo++)
-        if (strcmp(*pseudo, name) == 0)
+    for (; list && *list; list++)
+        if (strcmp(*list, s) == 0)
             return true;
     return false;
 }
@@ -297,7 +297,7 @@ static int add_row(const char *exp, const char *spec, const char *const *pseudo,
                                          : 0;
     if (row_listed(*rows, *n, spec))
         return bench_usage(exp, "--policy: '%s' is listed twice", spec);
-    bool ps = is_pseudo(pseudo, spec);
+    bool ps = bench_listed(pseudo, spec);
     if (!ps) {
         int rc = check_policy(exp, spec, pseudo);
         if (rc)

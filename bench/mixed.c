@@ -66,7 +66,6 @@
 #define MIXED_KERNEL_STACK (64u * 1024u)
 #define MIXED_MAX_TASKS 4096
 
-static const char *const mixed_pseudo[] = {"kernel", "go", "fiber", NULL};
 
 enum {
     MIXED_X_WAIT,
@@ -144,7 +143,7 @@ static const bench_cli_t mixed_cli = {
         "example: mqs-bench mixed --policy all --short 5 --long 5 --csv\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = mixed_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 0.5,
     .default_repeats = 3,
 };

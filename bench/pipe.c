@@ -40,7 +40,6 @@ enum { PIPE_SAME, PIPE_CROSS, PIPE_BW, PIPE_NMODES };
 static const char *const pipe_mode_names[PIPE_NMODES] = {"same", "cross",
                                                          "bw"};
 
-static const char *const pipe_pseudo[] = {"kernel", "go", "fiber", NULL};
 static const char *const pipe_refused[] = {"tasks", NULL};
 
 enum { PX_REPEATS, PX_COUNT };
@@ -71,7 +70,7 @@ static const bench_cli_t pipe_cli = {
         "example: mqs-bench pipe --policy mq,kernel --csv\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = pipe_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 0.2,
     .default_repeats = 5,
 };

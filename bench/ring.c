@@ -44,7 +44,6 @@
 
 #define RING_KERNEL_STACK (64u * 1024u)
 
-static const char *const ring_pseudo[] = {"kernel", "go", "fiber", NULL};
 
 enum { RX_TOUCH, RX_SIZE, RX_REPEATS, RX_COUNT };
 static const bench_extra_col_t ring_extras[RX_COUNT] = {
@@ -74,7 +73,7 @@ static const bench_cli_t ring_cli = {
         "16\n",
     .default_tasks = "2,4,8,16,64",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = ring_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 0.2,
     .default_repeats = 5,
 };

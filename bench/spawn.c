@@ -75,7 +75,6 @@
 #define SPAWN_STACK (16u * 1024u)
 #define SPAWN_KERNEL_STACK (64u * 1024u)
 
-static const char *const spawn_pseudo[] = {"kernel", "go", "fiber", NULL};
 
 enum { SPAWN_X_RSS, SPAWN_X_COUNT };
 static const bench_extra_col_t spawn_extras[SPAWN_X_COUNT] = {
@@ -129,7 +128,7 @@ static const bench_cli_t spawn_cli = {
         "--repeats 1\n",
     .default_tasks = "10000,1000000",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = spawn_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 1,
     .default_repeats = 5,
 };

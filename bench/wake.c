@@ -49,7 +49,6 @@
 #define WAKE_GAP_MAX_NS 200000u
 #define WAKE_RT_PRIO 50
 
-static const char *const wake_pseudo[] = {"kernel", "go", "fiber", NULL};
 static const char *const wake_refused[] = {"tasks", NULL};
 
 /* The statistics, in output order, and their peer keys. */
@@ -96,7 +95,7 @@ static const bench_cli_t wake_cli = {
         "example: mqs-bench wake --policy mq,kernel --hogs 2 --csv\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = wake_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 0.5,
     .default_repeats = 5,
 };
