@@ -450,13 +450,8 @@ static int chat_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0)
         rc = bench_parse_int("chat", "--msg-bytes", v[3], CHAT_MIN_BYTES,
                              CHAT_MAX_BYTES, &a->s.bytes);
+    sw->nparams = a->nrooms;
     return rc;
-}
-
-static int chat_prepare(bench_sweep_t *sw)
-{
-    sw->nparams = ((struct chat_args *)sw->arg)->nrooms;
-    return 0;
 }
 
 static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
@@ -485,7 +480,6 @@ const bench_exp_t bench_chat_exp = {
     .nextra = CHAT_X_COUNT,
     .kind = &chat_kind,
     .options = chat_options,
-    .prepare = chat_prepare,
     .setup = chat_setup,
     .done = chat_done,
 };

@@ -267,7 +267,8 @@ typedef struct bench_exp {
     const bench_point_kind_t *kind;
     const bench_row_kind_t *kinds; /* {NULL, NULL}-terminated, or NULL */
     /* optional: take the experiment's own options out of argv into
-     * sw->arg, before the common parser; 0 or BENCH_EXIT_USAGE. */
+     * sw->arg (and sw->nparams when they are its parameter values),
+     * before the common parser; 0 or BENCH_EXIT_USAGE. */
     int (*options)(bench_sweep_t *sw, int *argc, char **argv);
     /* optional: after the common options, check them and set what the
      * defaults do not (sw->nparams, title, extras); 0 or
@@ -284,7 +285,7 @@ typedef struct bench_exp {
 struct bench_sweep {
     const bench_exp_t *e;
     const bench_opts_t *o;
-    int nparams;        /* parameter values per row: o->ntasks by default */
+    int nparams;        /* values per row: o->ntasks unless options set it */
     const char *title;  /* from e, unless prepare changed them */
     const bench_extra_col_t *extras;
     int nextra;

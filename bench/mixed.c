@@ -564,7 +564,7 @@ static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
         rc = bench_usage("mixed", "--long-point: '%s' is not none or checkpoint",
                          v[2]);
     a->checkpoint = !strcmp(v[2], "checkpoint");
-    a->n = ns;
+    a->n = sw->nparams = ns;
     return rc;
 }
 
@@ -572,7 +572,6 @@ static int mixed_prepare(bench_sweep_t *sw)
 {
     struct mixed_args *a = sw->arg;
     a->burst = mixed_calibrate();
-    sw->nparams = a->n;
     return 0;
 }
 

@@ -370,17 +370,10 @@ static int pipe_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0)
         rc = bench_parse_int("pipe", "--msg-kib", kib_s, 1, 65536, &kib);
     a->msg = (size_t)kib * 1024;
-    return rc;
-}
-
-static int pipe_prepare(bench_sweep_t *sw)
-{
-    struct pipe_args *a = sw->arg;
-    sw->nparams = 0;
-    for (int m = 0; m < PIPE_NMODES; m++)
+    for (int m = 0; rc == 0 && m < PIPE_NMODES; m++) /* in this order */
         if (a->modes[m])
             a->list[sw->nparams++] = m;
-    return 0;
+    return rc;
 }
 
 static const unsigned char pipe_fold[PX_COUNT] = {[PX_REPEATS] =
@@ -395,6 +388,5 @@ const bench_exp_t bench_pipe_exp = {
     .fold = pipe_fold,
     .kind = &pipe_kind,
     .options = pipe_options,
-    .prepare = pipe_prepare,
     .setup = pipe_setup,
 };

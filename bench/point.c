@@ -288,7 +288,7 @@ int bench_exp_main(const bench_exp_t *e, int argc, char **argv)
         rc = bench_parse_options(e->cli, argc, argv, &o);
     if (rc == 0) {
         sw.o = &o;
-        sw.nparams = o.ntasks;
+        sw.nparams = sw.nparams ? sw.nparams : o.ntasks;
         rc = e->prepare ? e->prepare(&sw) : 0;
         if (rc == 0)
             rc = exp_report(&sw);

@@ -103,7 +103,6 @@ struct ring_run {
 /* A data point: the ring's members, made once per point. */
 struct ring_point {
     int ntasks, size_kib;
-    mqs_runtime_t *rt;
     struct ring_member *m;
 };
 
@@ -210,7 +209,7 @@ static int ring_measure(bench_point_t *p, double *value, double *extra)
 {
     struct ring_point *pt = p->ctx;
     double seconds = bench_point_seconds(p);
-    struct ring_run r = {.n = pt->ntasks, .m = pt->m, .rt = pt->rt,
+    struct ring_run r = {.n = pt->ntasks, .m = pt->m, .rt = p->rt,
                          .words = (size_t)pt->size_kib * 256};
     bool ok = true;
     for (int i = 0; i < r.n; i++) {
@@ -225,7 +224,7 @@ static int ring_measure(bench_point_t *p, double *value, double *extra)
             ok = false;
         }
     }
-    bench_group_t g = {.rt = pt->rt, .workers = p->workers,
+    bench_group_t g = {.rt = p->rt, .workers = p->workers,
                        .stack = RING_KERNEL_STACK};
     ok = ok && bench_group_start(&g, "ring", p->row->spec, r.n, ring_task,
                                  pt->m, sizeof *pt->m) == 0;
@@ -282,17 +281,16 @@ static int ring_open(bench_point_t *p)
         return -1;
     if (p->row->pseudo)
         return 0;
-    if (bench_runtime_open("ring", p->row->spec, p->workers, 0, &pt->rt))
+    if (bench_runtime_open("ring", p->row->spec, p->workers, 0, &p->rt))
         return -1;
-    p->workers = mqs_runtime_workers(pt->rt);
+    p->workers = mqs_runtime_workers(p->rt);
     return 0;
 }
 
 static void ring_close(bench_point_t *p)
 {
     struct ring_point *pt = p->ctx;
-    bench_runtime_close("ring", pt->rt);
-    pt->rt = NULL;
+    bench_row_close(p);
     for (int i = 0; pt->m && i < pt->ntasks; i++)
         free(pt->m[i].array);
     free(pt->m);

@@ -516,14 +516,8 @@ static int wake_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0 && strcmp(cls, "normal") && strcmp(cls, "rt"))
         rc = bench_usage("wake", "--class: '%s' is not normal or rt", cls);
     cfg->rt = rc == 0 && !strcmp(cls, "rt");
+    sw->nparams = 1; /* a row's seven statistics come from the same runs */
     return rc;
-}
-
-/* One point per row: its seven statistics come from the same repeats. */
-static int wake_prepare(bench_sweep_t *sw)
-{
-    sw->nparams = 1;
-    return 0;
 }
 
 const bench_exp_t bench_wake_exp = {
@@ -534,6 +528,5 @@ const bench_exp_t bench_wake_exp = {
     .nextra = WX_COUNT,
     .kind = &wake_kind,
     .options = wake_options,
-    .prepare = wake_prepare,
     .setup = wake_setup,
 };
