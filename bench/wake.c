@@ -266,50 +266,46 @@ static int wake_spawn(struct wake_point *pt, bool urgent, void *(*fn)(void *),
     return rc;
 }
 
-/* One sample: start the hogs, the clients, then the waker; let them run
- * `seconds`; join them.  On a failure stop is set and the clients
- * started get the waker's final posts (or, without a waker, ours). */
+/* One sample: start the hogs (a group: they need no class of their
+ * own), the clients, then the waker; let them run `seconds`; join them.
+ * On a failure stop is set and the clients started get the waker's
+ * final posts (or, without a waker, ours). */
 static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
                            double seconds)
 {
     const struct wake_cfg *cfg = pt->cfg;
-    /* the hogs, then the waker */
-    bench_task_t *t = calloc((size_t)cfg->hogs + 1, sizeof *t);
-    if (!t)
-        return -1;
+    bench_group_t hogs = {.rt = pt->p->rt, .workers = pt->p->workers};
+    bench_task_t waker = {0};
     for (int i = 0; i < cfg->clients; i++) {
         if (r->kernel)
             sem_init(&pt->c[i].ksem, 0, 0);
         else
             mqs_sem_init(&pt->c[i].msem, 0);
-        pt->c[i].t.started = false;
     }
-    int rc = 0;
-    for (int i = 0; i < cfg->hogs && rc == 0; i++)
-        rc = wake_spawn(pt, false, wake_hog_fn, r, &t[i]);
+    int rc = cfg->hogs ? bench_group_start(&hogs, "wake", pt->p->row->spec,
+                                           cfg->hogs, wake_hog_fn, r, 0)
+                       : 0;
     for (int i = 0; i < cfg->clients && rc == 0; i++)
         rc = wake_spawn(pt, true, wake_client_fn, &pt->c[i], &pt->c[i].t);
     if (rc)
         atomic_store(&r->stop, 1);
-    int rw = wake_spawn(pt, rc == 0, wake_waker_fn, r, &t[cfg->hogs]);
+    int rw = wake_spawn(pt, rc == 0, wake_waker_fn, r, &waker);
     if (rc == 0 && rw == 0)
         bench_window(&r->started, &r->stop, seconds);
     else
         atomic_store(&r->stop, 1);
-    bench_task_join(&t[cfg->hogs]);
+    bench_task_join(&waker);
     for (int i = 0; rw && i < cfg->clients; i++) /* nobody posts */
         wake_post(&pt->c[i]);
     for (int i = 0; i < cfg->clients; i++)
         bench_task_join(&pt->c[i].t);
-    for (int i = 0; i < cfg->hogs; i++)
-        bench_task_join(&t[i]);
+    bench_group_join(&hogs);
     for (int i = 0; i < cfg->clients; i++) {
         if (r->kernel)
             sem_destroy(&pt->c[i].ksem);
         else
             mqs_sem_destroy(&pt->c[i].msem);
     }
-    free(t);
     if (r->kernel && pt->p->note[0]) /* SCHED_FIFO refused: not a failure */
         return BENCH_POINT_SKIP;
     return rc || rw ? -1 : 0;
