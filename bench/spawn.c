@@ -192,11 +192,7 @@ static void *spawn_node(void *arg)
         return NULL;
     }
     struct spawn_node kids[SPAWN_MAX_FANOUT];
-    union {
-        mqs_task_t *task;
-        pthread_t thread;
-    } t[SPAWN_MAX_FANOUT];
-    bool ok[SPAWN_MAX_FANOUT];
+    bench_task_t t[SPAWN_MAX_FANOUT];
     bool kernel = n->tree->kernel;
     pthread_attr_t attr;
     if (kernel) {
@@ -208,11 +204,8 @@ static void *spawn_node(void *arg)
     for (int i = 0; i < f; i++) {
         kids[i] =
             (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
-        int rc = kernel ? pthread_create(&t[i].thread, &attr, spawn_node,
-                                         &kids[i])
-                        : mqs_spawn(mqs_runtime_self(), &t[i].task, NULL,
-                                    spawn_node, &kids[i]);
-        ok[i] = rc == 0;
+        int rc = bench_task_start(&t[i], kernel ? NULL : mqs_runtime_self(),
+                                  NULL, &attr, spawn_node, &kids[i]);
         if (rc)
             spawn_fail(n->tree, !kernel        ? rc
                                 : rc == EAGAIN ? MQS_ENOMEM
@@ -222,8 +215,7 @@ static void *spawn_node(void *arg)
         pthread_attr_destroy(&attr);
     n->sum = 0;
     for (int i = 0; i < f; i++)
-        if (ok[i] && (kernel ? pthread_join(t[i].thread, NULL)
-                             : mqs_join(t[i].task, NULL)) == 0)
+        if (t[i].started && bench_task_join(&t[i]) == 0)
             n->sum += kids[i].sum;
     return NULL;
 }
