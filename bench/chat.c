@@ -55,7 +55,6 @@
 #define CHAT_MIN_BYTES 16
 #define CHAT_MAX_BYTES 65536
 
-static const char *const chat_pseudo[] = {"kernel", "go", "fiber", NULL};
 
 enum { CHAT_X_TASKS, CHAT_X_COUNT };
 static const bench_extra_col_t chat_extras[CHAT_X_COUNT] = {
@@ -90,14 +89,12 @@ static const bench_cli_t chat_cli = {
         "example: mqs-bench chat --policy mq,kernel --rooms 10\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = chat_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 1,
     .default_repeats = 5,
 };
 
-/* ------------------------------------------------------------------ */
-/* Shape and arithmetic (tested)                                       */
-/* ------------------------------------------------------------------ */
+/* ----- Shape and arithmetic (tested) ----- */
 
 struct chat_shape {
     int rooms, users, messages, bytes;
@@ -123,9 +120,7 @@ static bool chat_valid(const struct chat_head *h, uint32_t room, uint32_t user,
     return h->room == room && h->user != user && h->user < (uint32_t)users;
 }
 
-/* ------------------------------------------------------------------ */
-/* The tasks, over mqs channels (policy rows) or sockets (kernel)      */
-/* ------------------------------------------------------------------ */
+/* ----- The tasks, over mqs channels (policy rows) or sockets (kernel) ----- */
 
 struct chat_run;
 
@@ -393,9 +388,7 @@ static int chat_run_all(struct chat_run *run, double *secs)
     return rc;
 }
 
-/* ------------------------------------------------------------------ */
-/* The row kind (policy and kernel rows)                               */
-/* ------------------------------------------------------------------ */
+/* ----- The row kind (policy and kernel rows) ----- */
 
 struct chat_point {
     struct chat_shape s;
@@ -430,9 +423,7 @@ static void chat_peer_args(bench_point_t *p, const struct chat_shape *s)
     bench_peer_args_add(&p->peer_args, "msg_bytes", "%d", s->bytes);
 }
 
-/* ------------------------------------------------------------------ */
-/* Options and the table entry                                         */
-/* ------------------------------------------------------------------ */
+/* ----- Options and the table entry ----- */
 
 struct chat_args {
     int *rooms, nrooms;
@@ -459,13 +450,8 @@ static int chat_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0)
         rc = bench_parse_int("chat", "--msg-bytes", v[3], CHAT_MIN_BYTES,
                              CHAT_MAX_BYTES, &a->s.bytes);
+    sw->nparams = a->nrooms;
     return rc;
-}
-
-static int chat_prepare(bench_sweep_t *sw)
-{
-    sw->nparams = ((struct chat_args *)sw->arg)->nrooms;
-    return 0;
 }
 
 static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
@@ -494,7 +480,6 @@ const bench_exp_t bench_chat_exp = {
     .nextra = CHAT_X_COUNT,
     .kind = &chat_kind,
     .options = chat_options,
-    .prepare = chat_prepare,
     .setup = chat_setup,
     .done = chat_done,
 };

@@ -137,9 +137,7 @@ int bench_cpus_allowed(void)
     return n > 0 ? (int)n : 1;
 }
 
-/* ------------------------------------------------------------------ */
-/* Scalar and list parsers                                             */
-/* ------------------------------------------------------------------ */
+/* ----- Scalar and list parsers ----- */
 
 int bench_usage(const char *exp, const char *fmt, ...)
 {
@@ -207,14 +205,12 @@ int bench_parse_int_list(const char *exp, const char *opt, const char *s,
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* --policy lists                                                      */
-/* ------------------------------------------------------------------ */
+/* ----- --policy lists ----- */
 
-static bool is_pseudo(const char *const *pseudo, const char *name)
+bool bench_listed(const char *const *list, const char *s)
 {
-    for (; pseudo && *pseudo; pseudo++)
-        if (strcmp(*pseudo, name) == 0)
+    for (; list && *list; list++)
+        if (strcmp(*list, s) == 0)
             return true;
     return false;
 }
@@ -301,7 +297,7 @@ static int add_row(const char *exp, const char *spec, const char *const *pseudo,
                                          : 0;
     if (row_listed(*rows, *n, spec))
         return bench_usage(exp, "--policy: '%s' is listed twice", spec);
-    bool ps = is_pseudo(pseudo, spec);
+    bool ps = bench_listed(pseudo, spec);
     if (!ps) {
         int rc = check_policy(exp, spec, pseudo);
         if (rc)
@@ -363,9 +359,7 @@ int bench_parse_rows(const char *exp, const char *s, const char *const *pseudo,
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* The common option set                                               */
-/* ------------------------------------------------------------------ */
+/* ----- The common option set ----- */
 
 enum {
     OPT_TASKS = 256,
@@ -548,9 +542,7 @@ void bench_opts_free(bench_opts_t *o)
     *o = (bench_opts_t){0};
 }
 
-/* ------------------------------------------------------------------ */
-/* Output                                                              */
-/* ------------------------------------------------------------------ */
+/* ----- Output ----- */
 
 int bench_output(const bench_results_t *rs, const bench_opts_t *o)
 {
@@ -563,9 +555,7 @@ int bench_output(const bench_results_t *rs, const bench_opts_t *o)
     return rc;
 }
 
-/* ------------------------------------------------------------------ */
-/* Progress line                                                       */
-/* ------------------------------------------------------------------ */
+/* ----- Progress line ----- */
 
 void bench_progress_init(bench_progress_t *p, int total)
 {

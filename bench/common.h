@@ -49,6 +49,8 @@ char *bench_read_file(const char *path, size_t max);
 /* The value of the first "key<spaces>: value" line of a /proc file into
  * out; false when there is none. */
 bool bench_proc_field(const char *file, const char *key, char *out, size_t n);
+/* Is s one of the strings of list (NULL-terminated; NULL: none)? */
+bool bench_listed(const char *const *list, const char *s);
 /* CPUs this process may run on (its affinity mask). */
 int bench_cpus_allowed(void);
 

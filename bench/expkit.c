@@ -25,9 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------ */
-/* Options                                                             */
-/* ------------------------------------------------------------------ */
+/* ----- Options ----- */
 
 static bool xopt_named(const char *arg, const char *name)
 {
@@ -78,9 +76,7 @@ int bench_take_options(const char *exp, int *argc, char **argv,
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Rows                                                                */
-/* ------------------------------------------------------------------ */
+/* ----- Rows ----- */
 
 /* Does the runtime's policy name match the row "name[:tunables]"?  The
  * runtime reads MQS_* variables, and MQS_POLICY would silently relabel
@@ -193,9 +189,7 @@ void bench_window(_Atomic int *started, _Atomic int *stop, double seconds)
     atomic_store(stop, 1);
 }
 
-/* ------------------------------------------------------------------ */
-/* A measurement's tasks                                               */
-/* ------------------------------------------------------------------ */
+/* ----- A measurement's tasks ----- */
 
 void bench_thread_attr(pthread_attr_t *a, int workers, size_t stack)
 {

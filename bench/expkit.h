@@ -32,9 +32,7 @@
 #include "mqs.h"
 #include "peer.h"
 
-/* ------------------------------------------------------------------ */
-/* Options an experiment adds                                          */
-/* ------------------------------------------------------------------ */
+/* ----- Options an experiment adds ----- */
 
 /* --name VALUE or --name=VALUE; *value points into argv (or stays as it
  * was when the option is absent). */
@@ -53,9 +51,7 @@ typedef struct bench_xopt {
 int bench_take_options(const char *exp, int *argc, char **argv,
                        const bench_xopt_t *xo, const char *const *refuse);
 
-/* ------------------------------------------------------------------ */
-/* Rows                                                                */
-/* ------------------------------------------------------------------ */
+/* ----- Rows ----- */
 
 /*
  * Create the runtime of policy row spec ("mq", "mq:k=v") with `workers`
@@ -149,9 +145,7 @@ static inline void bench_count(_Atomic uint64_t *c)
  * it run `seconds`, then set *stop. */
 void bench_window(_Atomic int *started, _Atomic int *stop, double seconds);
 
-/* ------------------------------------------------------------------ */
-/* Data points                                                         */
-/* ------------------------------------------------------------------ */
+/* ----- Data points ----- */
 
 /* open/measure: no value for this row, and that is not a failure (the
  * peer is not installed, the kernel cannot run that size); note says why. */
@@ -251,9 +245,7 @@ int bench_point_run(bench_point_t *p, bench_result_t *res);
  * installed or does not support the experiment is a skipped row. */
 extern const bench_point_kind_t bench_peer_kind;
 
-/* ------------------------------------------------------------------ */
-/* Experiments: a table entry each, run by bench_exp_main               */
-/* ------------------------------------------------------------------ */
+/* ----- Experiments: a table entry each, run by bench_exp_main ----- */
 
 /* The kind of a pseudo row, by name; name NULL: the policy rows. */
 typedef struct bench_row_kind {
@@ -275,7 +267,8 @@ typedef struct bench_exp {
     const bench_point_kind_t *kind;
     const bench_row_kind_t *kinds; /* {NULL, NULL}-terminated, or NULL */
     /* optional: take the experiment's own options out of argv into
-     * sw->arg, before the common parser; 0 or BENCH_EXIT_USAGE. */
+     * sw->arg (and sw->nparams when they are its parameter values),
+     * before the common parser; 0 or BENCH_EXIT_USAGE. */
     int (*options)(bench_sweep_t *sw, int *argc, char **argv);
     /* optional: after the common options, check them and set what the
      * defaults do not (sw->nparams, title, extras); 0 or
@@ -292,7 +285,7 @@ typedef struct bench_exp {
 struct bench_sweep {
     const bench_exp_t *e;
     const bench_opts_t *o;
-    int nparams;        /* parameter values per row: o->ntasks by default */
+    int nparams;        /* values per row: o->ntasks unless options set it */
     const char *title;  /* from e, unless prepare changed them */
     const bench_extra_col_t *extras;
     int nextra;

@@ -66,7 +66,6 @@
 #define MIXED_KERNEL_STACK (64u * 1024u)
 #define MIXED_MAX_TASKS 4096
 
-static const char *const mixed_pseudo[] = {"kernel", "go", "fiber", NULL};
 
 enum {
     MIXED_X_WAIT,
@@ -144,14 +143,12 @@ static const bench_cli_t mixed_cli = {
         "example: mqs-bench mixed --policy all --short 5 --long 5 --csv\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = mixed_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 0.5,
     .default_repeats = 3,
 };
 
-/* ------------------------------------------------------------------ */
-/* Pure helpers (tested)                                               */
-/* ------------------------------------------------------------------ */
+/* ----- Pure helpers (tested) ----- */
 
 /* "short/long=S/L". */
 static void mixed_param(char *buf, size_t n, int s, int l)
@@ -210,9 +207,7 @@ static void mixed_fairness(const uint64_t *a, const uint64_t *b, int nshort,
     extra[MIXED_X_STARVED] = starved;
 }
 
-/* ------------------------------------------------------------------ */
-/* The work                                                            */
-/* ------------------------------------------------------------------ */
+/* ----- The work ----- */
 
 /* One task's records, written only by that task. */
 struct mixed_slot {
@@ -303,9 +298,7 @@ static long mixed_calibrate(void)
     return n >= 1 ? (long)n : 1;
 }
 
-/* ------------------------------------------------------------------ */
-/* One data point                                                      */
-/* ------------------------------------------------------------------ */
+/* ----- One data point ----- */
 
 /* Counters at one edge of the window. */
 struct mixed_snap {
@@ -534,9 +527,7 @@ static void mixed_peer_args(bench_point_t *p, const struct mixed_point *mp,
     bench_peer_args_add(&p->peer_args, "burst_records", "%ld", mp->burst);
 }
 
-/* ------------------------------------------------------------------ */
-/* Options and the table entry                                         */
-/* ------------------------------------------------------------------ */
+/* ----- Options and the table entry ----- */
 
 struct mixed_args {
     int *shorts, *longs;
@@ -573,7 +564,7 @@ static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
         rc = bench_usage("mixed", "--long-point: '%s' is not none or checkpoint",
                          v[2]);
     a->checkpoint = !strcmp(v[2], "checkpoint");
-    a->n = ns;
+    a->n = sw->nparams = ns;
     return rc;
 }
 
@@ -581,7 +572,6 @@ static int mixed_prepare(bench_sweep_t *sw)
 {
     struct mixed_args *a = sw->arg;
     a->burst = mixed_calibrate();
-    sw->nparams = a->n;
     return 0;
 }
 

@@ -69,9 +69,7 @@ void bench_results_free(bench_results_t *rs)
     rs->n = rs->cap = 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* CSV                                                                 */
-/* ------------------------------------------------------------------ */
+/* ----- CSV ----- */
 
 static void csv_str(FILE *out, const char *s)
 {
@@ -132,9 +130,7 @@ static void print_csv(const bench_results_t *rs, FILE *out)
     }
 }
 
-/* ------------------------------------------------------------------ */
-/* JSON                                                                */
-/* ------------------------------------------------------------------ */
+/* ----- JSON ----- */
 
 int bench_utf8_len(const unsigned char *s)
 {
@@ -221,24 +217,25 @@ static void print_json(const bench_results_t *rs, FILE *out)
     fputs(rs->n ? "\n]\n" : "]\n", out);
 }
 
-/* ------------------------------------------------------------------ */
-/* Table                                                               */
-/* ------------------------------------------------------------------ */
+/* ----- Table ----- */
 
-/* A column of the grid: two heading cells, then one cell per param. */
+/* A column of the table: the params (kind -1), a row kind's values
+ * (extra -1) or one of its extras.  Its cells are formatted when
+ * needed, once to size the column and once to print it. */
 struct column {
-    char head1[CELL], head2[CELL];
-    char (*cell)[CELL];
-    bool head1_left; /* a group name, written from the column's left */
-    bool group;      /* a " | " separator goes before it             */
+    int kind, extra;
+    bool group; /* a " | " separator goes before it                */
+    bool left;  /* its first heading, a group name, is written from its
+                 * left and does not widen it                     */
+    int width;
 };
 
-struct grid {
-    struct column *col;
-    int ncol, nparam;
+struct table {
+    const bench_results_t *rs;
     const char **params; /* distinct params, first-seen order */
     const char **kinds;  /* distinct rows, first-seen order   */
-    int nkind;
+    int nparam, nkind, ncol;
+    struct column *col;
 };
 
 static int utf8_width(const char *s)
@@ -300,84 +297,87 @@ static void extra_cell(char *buf, const bench_result_t *r, double v, int d)
         snprintf(buf, CELL, "%.*f", d, v);
 }
 
-static const char *param_value(const char *param)
+/* The param column: its key ("tasks" of "tasks=16") over its values. */
+static void param_cell(char *buf, const struct table *t, int line)
 {
-    const char *eq = strchr(param, '=');
-    return eq ? eq + 1 : param;
+    const char *p = line == -1 ? t->params[0] : t->params[line];
+    const char *eq = strchr(p, '=');
+    if (line >= 0)
+        snprintf(buf, CELL, "%s", eq ? eq + 1 : p);
+    else
+        snprintf(buf, CELL, "%.*s", eq ? (int)(eq - p) : 5, eq ? p : "param");
 }
 
-static struct column *add_column(struct grid *g)
+/* The cell of c at line: -2 and -1 the headings, 0.. the params.  A
+ * value column is headed by its kind and the workers of its first
+ * result, an extra by its label (the group's first also by its kind). */
+static void cell(char *buf, const struct table *t, const struct column *c,
+                 int line)
 {
-    struct column *c = &g->col[g->ncol++];
-    memset(c, 0, sizeof *c);
-    c->cell = calloc((size_t)g->nparam, sizeof *c->cell);
-    return c->cell ? c : NULL;
+    const char *kind = c->kind >= 0 ? t->kinds[c->kind] : NULL;
+    const bench_extra_col_t *x = c->extra >= 0 ? &t->rs->extras[c->extra]
+                                               : NULL;
+    buf[0] = '\0';
+    if (!kind && line > -2)
+        param_cell(buf, t, line);
+    else if (line == -2 && kind && (!x || c->left))
+        snprintf(buf, CELL, "%s", kind);
+    else if (line == -1 && x)
+        snprintf(buf, CELL, "%s", x->label);
+    for (int p = 0; line == -1 && kind && !x && p < t->nparam; p++) {
+        const bench_result_t *r = find(t->rs, kind, t->params[p]);
+        if (r) {
+            snprintf(buf, CELL, "w=%d", r->workers);
+            break;
+        }
+    }
+    const bench_result_t *r = line >= 0 && kind
+                                  ? find(t->rs, kind, t->params[line])
+                                  : NULL;
+    if (line >= 0 && kind && x)
+        extra_cell(buf, r, r ? r->extra[c->extra] : NAN, x->decimals);
+    else if (line >= 0 && kind)
+        value_cell(buf, r);
 }
 
-static int fill_param_column(struct grid *g)
+static void add_column(struct table *t, int kind, int extra, bool group,
+                       bool left)
 {
-    struct column *c = add_column(g);
-    if (!c)
+    struct column *c = &t->col[t->ncol++];
+    *c = (struct column){kind, extra, group, left, 0};
+    char buf[CELL];
+    for (int line = left ? -1 : -2; line < t->nparam; line++) {
+        cell(buf, t, c, line);
+        c->width = utf8_width(buf) > c->width ? utf8_width(buf) : c->width;
+    }
+}
+
+/* The params, then each kind's values, then each kind's group of the
+ * extras that have a label. */
+static int table_build(struct table *t, const bench_results_t *rs)
+{
+    *t = (struct table){.rs = rs};
+    t->params = calloc((size_t)rs->n, sizeof *t->params);
+    t->kinds = calloc((size_t)rs->n, sizeof *t->kinds);
+    t->col = calloc((size_t)(1 + rs->n * (1 + rs->nextra)), sizeof *t->col);
+    if (!t->params || !t->kinds || !t->col)
         return -1;
-    const char *p0 = g->params[0], *eq = strchr(p0, '=');
-    snprintf(c->head2, CELL, "%.*s", eq ? (int)(eq - p0) : 5,
-             eq ? p0 : "param");
-    for (int p = 0; p < g->nparam; p++)
-        snprintf(c->cell[p], CELL, "%s", param_value(g->params[p]));
-    return 0;
-}
-
-static int fill_value_columns(struct grid *g, const bench_results_t *rs)
-{
-    for (int k = 0; k < g->nkind; k++) {
-        struct column *c = add_column(g);
-        if (!c)
-            return -1;
-        c->group = k == 0;
-        snprintf(c->head1, CELL, "%s", g->kinds[k]);
-        for (int p = 0; p < g->nparam; p++) {
-            const bench_result_t *r = find(rs, g->kinds[k], g->params[p]);
-            value_cell(c->cell[p], r);
-            if (r && !c->head2[0])
-                snprintf(c->head2, CELL, "w=%d", r->workers);
-        }
+    for (int i = 0; i < rs->n; i++) {
+        bench_intern(t->params, &t->nparam, rs->r[i].param);
+        bench_intern(t->kinds, &t->nkind, rs->r[i].row);
+    }
+    add_column(t, -1, -1, false, false);
+    for (int k = 0; k < t->nkind; k++)
+        add_column(t, k, -1, k == 0, false);
+    for (int k = 0; k < t->nkind; k++) {
+        bool first = true;
+        for (int e = 0; e < rs->nextra; e++)
+            if (rs->extras[e].label) {
+                add_column(t, k, e, first, first);
+                first = false;
+            }
     }
     return 0;
-}
-
-static int fill_extra_group(struct grid *g, const bench_results_t *rs, int k)
-{
-    bool first = true;
-    for (int e = 0; e < rs->nextra; e++) {
-        const bench_extra_col_t *x = &rs->extras[e];
-        if (!x->label)
-            continue;
-        struct column *c = add_column(g);
-        if (!c)
-            return -1;
-        c->group = first;
-        c->head1_left = first;
-        if (first)
-            snprintf(c->head1, CELL, "%s", g->kinds[k]);
-        snprintf(c->head2, CELL, "%s", x->label);
-        for (int p = 0; p < g->nparam; p++) {
-            const bench_result_t *r = find(rs, g->kinds[k], g->params[p]);
-            extra_cell(c->cell[p], r, r ? r->extra[e] : NAN, x->decimals);
-        }
-        first = false;
-    }
-    return 0;
-}
-
-static int col_width(const struct column *c, int nparam)
-{
-    int w = utf8_width(c->head2);
-    if (!c->head1_left && utf8_width(c->head1) > w)
-        w = utf8_width(c->head1);
-    for (int p = 0; p < nparam; p++)
-        if (utf8_width(c->cell[p]) > w)
-            w = utf8_width(c->cell[p]);
-    return w;
 }
 
 /* Right-align s in w columns (left-align when left). */
@@ -394,20 +394,18 @@ static void pad(FILE *out, const char *s, int w, bool left)
 
 /* line: -2 and -1 are the headings, 0.. the params.  Built in memory so
  * the padding of trailing empty cells can be trimmed. */
-static void print_line(FILE *out, const struct grid *g, const int *w, int line)
+static void print_line(FILE *out, const struct table *t, int line)
 {
-    char *buf = NULL;
+    char *buf = NULL, s[CELL];
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
     if (!m)
         return;
-    for (int i = 0; i < g->ncol; i++) {
-        const struct column *c = &g->col[i];
+    for (int i = 0; i < t->ncol; i++) {
+        const struct column *c = &t->col[i];
         fputs(i == 0 ? "" : c->group ? " | " : "  ", m);
-        const char *s = line == -2   ? c->head1
-                        : line == -1 ? c->head2
-                                     : c->cell[line];
-        pad(m, s, w[i], line == -2 && c->head1_left);
+        cell(s, t, c, line);
+        pad(m, s, c->width, line == -2 && c->left);
     }
     fclose(m);
     while (len > 0 && buf[len - 1] == ' ')
@@ -416,65 +414,25 @@ static void print_line(FILE *out, const struct grid *g, const int *w, int line)
     free(buf);
 }
 
-static void print_grid(FILE *out, const struct grid *g, const char *title)
-{
-    int *w = calloc((size_t)g->ncol, sizeof *w);
-    if (!w)
-        return;
-    for (int i = 0; i < g->ncol; i++)
-        w[i] = col_width(&g->col[i], g->nparam);
-    fprintf(out, "%s\n", title);
-    for (int line = -2; line < g->nparam; line++)
-        print_line(out, g, w, line);
-    free(w);
-}
-
-static void grid_free(struct grid *g)
-{
-    for (int i = 0; i < g->ncol; i++)
-        free(g->col[i].cell);
-    free(g->col);
-    free(g->params);
-    free(g->kinds);
-}
-
-static int grid_build(struct grid *g, const bench_results_t *rs)
-{
-    memset(g, 0, sizeof *g);
-    g->params = calloc((size_t)rs->n, sizeof *g->params);
-    g->kinds = calloc((size_t)rs->n, sizeof *g->kinds);
-    if (!g->params || !g->kinds)
-        return -1;
-    for (int i = 0; i < rs->n; i++) {
-        bench_intern(g->params, &g->nparam, rs->r[i].param);
-        bench_intern(g->kinds, &g->nkind, rs->r[i].row);
-    }
-    g->col = calloc((size_t)(1 + g->nkind * (1 + rs->nextra)), sizeof *g->col);
-    if (!g->col || fill_param_column(g) || fill_value_columns(g, rs))
-        return -1;
-    for (int k = 0; k < g->nkind; k++)
-        if (fill_extra_group(g, rs, k))
-            return -1;
-    return 0;
-}
-
 static int print_table(const bench_results_t *rs, FILE *out)
 {
     if (rs->n == 0) {
         fprintf(out, "%s: no results\n", rs->experiment);
         return 0;
     }
-    struct grid g;
-    int rc = grid_build(&g, rs);
+    struct table t;
+    int rc = table_build(&t, rs);
     if (rc == 0) {
-        char title[256];
-        snprintf(title, sizeof title,
-                 "%s: %s, mean ±95%% CI half-width (FRC: CI target not "
-                 "reached in the time budget)",
-                 rs->experiment, rs->title);
-        print_grid(out, &g, title);
+        fprintf(out,
+                "%s: %s, mean ±95%% CI half-width (FRC: CI target not "
+                "reached in the time budget)\n",
+                rs->experiment, rs->title);
+        for (int line = -2; line < t.nparam; line++)
+            print_line(out, &t, line);
     }
-    grid_free(&g);
+    free(t.params);
+    free(t.kinds);
+    free(t.col);
     return rc;
 }
 

@@ -35,15 +35,13 @@
 extern char **environ;
 
 const char *const bench_peer_names[] = {"go", "fiber", NULL};
+const char *const bench_kernel_and_peers[] = {"kernel", "go", "fiber", NULL};
 
 #define PEER_EXIT_UNSUPPORTED 3
 
 bool bench_peer_is(const char *row)
 {
-    for (const char *const *p = bench_peer_names; *p; p++)
-        if (strcmp(*p, row) == 0)
-            return true;
-    return false;
+    return bench_listed(bench_peer_names, row);
 }
 
 static void say(char *why, size_t n, const char *fmt, const char *arg)

@@ -48,8 +48,11 @@ typedef struct bench_peer_result {
 
 /* Is row one of the peer rows ("go", "fiber")? */
 bool bench_peer_is(const char *row);
-/* The peer pseudo-row names, NULL-terminated (for bench_cli_t.pseudo). */
+/* The peer pseudo-row names, NULL-terminated (for bench_cli_t.pseudo),
+ * and the pseudo rows of every experiment with a kernel row but no other:
+ * "kernel" and the peers. */
 extern const char *const bench_peer_names[];
+extern const char *const bench_kernel_and_peers[];
 
 /*
  * Run one measurement: mqs-peer-<peer> <experiment> args[0] args[1] ...

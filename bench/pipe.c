@@ -40,7 +40,6 @@ enum { PIPE_SAME, PIPE_CROSS, PIPE_BW, PIPE_NMODES };
 static const char *const pipe_mode_names[PIPE_NMODES] = {"same", "cross",
                                                          "bw"};
 
-static const char *const pipe_pseudo[] = {"kernel", "go", "fiber", NULL};
 static const char *const pipe_refused[] = {"tasks", NULL};
 
 enum { PX_REPEATS, PX_COUNT };
@@ -71,7 +70,7 @@ static const bench_cli_t pipe_cli = {
         "example: mqs-bench pipe --policy mq,kernel --csv\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = pipe_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 0.2,
     .default_repeats = 5,
 };
@@ -122,9 +121,7 @@ static int pipe_value(const bench_point_t *p, const struct pipe_run *r,
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* The two sides, on mqs_pipe_t (policy rows) or pipe(2) (kernel)      */
-/* ------------------------------------------------------------------ */
+/* ----- The two sides, on mqs_pipe_t (policy rows) or pipe(2) (kernel) ----- */
 
 /* Write all of buf into pipe a (back: b); 0 or an errno. */
 static int pipe_put(struct pipe_run *r, bool back, const void *buf, size_t n)
@@ -207,10 +204,8 @@ static void *pipe_reader(void *arg)
     return NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* Starting the two sides: mqs tasks placed by affinity masks (policy  */
-/* rows) or pthreads pinned to CPUs (kernel)                           */
-/* ------------------------------------------------------------------ */
+/* ----- Starting the two sides: mqs tasks placed by affinity masks (policy
+ * rows) or pthreads pinned to CPUs (kernel) ----- */
 
 /* Start fn as side b (true: the ponger or reader).  same: both sides on
  * worker 0 (CPU cpus[0]); cross: side b on worker 1 (cpus[1]); bw:
@@ -298,9 +293,7 @@ static int pipe_open(bench_point_t *p)
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Row kinds and the table entry                                       */
-/* ------------------------------------------------------------------ */
+/* ----- Row kinds and the table entry ----- */
 
 static const bench_point_kind_t pipe_kind = {pipe_open, pipe_measure,
                                              bench_row_close};
@@ -377,17 +370,10 @@ static int pipe_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0)
         rc = bench_parse_int("pipe", "--msg-kib", kib_s, 1, 65536, &kib);
     a->msg = (size_t)kib * 1024;
-    return rc;
-}
-
-static int pipe_prepare(bench_sweep_t *sw)
-{
-    struct pipe_args *a = sw->arg;
-    sw->nparams = 0;
-    for (int m = 0; m < PIPE_NMODES; m++)
+    for (int m = 0; rc == 0 && m < PIPE_NMODES; m++) /* in this order */
         if (a->modes[m])
             a->list[sw->nparams++] = m;
-    return 0;
+    return rc;
 }
 
 static const unsigned char pipe_fold[PX_COUNT] = {[PX_REPEATS] =
@@ -402,6 +388,5 @@ const bench_exp_t bench_pipe_exp = {
     .fold = pipe_fold,
     .kind = &pipe_kind,
     .options = pipe_options,
-    .prepare = pipe_prepare,
     .setup = pipe_setup,
 };

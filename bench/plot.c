@@ -176,9 +176,7 @@ void bench_plot_shape_of(const bench_results_t *rs, const char *unit,
                 plot_spans(sc.vmin, sc.vmax, BENCH_PLOT_LOGY_SPAN);
 }
 
-/* ------------------------------------------------------------------ */
-/* Panels and series                                                   */
-/* ------------------------------------------------------------------ */
+/* ----- Panels and series ----- */
 
 /* The x of a result in its panel (groups: the category, before the
  * series' offset). */
@@ -285,9 +283,7 @@ static int plot_units(const bench_results_t *rs, const char **units)
     return n;
 }
 
-/* ------------------------------------------------------------------ */
-/* The script                                                          */
-/* ------------------------------------------------------------------ */
+/* ----- The script ----- */
 
 /* A gnuplot single-quoted string: nothing inside is interpreted but ''. */
 static void plot_q(FILE *out, const char *s)
@@ -608,9 +604,7 @@ int bench_plot_script(const bench_results_t *rs, const char *svg_path,
     return rc;
 }
 
-/* ------------------------------------------------------------------ */
-/* Running gnuplot                                                     */
-/* ------------------------------------------------------------------ */
+/* ----- Running gnuplot ----- */
 
 bool bench_plot_find_gnuplot(char *buf, size_t n)
 {

@@ -33,9 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------ */
-/* The driver                                                          */
-/* ------------------------------------------------------------------ */
+/* ----- The driver ----- */
 
 struct point_run {
     bench_point_t *p;
@@ -149,9 +147,7 @@ int bench_point_run(bench_point_t *p, bench_result_t *res)
     return rc < 0 ? -1 : 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Peer rows                                                           */
-/* ------------------------------------------------------------------ */
+/* ----- Peer rows ----- */
 
 /* Workers: what setup put in p->workers (ring's default is one), else
  * --workers, else every CPU allowed. */
@@ -211,9 +207,7 @@ static int peer_measure(bench_point_t *p, double *value, double *extra)
 
 const bench_point_kind_t bench_peer_kind = {peer_open, peer_measure, NULL};
 
-/* ------------------------------------------------------------------ */
-/* The sweep and an experiment's main                                  */
-/* ------------------------------------------------------------------ */
+/* ----- The sweep and an experiment's main ----- */
 
 static const bench_point_kind_t *sweep_kind(const bench_exp_t *e,
                                             const bench_row_spec_t *row)
@@ -294,7 +288,7 @@ int bench_exp_main(const bench_exp_t *e, int argc, char **argv)
         rc = bench_parse_options(e->cli, argc, argv, &o);
     if (rc == 0) {
         sw.o = &o;
-        sw.nparams = o.ntasks;
+        sw.nparams = sw.nparams ? sw.nparams : o.ntasks;
         rc = e->prepare ? e->prepare(&sw) : 0;
         if (rc == 0)
             rc = exp_report(&sw);

@@ -187,9 +187,7 @@ void report_free(report_t *rp)
     rp->invocation = NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* The plan, as printed                                                */
-/* ------------------------------------------------------------------ */
+/* ----- The plan, as printed ----- */
 
 static void report_print_plan(const report_t *rp, FILE *out)
 {
@@ -219,9 +217,7 @@ static void report_print_plan(const report_t *rp, FILE *out)
     fflush(out);
 }
 
-/* ------------------------------------------------------------------ */
-/* The run                                                             */
-/* ------------------------------------------------------------------ */
+/* ----- The run ----- */
 
 static int report_setup(report_t *rp, const struct report_cli *c, char **argv,
                         char *exe_shown, size_t n)

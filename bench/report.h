@@ -45,6 +45,7 @@ typedef struct report_csv {
     int ncol, nrow;
     char **head;  /* ncol field names             */
     char ***cell; /* nrow rows of ncol fields     */
+    char *text;   /* the fields point into it     */
 } report_csv_t;
 
 /* Parse RFC 4180 text (quoted fields, "" inside quotes, LF or CRLF, a

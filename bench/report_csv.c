@@ -10,8 +10,10 @@
  * unterminated quote, a line with a different number of fields than the
  * header) instead of guessing, so a truncated output shows up as such.
  *
- * A scanner over the text builds one field at a time in a memory
- * stream; rows are arrays of malloc'd strings.
+ * The fields are decoded in place in one copy of the text: taking the
+ * quotes out only ever shortens a field, so the write position never
+ * passes the read position, and each field ends where its delimiter was
+ * read.  Rows are arrays of pointers into that copy.
  */
 #include "report.h"
 
@@ -19,107 +21,78 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One parsed line: its fields. */
-struct rcsv_line {
-    char **f;
-    int n, cap;
-};
-
-static void rcsv_line_free(struct rcsv_line *l)
+/* Decode the field at *r (quoted or not, or both: "a"b is ab) to *w and
+ * NUL-terminate it; *r is left at the comma or line end after it.  0, or
+ * -1 on an unterminated quote. */
+static int rcsv_field(char **r, char **w)
 {
-    for (int i = 0; i < l->n; i++)
-        free(l->f[i]);
-    free(l->f);
-    memset(l, 0, sizeof *l);
-}
-
-/* One field at *p (quoted or not, or both: "a"b is ab), *p left at the
- * comma or line end after it.  A malloc'd string, or NULL with *rc -1
- * (unterminated quote) or -2 (no memory). */
-static char *rcsv_field(const char **p, int *rc)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    const char *s = *p;
-    *rc = f ? 0 : -2;
-    if (f && *s == '"') {
+    char *s = *r, *d = *w;
+    if (*s == '"') {
         for (s++; *s && (*s != '"' || s[1] == '"'); s++) {
             s += *s == '"'; /* "" is one quote */
-            fputc(*s, f);
+            *d++ = *s;
         }
-        *rc = *s ? 0 : -1;
-        s += *s == '"';
+        if (!*s)
+            return -1;
+        s++;
     }
-    while (*rc == 0 && *s && !strchr(",\r\n", *s))
-        fputc(*s++, f);
-    if (f && fclose(f) != 0 && *rc == 0)
-        *rc = -2;
-    *p = s;
-    if (*rc)
-        free(buf);
-    return *rc ? NULL : buf;
-}
-
-/* Add field f to l (freeing it when there is no room): 0 or -2. */
-static int rcsv_push(struct rcsv_line *l, char *f)
-{
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 8;
-        char **a = realloc(l->f, (size_t)cap * sizeof *a);
-        if (!a) {
-            free(f);
-            return -2;
-        }
-        l->f = a;
-        l->cap = cap;
-    }
-    l->f[l->n++] = f;
+    while (*s && !strchr(",\r\n", *s))
+        *d++ = *s++;
+    *r = s;
+    *w = d;
     return 0;
 }
 
-/* Parse one line from *p into l; *p is left at the next line.  0, -1
- * unterminated quote, -2 no memory. */
-static int rcsv_read_line(const char **p, struct rcsv_line *l)
+/* Parse one line at *r into a malloc'd array of fields (*f, *n); *r is
+ * left at the next line.  0, -1 unterminated quote, -2 no memory. */
+static int rcsv_read_line(char **r, char **w, char ***f, int *n)
 {
-    int rc;
-    for (;;) {
-        char *f = rcsv_field(p, &rc);
-        if (rc == 0)
-            rc = rcsv_push(l, f);
-        if (rc || **p != ',')
-            break;
-        ++*p;
-    }
-    *p += **p == '\r';
-    *p += **p == '\n';
-    return rc;
-}
-
-static int rcsv_add_row(report_csv_t *c, struct rcsv_line *l, int *cap)
-{
-    if (c->nrow == *cap) {
-        int n = *cap ? 2 * *cap : 16;
-        char ***cell = realloc(c->cell, (size_t)n * sizeof *cell);
-        if (!cell)
+    int cap = 0;
+    char delim;
+    do {
+        char *start = *w;
+        if (rcsv_field(r, w))
             return -1;
-        c->cell = cell;
-        *cap = n;
-    }
-    c->cell[c->nrow++] = l->f;
-    memset(l, 0, sizeof *l);
+        delim = **r; /* the NUL below may land on it */
+        *(*w)++ = '\0';
+        *r += delim != '\0';
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **a = realloc(*f, (size_t)cap * sizeof *a);
+            if (!a)
+                return -2;
+            *f = a;
+        }
+        (*f)[(*n)++] = start;
+    } while (delim == ',');
+    *r += delim == '\r' && **r == '\n';
     return 0;
 }
 
 /* Skip one line end (LF or CRLF) if *p is at one; true when it was. */
-static bool rcsv_blank(const char **p)
+static bool rcsv_blank(char **p)
 {
-    const char *s = *p;
+    char *s = *p;
     s += *s == '\r';
     if (*s != '\n' && *s != '\0')
         return false;
     *p = s + (*s == '\n');
     return true;
+}
+
+/* Append row f (ncol fields) to c; -2 when out of memory. */
+static int rcsv_add_row(report_csv_t *c, char **f, int *cap)
+{
+    if (c->nrow == *cap) {
+        int n = *cap ? 2 * *cap : 16;
+        char ***cell = realloc(c->cell, (size_t)n * sizeof *cell);
+        if (!cell)
+            return -2;
+        c->cell = cell;
+        *cap = n;
+    }
+    c->cell[c->nrow++] = f;
+    return 0;
 }
 
 static int rcsv_fail(report_csv_t *c, char *err, size_t n, int line, int rc,
@@ -142,27 +115,30 @@ int report_csv_parse(const char *text, report_csv_t *out, char *err,
                      size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    const char *p = text ? text : "";
+    char *r = out->text = strdup(text ? text : ""), *w = r;
     int cap = 0, line = 0;
-    while (*p) {
-        struct rcsv_line l = {0};
+    if (!r)
+        return rcsv_fail(out, err, errlen, 1, -2, 0);
+    while (*r) {
+        char **f = NULL;
+        int n = 0;
         line++;
-        if (rcsv_blank(&p))
+        if (rcsv_blank(&r))
             continue;
-        int rc = rcsv_read_line(&p, &l);
+        int rc = rcsv_read_line(&r, &w, &f, &n);
         if (rc == 0 && !out->head) {
-            out->head = l.f;
-            out->ncol = l.n;
+            out->head = f;
+            out->ncol = n;
             continue;
         }
-        int fields = l.n;
-        if (rc == 0 && l.n != out->ncol)
+        if (rc == 0 && n != out->ncol)
             rc = -3;
-        if (rc == 0 && rcsv_add_row(out, &l, &cap))
-            rc = -2;
-        rcsv_line_free(&l);
-        if (rc)
-            return rcsv_fail(out, err, errlen, line, rc, fields);
+        if (rc == 0)
+            rc = rcsv_add_row(out, f, &cap);
+        if (rc) {
+            free(f);
+            return rcsv_fail(out, err, errlen, line, rc, n);
+        }
     }
     if (out->ncol == 0)
         return rcsv_fail(out, err, errlen, line, 0, 0);
@@ -171,15 +147,11 @@ int report_csv_parse(const char *text, report_csv_t *out, char *err,
 
 void report_csv_free(report_csv_t *c)
 {
-    for (int r = 0; r < c->nrow; r++) {
-        for (int i = 0; i < c->ncol; i++)
-            free(c->cell[r][i]);
+    for (int r = 0; r < c->nrow; r++)
         free(c->cell[r]);
-    }
-    for (int i = 0; i < c->ncol; i++)
-        free(c->head[i]);
     free(c->cell);
     free(c->head);
+    free(c->text);
     memset(c, 0, sizeof *c);
 }
 

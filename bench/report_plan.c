@@ -36,9 +36,7 @@
 
 #define RPLAN_MAX_ARGS 24
 
-/* ------------------------------------------------------------------ */
-/* What --help says                                                    */
-/* ------------------------------------------------------------------ */
+/* ----- What --help says ----- */
 
 /* Copy the text after `marker` in line up to `stop` into out. */
 static bool rplan_between(const char *text, const char *marker,
@@ -110,9 +108,7 @@ int report_count_rows(const char *policy)
     return n;
 }
 
-/* ------------------------------------------------------------------ */
-/* Sizing each step                                                    */
-/* ------------------------------------------------------------------ */
+/* ----- Sizing each step ----- */
 
 /* The --policy a step runs with (NULL: leave the experiment's default).
  * A user's --policy is passed as given; the standard rows lose those this
@@ -268,9 +264,7 @@ static void rplan_size(report_step_t *s, double share)
     s->given_s = s->points * report_point_cost(s->seconds, s->point_budget_s);
 }
 
-/* ------------------------------------------------------------------ */
-/* The command line                                                    */
-/* ------------------------------------------------------------------ */
+/* ----- The command line ----- */
 
 static bool rplan_plain(const char *w)
 {

@@ -44,9 +44,7 @@ static double rrun_now(void)
     return (double)bench_now_ns() / 1e9;
 }
 
-/* ------------------------------------------------------------------ */
-/* --help probe                                                        */
-/* ------------------------------------------------------------------ */
+/* ----- --help probe ----- */
 
 void report_probe(const report_t *rp, report_step_t *s)
 {
@@ -61,9 +59,7 @@ void report_probe(const report_t *rp, report_step_t *s)
     }
 }
 
-/* ------------------------------------------------------------------ */
-/* Running a step                                                      */
-/* ------------------------------------------------------------------ */
+/* ----- Running a step ----- */
 
 static void rrun_path(const report_t *rp, const report_step_t *s,
                       const char *ext, char *buf, size_t n)

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output.h"
+#include "common.h"
 
 static void rwrite_html(FILE *out, const char *s)
 {
@@ -46,9 +46,7 @@ static void rwrite_html(FILE *out, const char *s)
     }
 }
 
-/* ------------------------------------------------------------------ */
-/* Shared wording                                                      */
-/* ------------------------------------------------------------------ */
+/* ----- Shared wording ----- */
 
 /* Each status's name, and its class in the HTML (the colour). */
 static const char *const rwrite_status[][2] = {
@@ -97,9 +95,7 @@ static const char *rwrite_outcome(const report_step_t *s, char *buf, size_t n)
     return buf;
 }
 
-/* ------------------------------------------------------------------ */
-/* HTML                                                                */
-/* ------------------------------------------------------------------ */
+/* ----- HTML ----- */
 
 static const char rwrite_style[] =
     "body{font-family:sans-serif;max-width:1100px;margin:1em auto;"
@@ -288,9 +284,7 @@ int report_write_html(const report_t *rp, FILE *out)
     return fflush(out) == 0 && !ferror(out) ? 0 : -1;
 }
 
-/* ------------------------------------------------------------------ */
-/* JSON                                                                */
-/* ------------------------------------------------------------------ */
+/* ----- JSON ----- */
 
 static void rwrite_key(FILE *out, const char *k, bool first)
 {
@@ -306,15 +300,9 @@ static void rwrite_kstr(FILE *out, const char *k, const char *v)
     bench_json_str(out, v);
 }
 
-static bool rwrite_string_col(const char *name)
-{
-    static const char *const names[] = {"experiment", "row", "param", "unit",
-                                        "note", NULL};
-    for (const char *const *n = names; *n; n++)
-        if (!strcmp(*n, name))
-            return true;
-    return false;
-}
+/* The columns of output.h's schema that hold text. */
+static const char *const rwrite_string_cols[] = {"experiment", "row", "param",
+                                                 "unit", "note", NULL};
 
 /* A CSV field as a JSON value: strings stay strings, frc a boolean, nan
  * and inf null, numbers numbers (an unreadable number stays a string). */
@@ -322,7 +310,7 @@ static void rwrite_json_cell(FILE *out, const char *col, const char *v)
 {
     char *end;
     double d = strtod(v, &end);
-    if (rwrite_string_col(col))
+    if (bench_listed(rwrite_string_cols, col))
         bench_json_str(out, v);
     else if (!strcmp(col, "frc") && (!strcmp(v, "0") || !strcmp(v, "1")))
         fputs(*v == '1' ? "true" : "false", out);

@@ -44,7 +44,6 @@
 
 #define RING_KERNEL_STACK (64u * 1024u)
 
-static const char *const ring_pseudo[] = {"kernel", "go", "fiber", NULL};
 
 enum { RX_TOUCH, RX_SIZE, RX_REPEATS, RX_COUNT };
 static const bench_extra_col_t ring_extras[RX_COUNT] = {
@@ -74,7 +73,7 @@ static const bench_cli_t ring_cli = {
         "16\n",
     .default_tasks = "2,4,8,16,64",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = ring_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 0.2,
     .default_repeats = 5,
 };
@@ -104,7 +103,6 @@ struct ring_run {
 /* A data point: the ring's members, made once per point. */
 struct ring_point {
     int ntasks, size_kib;
-    mqs_runtime_t *rt;
     struct ring_member *m;
 };
 
@@ -169,10 +167,8 @@ static double ring_touch_alone(const struct ring_point *pt, double seconds)
     return (double)(bench_now_ns() - t0) / (double)n / 1000.0;
 }
 
-/* ------------------------------------------------------------------ */
-/* The token, as a semaphore between mqs tasks (policy rows) or a byte
- * through a pipe between pthreads (kernel row) */
-/* ------------------------------------------------------------------ */
+/* ----- The token, as a semaphore between mqs tasks (policy rows) or a byte
+ * through a pipe between pthreads (kernel row) ----- */
 
 /* Wait for the token; false when it can never come. */
 static bool ring_take(struct ring_member *me)
@@ -213,7 +209,7 @@ static int ring_measure(bench_point_t *p, double *value, double *extra)
 {
     struct ring_point *pt = p->ctx;
     double seconds = bench_point_seconds(p);
-    struct ring_run r = {.n = pt->ntasks, .m = pt->m, .rt = pt->rt,
+    struct ring_run r = {.n = pt->ntasks, .m = pt->m, .rt = p->rt,
                          .words = (size_t)pt->size_kib * 256};
     bool ok = true;
     for (int i = 0; i < r.n; i++) {
@@ -228,7 +224,7 @@ static int ring_measure(bench_point_t *p, double *value, double *extra)
             ok = false;
         }
     }
-    bench_group_t g = {.rt = pt->rt, .workers = p->workers,
+    bench_group_t g = {.rt = p->rt, .workers = p->workers,
                        .stack = RING_KERNEL_STACK};
     ok = ok && bench_group_start(&g, "ring", p->row->spec, r.n, ring_task,
                                  pt->m, sizeof *pt->m) == 0;
@@ -257,9 +253,7 @@ static int ring_measure(bench_point_t *p, double *value, double *extra)
               : -1;
 }
 
-/* ------------------------------------------------------------------ */
-/* Row kinds                                                           */
-/* ------------------------------------------------------------------ */
+/* ----- Row kinds ----- */
 
 static int ring_alloc(struct ring_point *pt)
 {
@@ -287,17 +281,16 @@ static int ring_open(bench_point_t *p)
         return -1;
     if (p->row->pseudo)
         return 0;
-    if (bench_runtime_open("ring", p->row->spec, p->workers, 0, &pt->rt))
+    if (bench_runtime_open("ring", p->row->spec, p->workers, 0, &p->rt))
         return -1;
-    p->workers = mqs_runtime_workers(pt->rt);
+    p->workers = mqs_runtime_workers(p->rt);
     return 0;
 }
 
 static void ring_close(bench_point_t *p)
 {
     struct ring_point *pt = p->ctx;
-    bench_runtime_close("ring", pt->rt);
-    pt->rt = NULL;
+    bench_row_close(p);
     for (int i = 0; pt->m && i < pt->ntasks; i++)
         free(pt->m[i].array);
     free(pt->m);
@@ -321,9 +314,7 @@ static int ring_peer_convert(bench_point_t *p, const bench_peer_result_t *r,
 
 static const bench_peer_map_t ring_peer_map = {.convert = ring_peer_convert};
 
-/* ------------------------------------------------------------------ */
-/* Options and the table entry                                         */
-/* ------------------------------------------------------------------ */
+/* ----- Options and the table entry ----- */
 
 struct ring_args {
     int size_kib;

@@ -75,7 +75,6 @@
 #define SPAWN_STACK (16u * 1024u)
 #define SPAWN_KERNEL_STACK (64u * 1024u)
 
-static const char *const spawn_pseudo[] = {"kernel", "go", "fiber", NULL};
 
 enum { SPAWN_X_RSS, SPAWN_X_COUNT };
 static const bench_extra_col_t spawn_extras[SPAWN_X_COUNT] = {
@@ -129,14 +128,12 @@ static const bench_cli_t spawn_cli = {
         "--repeats 1\n",
     .default_tasks = "10000,1000000",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = spawn_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 1,
     .default_repeats = 5,
 };
 
-/* ------------------------------------------------------------------ */
-/* The tree (pure arithmetic, tested)                                  */
-/* ------------------------------------------------------------------ */
+/* ----- The tree (pure arithmetic, tested) ----- */
 
 /* Is t a power of f (f^0 = 1 included)? */
 static bool spawn_is_power(long t, int f)
@@ -165,9 +162,7 @@ static uint64_t spawn_expected_sum(uint64_t t)
     return t * (t - 1) / 2;
 }
 
-/* ------------------------------------------------------------------ */
-/* One tree, in the measuring child                                    */
-/* ------------------------------------------------------------------ */
+/* ----- One tree, in the measuring child ----- */
 
 struct spawn_tree {
     int fanout;
@@ -197,11 +192,7 @@ static void *spawn_node(void *arg)
         return NULL;
     }
     struct spawn_node kids[SPAWN_MAX_FANOUT];
-    union {
-        mqs_task_t *task;
-        pthread_t thread;
-    } t[SPAWN_MAX_FANOUT];
-    bool ok[SPAWN_MAX_FANOUT];
+    bench_task_t t[SPAWN_MAX_FANOUT];
     bool kernel = n->tree->kernel;
     pthread_attr_t attr;
     if (kernel) {
@@ -213,11 +204,8 @@ static void *spawn_node(void *arg)
     for (int i = 0; i < f; i++) {
         kids[i] =
             (struct spawn_node){n->tree, n->num + (uint64_t)i * sub, sub, 0};
-        int rc = kernel ? pthread_create(&t[i].thread, &attr, spawn_node,
-                                         &kids[i])
-                        : mqs_spawn(mqs_runtime_self(), &t[i].task, NULL,
-                                    spawn_node, &kids[i]);
-        ok[i] = rc == 0;
+        int rc = bench_task_start(&t[i], kernel ? NULL : mqs_runtime_self(),
+                                  NULL, &attr, spawn_node, &kids[i]);
         if (rc)
             spawn_fail(n->tree, !kernel        ? rc
                                 : rc == EAGAIN ? MQS_ENOMEM
@@ -227,8 +215,7 @@ static void *spawn_node(void *arg)
         pthread_attr_destroy(&attr);
     n->sum = 0;
     for (int i = 0; i < f; i++)
-        if (ok[i] && (kernel ? pthread_join(t[i].thread, NULL)
-                             : mqs_join(t[i].task, NULL)) == 0)
+        if (t[i].started && bench_task_join(&t[i]) == 0)
             n->sum += kids[i].sum;
     return NULL;
 }
@@ -294,9 +281,7 @@ static int spawn_run_kernel(bench_point_t *p, struct spawn_node *root,
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Live mode, in the measuring child                                   */
-/* ------------------------------------------------------------------ */
+/* ----- Live mode, in the measuring child ----- */
 
 struct spawn_live {
     long n, spawned;
@@ -510,9 +495,7 @@ static int spawn_open(bench_point_t *p)
 
 static const bench_point_kind_t spawn_kind = {spawn_open, spawn_measure, NULL};
 
-/* ------------------------------------------------------------------ */
-/* Peers                                                               */
-/* ------------------------------------------------------------------ */
+/* ----- Peers ----- */
 
 static int spawn_peer_check(const bench_peer_result_t *r, void *ctx)
 {
@@ -556,9 +539,7 @@ static void spawn_peer_args(bench_point_t *p, const struct spawn_point *sp)
     bench_peer_args_add(a, "fanout", "%d", sp->fanout);
 }
 
-/* ------------------------------------------------------------------ */
-/* Options and the table entry                                         */
-/* ------------------------------------------------------------------ */
+/* ----- Options and the table entry ----- */
 
 struct spawn_args {
     int fanout, kernel_max, live;

@@ -49,7 +49,6 @@
 #define WAKE_GAP_MAX_NS 200000u
 #define WAKE_RT_PRIO 50
 
-static const char *const wake_pseudo[] = {"kernel", "go", "fiber", NULL};
 static const char *const wake_refused[] = {"tasks", NULL};
 
 /* The statistics, in output order, and their peer keys. */
@@ -96,7 +95,7 @@ static const bench_cli_t wake_cli = {
         "example: mqs-bench wake --policy mq,kernel --hogs 2 --csv\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",
-    .pseudo = wake_pseudo,
+    .pseudo = bench_kernel_and_peers,
     .default_seconds = 0.5,
     .default_repeats = 5,
 };
@@ -138,9 +137,7 @@ struct wake_point {
     double samples;
 };
 
-/* ------------------------------------------------------------------ */
-/* The three kinds of task, for both mqs and kernel                    */
-/* ------------------------------------------------------------------ */
+/* ----- The three kinds of task, for both mqs and kernel ----- */
 
 static void wake_block(struct wake_client *c)
 {
@@ -236,9 +233,8 @@ static void *wake_hog_fn(void *arg)
     return NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* Starting and joining: mqs tasks (policy rows) or pthreads (kernel)  */
-/* ------------------------------------------------------------------ */
+/* ----- Starting and joining: mqs tasks (policy rows) or pthreads
+ * (kernel) ----- */
 
 /* Start fn(arg) as a task on the point's runtime or (kernel row) a
  * thread on the first `workers` CPUs; under --class rt the urgent ones
@@ -270,58 +266,52 @@ static int wake_spawn(struct wake_point *pt, bool urgent, void *(*fn)(void *),
     return rc;
 }
 
-/* One sample: start the hogs, the clients, then the waker; let them run
- * `seconds`; join them.  On a failure stop is set and the clients
- * started get the waker's final posts (or, without a waker, ours). */
+/* One sample: start the hogs (a group: they need no class of their
+ * own), the clients, then the waker; let them run `seconds`; join them.
+ * On a failure stop is set and the clients started get the waker's
+ * final posts (or, without a waker, ours). */
 static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
                            double seconds)
 {
     const struct wake_cfg *cfg = pt->cfg;
-    /* the hogs, then the waker */
-    bench_task_t *t = calloc((size_t)cfg->hogs + 1, sizeof *t);
-    if (!t)
-        return -1;
+    bench_group_t hogs = {.rt = pt->p->rt, .workers = pt->p->workers};
+    bench_task_t waker = {0};
     for (int i = 0; i < cfg->clients; i++) {
         if (r->kernel)
             sem_init(&pt->c[i].ksem, 0, 0);
         else
             mqs_sem_init(&pt->c[i].msem, 0);
-        pt->c[i].t.started = false;
     }
-    int rc = 0;
-    for (int i = 0; i < cfg->hogs && rc == 0; i++)
-        rc = wake_spawn(pt, false, wake_hog_fn, r, &t[i]);
+    int rc = cfg->hogs ? bench_group_start(&hogs, "wake", pt->p->row->spec,
+                                           cfg->hogs, wake_hog_fn, r, 0)
+                       : 0;
     for (int i = 0; i < cfg->clients && rc == 0; i++)
         rc = wake_spawn(pt, true, wake_client_fn, &pt->c[i], &pt->c[i].t);
     if (rc)
         atomic_store(&r->stop, 1);
-    int rw = wake_spawn(pt, rc == 0, wake_waker_fn, r, &t[cfg->hogs]);
+    int rw = wake_spawn(pt, rc == 0, wake_waker_fn, r, &waker);
     if (rc == 0 && rw == 0)
         bench_window(&r->started, &r->stop, seconds);
     else
         atomic_store(&r->stop, 1);
-    bench_task_join(&t[cfg->hogs]);
+    bench_task_join(&waker);
     for (int i = 0; rw && i < cfg->clients; i++) /* nobody posts */
         wake_post(&pt->c[i]);
     for (int i = 0; i < cfg->clients; i++)
         bench_task_join(&pt->c[i].t);
-    for (int i = 0; i < cfg->hogs; i++)
-        bench_task_join(&t[i]);
+    bench_group_join(&hogs);
     for (int i = 0; i < cfg->clients; i++) {
         if (r->kernel)
             sem_destroy(&pt->c[i].ksem);
         else
             mqs_sem_destroy(&pt->c[i].msem);
     }
-    free(t);
     if (r->kernel && pt->p->note[0]) /* SCHED_FIFO refused: not a failure */
         return BENCH_POINT_SKIP;
     return rc || rw ? -1 : 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* One repeat: run, then the statistics of its wake-ups                */
-/* ------------------------------------------------------------------ */
+/* ----- One repeat: run, then the statistics of its wake-ups ----- */
 
 static void wake_stats_of(const bench_hist_t *h, double *v)
 {
@@ -394,9 +384,7 @@ static int wake_peer_convert(bench_point_t *p, const bench_peer_result_t *r,
 
 static const bench_peer_map_t wake_peer_map = {.convert = wake_peer_convert};
 
-/* ------------------------------------------------------------------ */
-/* Row kinds and the table entry                                       */
-/* ------------------------------------------------------------------ */
+/* ----- Row kinds and the table entry ----- */
 
 static int wake_alloc(struct wake_point *pt)
 {
@@ -524,14 +512,8 @@ static int wake_options(bench_sweep_t *sw, int *argc, char **argv)
     if (rc == 0 && strcmp(cls, "normal") && strcmp(cls, "rt"))
         rc = bench_usage("wake", "--class: '%s' is not normal or rt", cls);
     cfg->rt = rc == 0 && !strcmp(cls, "rt");
+    sw->nparams = 1; /* a row's seven statistics come from the same runs */
     return rc;
-}
-
-/* One point per row: its seven statistics come from the same repeats. */
-static int wake_prepare(bench_sweep_t *sw)
-{
-    sw->nparams = 1;
-    return 0;
 }
 
 const bench_exp_t bench_wake_exp = {
@@ -542,6 +524,5 @@ const bench_exp_t bench_wake_exp = {
     .nextra = WX_COUNT,
     .kind = &wake_kind,
     .options = wake_options,
-    .prepare = wake_prepare,
     .setup = wake_setup,
 };

@@ -118,9 +118,7 @@ static const bench_cli_t yield_cli = {
     .default_repeats = 5,
 };
 
-/* ------------------------------------------------------------------ */
-/* Shared state of one data point                                      */
-/* ------------------------------------------------------------------ */
+/* ----- Shared state of one data point ----- */
 
 /* One task's slot: where its counter is (a variable in the task's stack
  * frame, written only by that task; NULL until it starts), set by the
@@ -149,9 +147,7 @@ struct point {
     size_t stacks_len;
 };
 
-/* ------------------------------------------------------------------ */
-/* The measurement window (policy and kernel rows)                     */
-/* ------------------------------------------------------------------ */
+/* ----- The measurement window (policy and kernel rows) ----- */
 
 /* Yields a task has counted: 0 before it published its counter. */
 static uint64_t slot_count(const struct slot *s)
@@ -257,9 +253,7 @@ static int run_window(bench_point_t *p, double *ns, double *extra)
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Policy and kernel rows: mqs tasks, or pthreads and sched_yield      */
-/* ------------------------------------------------------------------ */
+/* ----- Policy and kernel rows: mqs tasks, or pthreads and sched_yield ----- */
 
 /* A task's life: yield until start, then yield and count until stop.
  * Inlined into each caller, so the yield is a direct call. */
@@ -327,9 +321,7 @@ static void tasks_close(bench_point_t *p)
 static const bench_point_kind_t kind_tasks = {tasks_open, tasks_measure,
                                              tasks_close};
 
-/* ------------------------------------------------------------------ */
-/* floor row: a bare ring of contexts                                  */
-/* ------------------------------------------------------------------ */
+/* ----- floor row: a bare ring of contexts ----- */
 
 /* A context of the ring, or the main thread's: its saved stack pointer
  * and what the sanitizers need to follow a switch to it (its stack for
@@ -510,9 +502,7 @@ static void floor_close(bench_point_t *p)
 static const bench_point_kind_t kind_floor = {floor_open, floor_measure,
                                               floor_close};
 
-/* ------------------------------------------------------------------ */
-/* go and fiber rows, and the table entry                              */
-/* ------------------------------------------------------------------ */
+/* ----- go and fiber rows, and the table entry ----- */
 
 /* A peer reports ns per yield and the fairness of its own counts. */
 static const bench_peer_map_t yield_peer_map = {
