@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "helpers.h"
+#include "mqs/policy.h"
 
 static const char *const policies[] = {"mq",  "global", "o1",  "ule",
                                        "cfs", "eevdf",  "bfs", "ws"};
@@ -269,6 +270,73 @@ TEST(destroy_waits_while_a_thread_holds_the_runtime)
     CHECK_EQ(atomic_load(&l.woke), 1);
     pthread_join(th, NULL);
     CHECK_OK(mqs_sem_destroy(&l.s));
+}
+
+/* A worker stopped by the host inside a task's exit: the task is DEAD
+ * from the start of its exit, and its worker gives the live count back
+ * after the switch away.  Here the stop is the policy's put_prev
+ * sleeping 100 ms for the exiting task (a test policy: mq's ops, put_prev
+ * wrapped); three settle passes take 30 ms, so a verdict that does not
+ * ask whether every worker is parked falls inside the stop and destroy
+ * returns MQS_EDEADLK for a runtime about to end on its own. */
+static atomic_int stall_next_put_prev;
+static void (*mq_put_prev)(struct mqs_rq *, struct mqs_sched_entity *,
+                           uint64_t);
+
+static void stalling_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                              uint64_t ran_ns)
+{
+    if (atomic_exchange(&stall_next_put_prev, 0)) {
+        /* A signal (the preemption monitor's) may cut a sleep short. */
+        struct timespec ts = {0, 100000000};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+    }
+    mq_put_prev(rq, se, ran_ns);
+}
+
+static atomic_int exit_go;
+
+static void *exit_when_told(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&exit_go))
+        mqs_yield();
+    atomic_store(&stall_next_put_prev, 1); /* the exit's put_prev stalls */
+    return NULL;
+}
+
+static void *tell_exit(void *arg)
+{
+    (void)arg;
+    usleep(20000); /* destroy is waiting by now */
+    atomic_store(&exit_go, 1);
+    return NULL;
+}
+
+TEST(no_verdict_while_a_worker_is_stopped_inside_an_exit)
+{
+    struct mqs_policy stalling = *mqs_policy_find("mq");
+    stalling.name = "mq-stalling-exit";
+    mq_put_prev = stalling.put_prev;
+    stalling.put_prev = stalling_put_prev;
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = 1;
+    cfg.policy = NULL;
+    cfg.policy_ops = &stalling;
+    mqs_runtime_t *rt = rt_create(&cfg);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    a.detached = true;
+    CHECK_OK(mqs_spawn(rt, NULL, &a, exit_when_told, NULL));
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, tell_exit, NULL), 0);
+    char *text = NULL;
+    CHECK_OK(destroy_quietly(rt, &text));
+    free(text);
+    pthread_join(th, NULL);
 }
 
 TEST(hold_and_release_are_checked)
