@@ -153,6 +153,34 @@ static void run_spinners(mqs_runtime_t *rt)
         CHECK_EQ(atomic_load(&s.saw_all[i]), 1);
 }
 
+/* A task alone on its worker with nothing due is never signalled: no
+ * stop and no deferred request in 100 ms of spinning, under every
+ * policy, with another worker idle beside it. */
+static void *lone_spinner(void *arg)
+{
+    uint64_t end = *(uint64_t *)arg;
+    volatile unsigned long n = 0;
+    while (mono_ns() < end)
+        for (int i = 0; i < 100000; i++)
+            n++;
+    return NULL;
+}
+
+TEST(a_lone_task_is_not_signalled)
+{
+    for (const struct mqs_policy *const *p = mqs_policy_list(); *p; p++) {
+        mqs_runtime_t *rt = rt_preempt(2, (*p)->name, -1);
+        uint64_t end = mono_ns() + 100000000u;
+        join(spawn(rt, lone_spinner, &end));
+        mqs_worker_stats_t st = destroy_counting(rt);
+        fprintf(stderr, "  %s: %llu stops, %llu deferred\n", (*p)->name,
+                (unsigned long long)st.preemptions,
+                (unsigned long long)st.preempt_deferred);
+        CHECK_EQ(st.preemptions, 0);
+        CHECK_EQ(st.preempt_deferred, 0);
+    }
+}
+
 TEST(spinners_share_one_worker_under_every_policy)
 {
     for (const struct mqs_policy *const *p = mqs_policy_list(); *p; p++) {
