@@ -205,9 +205,10 @@ typedef struct mqs_config {
  *
  *   MQS_ACCOUNTING_POLICY  (the default) as the policy declares
  *       (MQS_POLICY_TICK_ACCOUNTING, mqs/policy.h): the tick-era designs
- *       (mq, o1, global, ws) charge slices at the preemption tick and
+ *       (mq, o1, ws) charge slices at the preemption tick and
  *       read no clock when they switch; the virtual-time designs (cfs,
- *       eevdf, bfs, ule) read it at every switch.  Without preemption
+ *       eevdf, bfs, ule, and global, whose 2.4 goodness scan costs far
+ *       more than a clock read) read it at every switch.  Without preemption
  *       there is no tick, and every policy reads the clock.
  *   MQS_ACCOUNTING_EXACT   every policy reads the clock at every switch.
  *

@@ -1008,8 +1008,8 @@ static bool run_share_once(int workers, int ntasks, const int *nice,
 }
 
 /*
- * Under tick accounting (mqs_accounting_exact() false: mq, o1, global,
- * ws by default) a run is charged the ticks it straddles, not its
+ * Under tick accounting (mqs_accounting_exact() false: mq, o1 and ws
+ * by default) a run is charged the ticks it straddles, not its
  * length: shares even out over many ticks, and a count that a fast loop
  * reaches in a few ticks says nothing about the policy.  Such a run is
  * repeated with its count scaled to last TICK_WINDOW_NS (300 ticks).

@@ -47,8 +47,8 @@ static bool exact_for(const char *policy, int preempt, int acct)
  * runtime without preemption and a runtime told so read the clock. */
 TEST(mode_follows_policy_preemption_and_config)
 {
-    static const char *tick[] = {"mq", "o1", "global", "ws"};
-    static const char *exact[] = {"cfs", "eevdf", "bfs", "ule"};
+    static const char *tick[] = {"mq", "o1", "ws"};
+    static const char *exact[] = {"cfs", "eevdf", "bfs", "ule", "global"};
     for (size_t i = 0; i < sizeof tick / sizeof tick[0]; i++) {
         CHECK(!exact_for(tick[i], -1, -1));
         CHECK(!exact_for(tick[i], 1, MQS_ACCOUNTING_POLICY));

@@ -389,7 +389,7 @@ const struct mqs_policy mqs_policy_global = {
     .name = "global",
     .description = "Linux 2.4 stock scheduler: one queue, one lock, O(N) "
                    "goodness scan, counters recalculated for everyone",
-    .flags = MQS_POLICY_SHARED_RQ | MQS_POLICY_TICK_ACCOUNTING,
+    .flags = MQS_POLICY_SHARED_RQ,
     .rq_size = sizeof(struct global_rq),
     .rt_size = sizeof(struct global_state),
     .tunables = global_tunables,
