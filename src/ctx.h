@@ -22,4 +22,23 @@ void *mqs__ctx_switch(void **save, void *to, void *pass);
 void *mqs__ctx_make(void *stack_top, void (*entry)(void *, void *),
                     void *arg);
 
+/* The program counter and stack pointer a signal interrupted, from the
+ * handler's ucontext (preempt.c: where a stop may happen; overflow.c:
+ * whether a fault is a signal frame that did not fit). */
+#include <stdint.h>
+#include <ucontext.h>
+static inline void mqs__uc_regs(const void *uc, uintptr_t *pc, uintptr_t *sp)
+{
+    const ucontext_t *u = uc;
+#if defined(__x86_64__)
+    *pc = (uintptr_t)u->uc_mcontext.gregs[REG_RIP];
+    *sp = (uintptr_t)u->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    *pc = (uintptr_t)u->uc_mcontext.pc;
+    *sp = (uintptr_t)u->uc_mcontext.sp;
+#else
+#error "ctx.h: a signal's registers are read for x86-64 and aarch64 only"
+#endif
+}
+
 #endif

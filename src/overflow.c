@@ -31,6 +31,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "ctx.h"
 #include "internal.h"
 
 static struct sigaction old_segv, old_bus;
@@ -71,14 +72,9 @@ static _Noreturn void report(const struct mqs_task *t, const char *why)
 
 static uintptr_t fault_sp(const void *uctx)
 {
-    const ucontext_t *u = uctx;
-#if defined(__x86_64__)
-    return (uintptr_t)u->uc_mcontext.gregs[REG_RSP];
-#elif defined(__aarch64__)
-    return (uintptr_t)u->uc_mcontext.sp;
-#else
-#error "overflow.c: the stack pointer is read for x86-64 and aarch64 only"
-#endif
+    uintptr_t pc, sp;
+    mqs__uc_regs(uctx, &pc, &sp);
+    return sp;
 }
 
 static void on_fault(int sig, siginfo_t *si, void *uctx)

@@ -78,6 +78,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "ctx.h"
 #include "internal.h"
 #include "rq.h"
 
@@ -238,14 +239,9 @@ bool mqs__in_runtime_text(uintptr_t pc)
 
 static uintptr_t interrupted_pc(const void *uc)
 {
-    const ucontext_t *u = uc;
-#if defined(__x86_64__)
-    return (uintptr_t)u->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    return (uintptr_t)u->uc_mcontext.pc;
-#else
-#error "preempt.c: the interrupted PC is read for x86-64 and aarch64 only"
-#endif
+    uintptr_t pc, sp;
+    mqs__uc_regs(uc, &pc, &sp);
+    return pc;
 }
 
 /* ------------------------------------------------------------------ */
