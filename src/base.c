@@ -101,6 +101,17 @@ void mqs__preempt_request(struct mqs_worker *w, int why)
         syscall(SYS_tgkill, (int)getpid(), w->pre.tid, MQS__PREEMPT_SIGNAL);
 }
 
+/* The handler stopped a task with the signal blocked (preempt.c); the
+ * context that runs next makes it deliverable again. */
+void mqs__preempt_unblock(struct mqs_worker *w)
+{
+    w->urg_blocked = false;
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, MQS__PREEMPT_SIGNAL);
+    pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+}
+
 void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle)
 {
     uint64_t bit = UINT64_C(1) << (w & 63);

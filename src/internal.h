@@ -343,6 +343,10 @@ struct mqs_worker {
      * task goes back as MQS_ENQ_PREEMPTED, not as a yield.  Set just
      * before it, cleared where it is read (requeue_prev, sched.c). */
     bool preempting;
+    /* A stop from the preemption handler is switching away with SIGURG
+     * blocked (the handler runs without SA_NODEFER): the next context
+     * unblocks it in mqs__finish_switch, on its own stack (preempt.c). */
+    bool urg_blocked;
     /* The worker thread's errno: every switch keeps each context's own
      * value across it (switch.h).  Set once on the thread. */
     int *errno_p;

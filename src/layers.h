@@ -15,6 +15,9 @@ void mqs__futex_wake(atomic_uint *word, int n);
 /* Wake worker w if it sleeps (the analogue of an IPI). */
 void mqs__kick(struct mqs_worker *w);
 void mqs__preempt_request(struct mqs_worker *w, int why);
+/* On the context that runs after a stop from the handler: SIGURG, blocked
+ * while the handler ran, is deliverable again (mqs__finish_switch). */
+void mqs__preempt_unblock(struct mqs_worker *w);
 void mqs__publish_idle(mqs_runtime_t *rt, int w, bool idle);
 /* A new task's id; one live unit for it (spawn, w may be NULL). */
 uint64_t mqs__task_id_next(mqs_runtime_t *rt, struct mqs_worker *w);

@@ -282,7 +282,11 @@ static void preempt_point(struct mqs_worker *w, struct mqs_task *t, int why,
     }
     MQS__STAT_ADD(w->stats.preemptions, 1);
     t->pinned = true; /* se.last_worker is this worker */
+    w->urg_blocked = true; /* the next context unblocks SIGURG */
     mqs__schedule(w, t, MQS__SW_YIELD);
+    /* Picked again without a switch: still blocked here, and the
+     * handler's return restores the mask it interrupted. */
+    w->urg_blocked = false;
     t->pinned = false;
 }
 
@@ -330,11 +334,13 @@ static void preempt_install(void)
     sa.sa_sigaction = on_preempt;
     /* No SA_ONSTACK: the handler runs on the task's stack, which it may
      * leave for a while (the alternate stack is the worker's, and the
-     * next task's fault would need it).  SA_NODEFER: the signal stays
-     * deliverable to the tasks that run while this one is stopped
-     * inside its handler; a nested one finds the runtime's text or
-     * in_runtime and defers. */
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+     * next task's fault would need it).  No SA_NODEFER: SIGURG stays
+     * blocked while the handler runs on this task's stack, so signals
+     * cannot pile frames on it (under qemu, with the monitor's 50 us
+     * retries, nested frames overran a 16 KiB stack); a stop unblocks
+     * it on the next context's stack (mqs__finish_switch), and the
+     * stopped task's return from the handler restores its own mask. */
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     handler_rc = sigaction(MQS__PREEMPT_SIGNAL, &sa, &old_urg) == 0
                      ? 0

@@ -13,6 +13,8 @@ void mqs__finish_switch(struct mqs_worker *w)
     struct mqs_task *prev = w->prev;
     if (!prev)
         return;
+    if (MQS__UNLIKELY(w->urg_blocked))
+        mqs__preempt_unblock(w); /* prev stopped in its handler */
     w->prev = NULL;
     int why = w->prev_why;
     bool detached = prev->detached; /* prev may be freed once off-CPU */
