@@ -391,18 +391,24 @@ TEST(join_bad)
 
     /* two joiners (a task and this thread): exactly one wins, the other
      * gets MQS_ESTATE while the winner's join is in progress, or
-     * MQS_EINVAL once it is done (the handle is stale then) */
+     * MQS_EINVAL once it is done (the handle is stale then).  A
+     * semaphore of its own: on the one above, the target could take the
+     * post meant for the detached task, the second joiner then found
+     * the target gone (MQS_EINVAL) and posted nothing, and the detached
+     * task was left blocked for destroy to call a deadlock (CI, once). */
     a.detached = false;
     static struct dj d;
-    d.sem = &sem;
-    CHECK_OK(mqs_spawn(rt, &d.target, &a, block_on, &sem));
+    static mqs_sem_t sem2;
+    CHECK_OK(mqs_sem_init(&sem2, 0));
+    d.sem = &sem2;
+    CHECK_OK(mqs_spawn(rt, &d.target, &a, block_on, &sem2));
     mqs_task_t *j;
     CHECK_OK(mqs_spawn(rt, &j, &a, second_joiner, &d));
     while (!atomic_load(&d.joining))
         sched_yield();
     int rc_main = mqs_join(d.target, NULL);
     if (rc_main != 0)
-        CHECK_OK(mqs_sem_post(&sem));
+        CHECK_OK(mqs_sem_post(&sem2));
     CHECK_OK(mqs_join(j, NULL));
     bool lost_main = rc_main == MQS_ESTATE || rc_main == MQS_EINVAL;
     bool lost_task = d.rc == MQS_ESTATE || d.rc == MQS_EINVAL;
@@ -412,6 +418,7 @@ TEST(join_bad)
                     rc_main, d.rc);
     CHECK_OK(mqs_runtime_destroy(rt));
     CHECK_OK(mqs_sem_destroy(&sem));
+    CHECK_OK(mqs_sem_destroy(&sem2));
 }
 
 /* ------------------------------------------------------------------ */
