@@ -101,12 +101,17 @@ static int sleeper_next_after_post(const char *policy)
     return next;
 }
 
+#define LONG_SLICES "mq:slice_ns=1000000000,latency_ns=10000000000,"
+
 TEST(woken_task_runs_before_yielders_of_its_level)
 {
-    /* Slices of 1 s: no task's slice ends within the case; the sleeper
-     * sleeps microseconds, so the sleep bound is set to 0 here. */
-    CHECK_EQ(sleeper_next_after_post("mq:slice_ns=1000000000,"
-                                     "wake_sleep_ns=0"),
+    /* Slices of 1 s (and a round of 10 s, which would cap them): no
+     * task's slice ends within the case, not even a tick charged at
+     * once under tick accounting (with the default 5 ms round a slice
+     * was 0.8 ms, and a tick that fell in the sleeper's run expired it:
+     * 49 of 50 under qemu, once).  The sleeper sleeps microseconds, so
+     * the sleep bound is set to 0 here. */
+    CHECK_EQ(sleeper_next_after_post(LONG_SLICES "wake_sleep_ns=0"),
              ROUNDS);
 }
 
@@ -115,12 +120,11 @@ TEST(a_short_sleep_earns_no_credit)
     /* a bound of 1 s, far above any of the case's sleeps (a host
      * preemption can stretch one past the default 50 us): the woken task
      * queues behind the yielders */
-    CHECK_EQ(sleeper_next_after_post("mq:slice_ns=1000000000,"
-                                     "wake_sleep_ns=1000000000"),
+    CHECK_EQ(sleeper_next_after_post(LONG_SLICES "wake_sleep_ns=1000000000"),
              0);
 }
 
 TEST(wake_head_0_queues_the_woken_task_behind_them)
 {
-    CHECK_EQ(sleeper_next_after_post("mq:slice_ns=1000000000,wake_head=0"), 0);
+    CHECK_EQ(sleeper_next_after_post(LONG_SLICES "wake_head=0"), 0);
 }
