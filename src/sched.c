@@ -222,7 +222,8 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     /* A lock taken the slow way may have been waited for, milliseconds
      * when its holder lost its CPU: that wait is no task's run (it hid
      * host preemptions from the next task's stall check), so the next
-     * run starts after it.  One more clock read, off the biased path. */
+     * run starts after it.  The time taken again, off the biased path
+     * (a clock read, or the tick's time under tick accounting). */
     if (!fast_lock)
         now = mqs__sched_clock(w);
     uint64_t ran = mqs__account_run(w, prev, end);
