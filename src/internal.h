@@ -119,6 +119,10 @@ struct mqs_task {
     /* Set by mqs_rq_steal on the entities it hands to a policy. */
     bool stolen;
     bool detached;
+    /* On a run-next stack as a synchronous wake-up's wakee, not as a
+     * parked spawner: the policy gets it as MQS_ENQ_WAKEUP if the stack
+     * is flushed (runnext.c).  Owner: the stack's worker. */
+    bool runnext_woken;
     /* Set when it yielded on a worker its new affinity excludes. */
     atomic_bool resched_move;
     /* Stopped by the preemption signal: it must resume on the worker it

@@ -1,6 +1,7 @@
 /*
  * runnext.c - child runs first: the per-worker stack of spawners that
- * gave the worker to the child they just spawned.
+ * gave the worker to the child they just spawned, and of the task a
+ * synchronous wake-up handed the worker to (mqs__wake_next below).
  *
  * A task that spawns a child and later joins it (skynet, fork/join,
  * divide and conquer) wants the child to run now, on the same worker, as
@@ -41,6 +42,15 @@
 #include "rq.h"
 #include "switch.h"
 
+/* An entry goes to the policy: a parked spawner as a stopped task, a
+ * synchronous wakee as the wake-up it was. */
+static void runnext_to_policy(mqs_runtime_t *rt, struct mqs_task *t)
+{
+    int flags = t->runnext_woken ? MQS_ENQ_WAKEUP : MQS_ENQ_PREEMPTED;
+    t->runnext_woken = false;
+    mqs__enqueue_task(rt, t, flags);
+}
+
 /* The top entry, if it may run here now; else NULL (no lock held). */
 struct mqs_task *mqs__runnext_pop(struct mqs_worker *w)
 {
@@ -60,10 +70,11 @@ struct mqs_task *mqs__runnext_pop(struct mqs_worker *w)
         t->se.prio > mqs_best_prio_anywhere(w->rt)) {
         /* Something more urgent waits (or t may not run here): the
          * policy decides for the whole stack. */
-        mqs__enqueue_task(w->rt, t, MQS_ENQ_PREEMPTED);
+        runnext_to_policy(w->rt, t);
         mqs__runnext_flush(w);
         return NULL;
     }
+    t->runnext_woken = false;
     return t;
 }
 
@@ -106,7 +117,7 @@ void mqs__runnext_flush(struct mqs_worker *w)
             /* It may be the task whose switch away is in progress. */
             while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
                 mqs__cpu_relax();
-            mqs__enqueue_task(w->rt, t, MQS_ENQ_PREEMPTED);
+            runnext_to_policy(w->rt, t);
         }
     }
 }
@@ -142,12 +153,50 @@ struct mqs_task *mqs__runnext_steal(struct mqs_worker *w)
         if (!t)
             continue;
         if (t->se.prio > best) {
-            mqs__enqueue_task(rt, t, MQS_ENQ_PREEMPTED);
+            runnext_to_policy(rt, t);
             return NULL;
         }
+        t->runnext_woken = false;
         return t;
     }
     return NULL;
+}
+
+/* A synchronous wake-up's hand-off: t, just made RUNNABLE (on_cpu 0) by
+ * the task running on w, which is about to block, goes on top of w's
+ * stack instead of to the policy, so the block switches straight to it
+ * (mqs__runnext_pop) without enqueue or pick.  Only when t may run here,
+ * is not more urgent than the waker (that one preempts it through the
+ * policy) and nothing more urgent waits anywhere. */
+bool mqs__wake_next(struct mqs_worker *w, struct mqs_task *t)
+{
+    struct mqs_task *curr = w->curr;
+    if (!curr || !(w->rt->policy->flags & MQS_POLICY_WAKE_NEXT) ||
+        t->se.prio < curr->se.prio ||
+        atomic_load_explicit(&t->pend_flags, memory_order_relaxed) ||
+        !mqs_se_allowed(&t->se, w->index) ||
+        t->se.prio > mqs_best_prio_anywhere(w->rt) ||
+        atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) ||
+        mqs__shuffle_coin(w, 1))
+        return false;
+    /* One wakee waits at a time, as in Go's one-slot runnext: a waker
+     * that wakes several (a fan-out) before it blocks hands the earlier
+     * ones to the policy, in order, where idle workers can take them. */
+    struct mqs__runnext *r = &w->runnext;
+    struct mqs_task *older = NULL;
+    mqs__spin_lock(&r->lock);
+    unsigned n = atomic_load_explicit(&r->n, memory_order_relaxed);
+    if (n && r->v[n - 1]->runnext_woken)
+        older = runnext_remove(r, n - 1);
+    mqs__spin_unlock(&r->lock);
+    if (older)
+        runnext_to_policy(w->rt, older);
+    t->runnext_woken = true;
+    t->se.queued_at_ns = w->now;
+    if (mqs__runnext_push(w, t))
+        return true;
+    t->runnext_woken = false;
+    return false;
 }
 
 /* The switch into the child: prev stops as at a scheduling point, but is

@@ -293,8 +293,14 @@ void mqs__wake_flags(struct mqs_task *t, int flags)
     MQS__STAT_ADD(t->events.wakeups, 1);
     atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
     struct mqs_worker *self = mqs__worker_self();
-    if (self && self->rt == rt && self->curr)
+    if (self && self->rt == rt && self->curr) {
         t->se.woke_at_ns = self->now;
+        /* A partner about to block: t runs when it does (runnext.c). */
+        if ((flags & MQS_ENQ_SYNC) && mqs__wake_next(self, t)) {
+            MQS__STAT_ADD(self->stats.wakeups_local, 1);
+            return;
+        }
+    }
     /* A more urgent task woken onto this very worker runs now: the wake
      * call is a scheduling point for the waker.  (t must not be touched
      * after the enqueue: it may already run elsewhere.) */

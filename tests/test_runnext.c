@@ -3,13 +3,17 @@
  * running task runs at once on the spawner's worker, a spawn/join tree
  * then runs depth first with few tasks alive, a queued realtime task is
  * never jumped, idle workers steal parked spawners, and external joiners
- * (the done_futex waiter flag) still wake.
+ * (the done_futex waiter flag) still wake.  And the synchronous wake-up's
+ * hand-off (MQS_POLICY_WAKE_NEXT): a channel partner runs when its waker
+ * blocks without a trip through the policy's queue, and a fan-out hands
+ * only the last wakee off.
  */
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "check.h"
 #include "helpers.h"
+#include "mqs/policy.h"
 
 static void *set_flag(void *arg)
 {
@@ -210,5 +214,141 @@ TEST(external_join_wakes)
     for (int i = 0; i < 50; i++)
         CHECK(join(spawn(rt, slow_leaf, (void *)(intptr_t)(i + 1))) ==
               (void *)(intptr_t)(i + 1));
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* ----- The synchronous wake-up's hand-off ----- */
+
+/* mq with its enqueue counted: wake-ups that went through the queue. */
+static struct mqs_policy counted;
+static atomic_long wake_enqueues;
+static void (*mq_enqueue_op)(struct mqs_rq *, struct mqs_sched_entity *, int);
+
+static void counted_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                            int flags)
+{
+    if (flags & MQS_ENQ_WAKEUP)
+        atomic_fetch_add(&wake_enqueues, 1);
+    mq_enqueue_op(rq, se, flags);
+}
+
+/* One worker running mq (with or without the hand-off) as "counted". */
+static mqs_runtime_t *counted_rt(bool hand_off, int workers)
+{
+    const struct mqs_policy *mq = mqs_policy_find("mq");
+    CHECK(mq != NULL);
+    CHECK(mq->flags & MQS_POLICY_WAKE_NEXT);
+    counted = *mq;
+    counted.name = "counted";
+    if (!hand_off)
+        counted.flags &= ~MQS_POLICY_WAKE_NEXT;
+    mq_enqueue_op = mq->enqueue;
+    counted.enqueue = counted_enqueue;
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = workers;
+    cfg.policy_ops = &counted;
+    atomic_store(&wake_enqueues, 0);
+    return rt_create(&cfg);
+}
+
+#define ROUNDS 1000
+
+struct pingpong {
+    mqs_chan_t *to, *back;
+};
+
+static void *pong(void *arg)
+{
+    struct pingpong *pp = arg;
+    for (int i = 0; i < ROUNDS; i++) {
+        int v;
+        CHECK_OK(mqs_chan_recv(pp->to, &v));
+        CHECK_EQ(v, i);
+        CHECK_OK(mqs_chan_send(pp->back, &v));
+    }
+    return NULL;
+}
+
+static void *ping(void *arg)
+{
+    struct pingpong pp;
+    CHECK_OK(mqs_chan_create(&pp.to, sizeof(int), 0));
+    CHECK_OK(mqs_chan_create(&pp.back, sizeof(int), 0));
+    mqs_task_t *t = spawn(mqs_runtime_self(), pong, &pp);
+    for (int i = 0; i < ROUNDS; i++) {
+        int v = i, r = -1;
+        CHECK_OK(mqs_chan_send(pp.to, &v));
+        CHECK_OK(mqs_chan_recv(pp.back, &r));
+        CHECK_EQ(r, i);
+    }
+    join(t);
+    CHECK_OK(mqs_chan_destroy(pp.to));
+    CHECK_OK(mqs_chan_destroy(pp.back));
+    *(long *)arg = atomic_load(&wake_enqueues);
+    return NULL;
+}
+
+static long pingpong_enqueues(bool hand_off)
+{
+    mqs_runtime_t *rt = counted_rt(hand_off, 1);
+    long n = -1;
+    join(spawn(rt, ping, &n));
+    CHECK_OK(mqs_runtime_destroy(rt));
+    return n;
+}
+
+/* Each round trip wakes twice; with the hand-off none of the wake-ups
+ * is queued but the few handed to the policy at the periodic balance. */
+TEST(sync_wakeup_hands_off_without_the_queue)
+{
+    long queued = pingpong_enqueues(false), handed = pingpong_enqueues(true);
+    fprintf(stderr, "  %d round trips: %ld wake-ups queued without the "
+            "hand-off, %ld with it\n", ROUNDS, queued, handed);
+    CHECK_GE(queued, ROUNDS);
+    CHECK_LE(handed * 20, ROUNDS);
+}
+
+static void *receiver(void *arg)
+{
+    mqs_chan_t *ch = arg;
+    int v = -1;
+    CHECK_OK(mqs_chan_recv(ch, &v));
+    return (void *)(intptr_t)v;
+}
+
+static void *fan_main(void *arg)
+{
+    (void)arg;
+    mqs_chan_t *ch[3];
+    mqs_task_t *t[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(mqs_chan_create(&ch[i], sizeof(int), 0));
+        t[i] = spawn(mqs_runtime_self(), receiver, ch[i]);
+    }
+    /* Let all three block in recv (they run as the sender sleeps). */
+    mqs_sleep(1000000);
+    long before = atomic_load(&wake_enqueues);
+    for (int i = 0; i < 3; i++) {
+        int v = 10 + i;
+        CHECK_OK(mqs_chan_send(ch[i], &v));
+    }
+    long queued = atomic_load(&wake_enqueues) - before;
+    CHECK_EQ(queued, 2);
+    for (int i = 0; i < 3; i++) {
+        CHECK(join(t[i]) == (void *)(intptr_t)(10 + i));
+        CHECK_OK(mqs_chan_destroy(ch[i]));
+    }
+    return NULL;
+}
+
+/* A fan-out: one sender wakes three receivers, then blocks.  The last
+ * one woken waits on the run-next stack, the earlier two go to the
+ * policy (one slot, as Go's runnext); all three receive. */
+TEST(fan_out_hands_off_the_last_wakee_only)
+{
+    mqs_runtime_t *rt = counted_rt(true, 1);
+    join(spawn(rt, fan_main, NULL));
     CHECK_OK(mqs_runtime_destroy(rt));
 }

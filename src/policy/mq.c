@@ -533,8 +533,10 @@ static int mq_balance(struct mqs_rq *rq, int why)
 
 const struct mqs_policy mqs_policy_mq = {
     .name = "mq",
-    /* core child-first (runnext.c); slices charged at the tick */
-    .flags = MQS_POLICY_CHILD_FIRST | MQS_POLICY_TICK_ACCOUNTING,
+    /* core child-first and wake hand-off (runnext.c); slices charged at
+     * the tick */
+    .flags = MQS_POLICY_CHILD_FIRST | MQS_POLICY_TICK_ACCOUNTING |
+             MQS_POLICY_WAKE_NEXT,
     .description = "multi-queue: per-worker O(1) priority arrays, "
                    "priority-correct pulls, idle stealing, periodic balance",
     .rq_size = sizeof(struct mq_rq),
