@@ -55,7 +55,6 @@
 #define CHAT_MIN_BYTES 16
 #define CHAT_MAX_BYTES 65536
 
-
 enum { CHAT_X_TASKS, CHAT_X_COUNT };
 static const bench_extra_col_t chat_extras[CHAT_X_COUNT] = {
     [CHAT_X_TASKS] = {"tasks", NULL, 0},
@@ -339,7 +338,6 @@ static void chat_shut(struct chat_run *run, bool abort)
         run->u = NULL;
     }
 }
-
 
 static int chat_check(const struct chat_run *run)
 {

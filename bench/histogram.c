@@ -21,14 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HIST_P BENCH_HIST_PRECISION_BITS
-
 size_t bench_hist_index(uint64_t v)
 {
     if (v < BENCH_HIST_SUB)
         return (size_t)v;
     unsigned m = 63u - (unsigned)__builtin_clzll(v);
-    unsigned s = m - HIST_P;
+    unsigned s = m - BENCH_HIST_PRECISION_BITS;
     return (size_t)s * BENCH_HIST_SUB + (size_t)(v >> s);
 }
 
@@ -41,12 +39,10 @@ uint64_t bench_hist_lowest(size_t index)
     return sub << s;
 }
 
+/* One below the next bucket's lowest (which wraps to 0 past the last). */
 uint64_t bench_hist_highest(size_t index)
 {
-    if (index < 2 * BENCH_HIST_SUB)
-        return index;
-    size_t s = index / BENCH_HIST_SUB - 1;
-    return bench_hist_lowest(index) + ((UINT64_C(1) << s) - 1);
+    return bench_hist_lowest(index + 1) - 1;
 }
 
 int bench_hist_init(bench_hist_t *h)
@@ -136,5 +132,3 @@ double bench_hist_max(const bench_hist_t *h)
 {
     return h->n ? (double)h->max : NAN;
 }
-
-#undef HIST_P

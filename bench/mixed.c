@@ -66,7 +66,6 @@
 #define MIXED_KERNEL_STACK (64u * 1024u)
 #define MIXED_MAX_TASKS 4096
 
-
 enum {
     MIXED_X_WAIT,
     MIXED_X_MIGR,

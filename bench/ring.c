@@ -44,7 +44,6 @@
 
 #define RING_KERNEL_STACK (64u * 1024u)
 
-
 enum { RX_TOUCH, RX_SIZE, RX_REPEATS, RX_COUNT };
 static const bench_extra_col_t ring_extras[RX_COUNT] = {
     [RX_TOUCH] = {"touch_us", "touch", 3},

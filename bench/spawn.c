@@ -75,7 +75,6 @@
 #define SPAWN_STACK (16u * 1024u)
 #define SPAWN_KERNEL_STACK (64u * 1024u)
 
-
 enum { SPAWN_X_RSS, SPAWN_X_COUNT };
 static const bench_extra_col_t spawn_extras[SPAWN_X_COUNT] = {
     [SPAWN_X_RSS] = {"peak_rss_kib", "RSS KiB", 0},
