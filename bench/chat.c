@@ -433,21 +433,16 @@ static int chat_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct chat_args *a = sw->arg;
     const char *v[4] = {"1,10", "20", "100", "100"};
-    const bench_xopt_t xo[] = {{"rooms", &v[0]}, {"users", &v[1]},
-                               {"messages", &v[2]}, {"msg-bytes", &v[3]},
-                               {NULL, NULL}};
+    const bench_xopt_t xo[] = {
+        {"rooms", &v[0], NULL, 0, 0},
+        {"users", &v[1], &a->s.users, 2, 1000},
+        {"messages", &v[2], &a->s.messages, 1, 100000000},
+        {"msg-bytes", &v[3], &a->s.bytes, CHAT_MIN_BYTES, CHAT_MAX_BYTES},
+        {0}};
     int rc = bench_take_options("chat", argc, argv, xo, NULL);
     if (rc == 0)
         rc = bench_parse_int_list("chat", "--rooms", v[0], 1, 1000, &a->rooms,
                                   &a->nrooms);
-    if (rc == 0)
-        rc = bench_parse_int("chat", "--users", v[1], 2, 1000, &a->s.users);
-    if (rc == 0)
-        rc = bench_parse_int("chat", "--messages", v[2], 1, 100000000,
-                             &a->s.messages);
-    if (rc == 0)
-        rc = bench_parse_int("chat", "--msg-bytes", v[3], CHAT_MIN_BYTES,
-                             CHAT_MAX_BYTES, &a->s.bytes);
     sw->nparams = a->nrooms;
     return rc;
 }

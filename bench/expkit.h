@@ -35,18 +35,22 @@
 /* ----- Options an experiment adds ----- */
 
 /* --name VALUE or --name=VALUE; *value points into argv (or stays as it
- * was when the option is absent). */
+ * was when the option is absent).  With out, *value (given or not) is an
+ * integer in min..max, parsed into *out. */
 typedef struct bench_xopt {
     const char *name;
     const char **value;
+    int *out;
+    long min, max;
 } bench_xopt_t;
 
 /*
  * Take the options of xo (NULL-name terminated) out of argv before
- * bench_parse_options() sees them, compacting argv and *argc.  An option
- * named in refuse (NULL-terminated, may be NULL) is a usage error ("does
- * not apply").  Nothing after "--" is looked at.  Returns 0 or
- * BENCH_EXIT_USAGE after printing why.
+ * bench_parse_options() sees them, compacting argv and *argc, then parse
+ * the integer ones in xo's order.  An option named in refuse
+ * (NULL-terminated, may be NULL) is a usage error ("does not apply").
+ * Nothing after "--" is looked at.  Returns 0 or BENCH_EXIT_USAGE after
+ * printing why.
  */
 int bench_take_options(const char *exp, int *argc, char **argv,
                        const bench_xopt_t *xo, const char *const *refuse);

@@ -541,8 +541,10 @@ static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct mixed_args *a = sw->arg;
     const char *v[3] = {"5,4,16", "5,2,0", "none"};
-    const bench_xopt_t xo[] = {{"short", &v[0]}, {"long", &v[1]},
-                               {"long-point", &v[2]}, {NULL, NULL}};
+    const bench_xopt_t xo[] = {{"short", &v[0], NULL, 0, 0},
+                               {"long", &v[1], NULL, 0, 0},
+                               {"long-point", &v[2], NULL, 0, 0},
+                               {0}};
     int ns = 0, nl = 0;
     int rc = bench_take_options("mixed", argc, argv, xo, NULL);
     if (rc == 0)

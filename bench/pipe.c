@@ -361,14 +361,13 @@ static int pipe_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct pipe_args *a = sw->arg;
     const char *modes_s = "same,cross,bw", *kib_s = "64";
-    const bench_xopt_t xo[] = {{"modes", &modes_s}, {"msg-kib", &kib_s},
-                               {NULL, NULL}};
     int kib = 0;
+    const bench_xopt_t xo[] = {{"modes", &modes_s, NULL, 0, 0},
+                               {"msg-kib", &kib_s, &kib, 1, 65536},
+                               {0}};
     int rc = bench_take_options("pipe", argc, argv, xo, pipe_refused);
     if (rc == 0)
         rc = pipe_parse_modes(modes_s, a->modes);
-    if (rc == 0)
-        rc = bench_parse_int("pipe", "--msg-kib", kib_s, 1, 65536, &kib);
     a->msg = (size_t)kib * 1024;
     for (int m = 0; rc == 0 && m < PIPE_NMODES; m++) /* in this order */
         if (a->modes[m])

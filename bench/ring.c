@@ -358,13 +358,11 @@ static int ring_prepare(bench_sweep_t *sw)
 
 static int ring_options(bench_sweep_t *sw, int *argc, char **argv)
 {
+    struct ring_args *a = sw->arg;
     const char *size_s = "0";
-    const bench_xopt_t xo[] = {{"size", &size_s}, {NULL, NULL}};
-    int rc = bench_take_options("ring", argc, argv, xo, NULL);
-    if (rc == 0)
-        rc = bench_parse_int("ring", "--size", size_s, 0, 1 << 20,
-                             &((struct ring_args *)sw->arg)->size_kib);
-    return rc;
+    const bench_xopt_t xo[] = {{"size", &size_s, &a->size_kib, 0, 1 << 20},
+                               {0}};
+    return bench_take_options("ring", argc, argv, xo, NULL);
 }
 
 static const unsigned char ring_fold[RX_COUNT] = {[RX_REPEATS] =

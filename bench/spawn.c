@@ -549,21 +549,12 @@ static int spawn_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct spawn_args *a = sw->arg;
     const char *v[3] = {"10", "10000", "0"};
-    const bench_xopt_t xo[] = {{"fanout", &v[0]},
-                               {"kernel-tasks", &v[1]},
-                               {"live", &v[2]},
-                               {NULL, NULL}};
-    int rc = bench_take_options("spawn", argc, argv, xo, NULL);
-    if (rc == 0)
-        rc = bench_parse_int("spawn", "--fanout", v[0], 2, SPAWN_MAX_FANOUT,
-                             &a->fanout);
-    if (rc == 0)
-        rc = bench_parse_int("spawn", "--kernel-tasks", v[1], 1, 1000000,
-                             &a->kernel_max);
-    if (rc == 0)
-        rc = bench_parse_int("spawn", "--live", v[2], 0, 100000000,
-                             &a->live);
-    return rc;
+    const bench_xopt_t xo[] = {
+        {"fanout", &v[0], &a->fanout, 2, SPAWN_MAX_FANOUT},
+        {"kernel-tasks", &v[1], &a->kernel_max, 1, 1000000},
+        {"live", &v[2], &a->live, 0, 100000000},
+        {0}};
+    return bench_take_options("spawn", argc, argv, xo, NULL);
 }
 
 static int spawn_check_sizes(const bench_opts_t *o, int fanout)

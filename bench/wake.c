@@ -498,17 +498,13 @@ static int wake_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct wake_cfg *cfg = &((struct wake_args *)sw->arg)->cfg;
     const char *c = "4", *h = "0", *u = "0", *cls = "normal";
-    const bench_xopt_t xo[] = {{"clients", &c}, {"hogs", &h},
-                               {"hog-yield", &u}, {"class", &cls},
-                               {NULL, NULL}};
+    const bench_xopt_t xo[] = {
+        {"clients", &c, &cfg->clients, 1, 4096},
+        {"hogs", &h, &cfg->hogs, 0, 4096},
+        {"hog-yield", &u, &cfg->hog_yield_us, 0, 1000000},
+        {"class", &cls, NULL, 0, 0},
+        {0}};
     int rc = bench_take_options("wake", argc, argv, xo, wake_refused);
-    if (rc == 0)
-        rc = bench_parse_int("wake", "--clients", c, 1, 4096, &cfg->clients);
-    if (rc == 0)
-        rc = bench_parse_int("wake", "--hogs", h, 0, 4096, &cfg->hogs);
-    if (rc == 0)
-        rc = bench_parse_int("wake", "--hog-yield", u, 0, 1000000,
-                             &cfg->hog_yield_us);
     if (rc == 0 && strcmp(cls, "normal") && strcmp(cls, "rt"))
         rc = bench_usage("wake", "--class: '%s' is not normal or rt", cls);
     cfg->rt = rc == 0 && !strcmp(cls, "rt");

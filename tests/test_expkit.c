@@ -32,8 +32,10 @@ TEST(take_options_both_spellings)
                     "--seconds", "1", NULL};
     int argc = (int)N(argv) - 1;
     const char *clients = "4", *hogs = "0", *cls = "normal";
-    const bench_xopt_t xo[] = {{"clients", &clients}, {"hogs", &hogs},
-                               {"class", &cls}, {NULL, NULL}};
+    const bench_xopt_t xo[] = {{"clients", &clients, NULL, 0, 0},
+                               {"hogs", &hogs, NULL, 0, 0},
+                               {"class", &cls, NULL, 0, 0},
+                               {0}};
     CHECK_EQ(bench_take_options("wake", &argc, argv, xo, NULL), 0);
     CHECK_EQ(argc, 4);
     CHECK(strcmp(clients, "8") == 0);
@@ -53,7 +55,7 @@ TEST(take_options_exact_names_and_dashdash)
     char *argv[] = {"ring", "--sizes", "2", "--", "--size", "9", NULL};
     int argc = (int)N(argv) - 1;
     const char *size = "0";
-    const bench_xopt_t xo[] = {{"size", &size}, {NULL, NULL}};
+    const bench_xopt_t xo[] = {{"size", &size, NULL, 0, 0}, {0}};
     CHECK_EQ(bench_take_options("ring", &argc, argv, xo, NULL), 0);
     CHECK_EQ(argc, 6);
     CHECK(strcmp(size, "0") == 0);
@@ -63,7 +65,7 @@ TEST(take_options_exact_names_and_dashdash)
 TEST(take_options_errors)
 {
     const char *v = NULL;
-    const bench_xopt_t xo[] = {{"size", &v}, {NULL, NULL}};
+    const bench_xopt_t xo[] = {{"size", &v, NULL, 0, 0}, {0}};
     static const char *const refuse[] = {"tasks", NULL};
     char *a1[] = {"pipe", "--tasks", "4", NULL};
     int n1 = 3;
@@ -77,6 +79,25 @@ TEST(take_options_errors)
     int n3 = 2;
     CHECK_EQ(bench_take_options("ring", &n3, a3, xo, NULL), BENCH_EXIT_USAGE);
     CHECK(v == NULL);
+}
+
+/* An option with an int target is parsed in range, given or not. */
+TEST(take_options_parses_integers)
+{
+    const char *v = "3";
+    int size = 0;
+    const bench_xopt_t xo[] = {{"size", &v, &size, 0, 9}, {0}};
+    char *a1[] = {"ring", NULL};
+    int n1 = 1;
+    CHECK_EQ(bench_take_options("ring", &n1, a1, xo, NULL), 0);
+    CHECK_EQ(size, 3);
+    char *a2[] = {"ring", "--size=7", NULL};
+    int n2 = 2;
+    CHECK_EQ(bench_take_options("ring", &n2, a2, xo, NULL), 0);
+    CHECK_EQ(size, 7);
+    char *a3[] = {"ring", "--size", "10", NULL};
+    int n3 = 3;
+    CHECK_EQ(bench_take_options("ring", &n3, a3, xo, NULL), BENCH_EXIT_USAGE);
 }
 
 TEST(cpu_list_first_w)
