@@ -51,7 +51,6 @@
 #include "expkit.h"
 
 #define CHAT_CAPACITY 64
-#define CHAT_KERNEL_STACK (64u * 1024u)
 #define CHAT_MIN_BYTES 16
 #define CHAT_MAX_BYTES 65536
 
@@ -368,8 +367,8 @@ static int chat_run_all(struct chat_run *run, double *secs)
     bool ok = chat_make_users(run) == 0;
     atomic_store(&run->receivers_left, run->n);
     for (int k = CHAT_ROLES - 1; k >= 0; k--) {
-        g[k] = (bench_group_t){
-            .rt = run->rt, .workers = run->workers, .stack = CHAT_KERNEL_STACK};
+        g[k] = (bench_group_t){.rt = run->rt, .workers = run->workers,
+                               .stack = BENCH_KERNEL_STACK};
         if (k == CHAT_SENDER)
             t0 = bench_now_ns();
         ok = ok && bench_group_start(&g[k], "chat", run->row, run->n,

@@ -63,7 +63,6 @@
 #define MIXED_BURST_NS 1000000u
 #define MIXED_PERIOD_NS 10000000u
 #define MIXED_SETTLE_NS 50000000u
-#define MIXED_KERNEL_STACK (64u * 1024u)
 #define MIXED_MAX_TASKS 4096
 
 enum {
@@ -461,11 +460,10 @@ static int mixed_point_alloc(struct mixed_point *mp)
 static int mixed_open(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
-    mp->g = (bench_group_t){.workers = p->o->workers,
-                            .stack = MIXED_KERNEL_STACK};
     if (mixed_point_alloc(mp) || bench_row_open(p))
         return -1;
-    mp->g.rt = p->rt;
+    mp->g = (bench_group_t){.rt = p->rt, .workers = p->o->workers,
+                            .stack = BENCH_KERNEL_STACK};
     if (p->rt && !mqs_preempt_on(p->rt) && mp->nlong && !mp->checkpoint) {
         mp->checkpoint = true;
         snprintf(p->note, sizeof p->note,
@@ -562,8 +560,8 @@ static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
         if (a->shorts[i] + a->longs[i] == 0)
             rc = bench_usage("mixed", "point %d has no tasks", i + 1);
     if (rc == 0 && strcmp(v[2], "none") && strcmp(v[2], "checkpoint"))
-        rc = bench_usage("mixed", "--long-point: '%s' is not none or checkpoint",
-                         v[2]);
+        rc = bench_usage("mixed",
+                         "--long-point: '%s' is not none or checkpoint", v[2]);
     a->checkpoint = !strcmp(v[2], "checkpoint");
     a->n = sw->nparams = ns;
     return rc;

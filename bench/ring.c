@@ -42,8 +42,6 @@
 
 #include "expkit.h"
 
-#define RING_KERNEL_STACK (64u * 1024u)
-
 enum { RX_TOUCH, RX_SIZE, RX_REPEATS, RX_COUNT };
 static const bench_extra_col_t ring_extras[RX_COUNT] = {
     [RX_TOUCH] = {"touch_us", "touch", 3},
@@ -224,7 +222,7 @@ static int ring_measure(bench_point_t *p, double *value, double *extra)
         }
     }
     bench_group_t g = {.rt = p->rt, .workers = p->workers,
-                       .stack = RING_KERNEL_STACK};
+                       .stack = BENCH_KERNEL_STACK};
     ok = ok && bench_group_start(&g, "ring", p->row->spec, r.n, ring_task,
                                  pt->m, sizeof *pt->m) == 0;
     if (!ok)

@@ -73,7 +73,6 @@
 
 #define SPAWN_MAX_FANOUT 64
 #define SPAWN_STACK (16u * 1024u)
-#define SPAWN_KERNEL_STACK (64u * 1024u)
 
 enum { SPAWN_X_RSS, SPAWN_X_COUNT };
 static const bench_extra_col_t spawn_extras[SPAWN_X_COUNT] = {
@@ -196,7 +195,7 @@ static void *spawn_node(void *arg)
     pthread_attr_t attr;
     if (kernel) {
         pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, SPAWN_KERNEL_STACK);
+        pthread_attr_setstacksize(&attr, BENCH_KERNEL_STACK);
     }
     int f = n->tree->fanout;
     uint64_t sub = n->size / (uint64_t)f;

@@ -67,7 +67,6 @@
 #include "peer.h"
 
 #define FLOOR_STACK (16u * 1024u)
-#define KERNEL_STACK (64u * 1024u)
 #define SETTLE_MAX_NS 20000000u /* 20 ms to let every task reach its loop */
 /* ... and then until every task has counted a yield (a round of an O(N)
  * policy over thousands of tasks can take seconds), at most this long;
@@ -286,10 +285,10 @@ static void *kernel_thread(void *arg)
 static int tasks_open(bench_point_t *p)
 {
     struct point *pt = p->ctx;
-    pt->g = (bench_group_t){.workers = p->o->workers, .stack = KERNEL_STACK};
     if (point_alloc(pt) || bench_row_open(p))
         return -1;
-    pt->g.rt = p->rt;
+    pt->g = (bench_group_t){.rt = p->rt, .workers = p->o->workers,
+                            .stack = BENCH_KERNEL_STACK};
     pt->busy = pt->ntasks < p->workers ? pt->ntasks : p->workers;
     return 0;
 }
