@@ -56,7 +56,7 @@
 
 enum { CHAT_X_TASKS, CHAT_X_COUNT };
 static const bench_extra_col_t chat_extras[CHAT_X_COUNT] = {
-    [CHAT_X_TASKS] = {"tasks", NULL, 0},
+    [CHAT_X_TASKS] = {"tasks", NULL, 0, BENCH_FOLD_MEAN},
 };
 
 static const bench_cli_t chat_cli = {

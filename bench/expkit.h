@@ -169,7 +169,7 @@ typedef struct bench_point_kind {
     void (*close)(bench_point_t *p);
 } bench_point_kind_t;
 
-/* How an extra column is folded over the repeats. */
+/* How an extra column is folded over the repeats (its `fold`). */
 enum bench_fold {
     BENCH_FOLD_MEAN = 0, /* the mean of the values measured (default)   */
     BENCH_FOLD_MIN,      /* the least: a worst case where less is worse */
@@ -200,7 +200,7 @@ struct bench_point {
     bench_progress_t *progress;
     const bench_row_spec_t *row;
     const bench_point_kind_t *kind; /* the row's, chosen from the table */
-    const unsigned char *fold;      /* enum bench_fold per extra, or NULL */
+    const bench_extra_col_t *extras; /* their folds; NULL: all means */
     /* set by the experiment's setup */
     char param[48];
     const char *unit;
@@ -239,7 +239,7 @@ double bench_point_seconds(const bench_point_t *p);
  * Open, warm up (one measurement, thrown away, unless p->no_warm), repeat
  * under bench_repeat_until_precise (o->prec), close; fill *res (whose row,
  * param and note point into p) with the estimate and the extras folded by
- * p->fold.  Returns 0 (also for a skipped row: value NAN, note set) or -1
+ * p->extras.  Returns 0 (also for a skipped row: value NAN, note set) or -1
  * when a measurement failed (value NAN, note "failed" unless the kind
  * said more).
  */
@@ -266,7 +266,6 @@ typedef struct bench_exp {
     const char *title; /* table heading: "ns per yield" */
     const bench_extra_col_t *extras;
     int nextra;
-    const unsigned char *fold;    /* per extra; NULL: all means         */
     /* the kind of the policy rows and of a "kernel" row, unless kinds
      * names one; peer rows use bench_peer_kind */
     const bench_point_kind_t *kind;

@@ -80,26 +80,23 @@ enum {
     MIXED_X_BURST,
     MIXED_X_COUNT
 };
-static const bench_extra_col_t mixed_extras[MIXED_X_COUNT] = {
-    [MIXED_X_WAIT] = {"wait_ms_per_s", "wait ms/s", 1},
-    [MIXED_X_MIGR] = {"migrations_per_s", "migr/s", 1},
-    [MIXED_X_IDLE] = {"pulls_idle_per_s", "idle/s", 1},
-    [MIXED_X_NEWIDLE] = {"pulls_newidle_per_s", "newidle/s", 1},
-    [MIXED_X_PERIODIC] = {"pulls_periodic_per_s", "periodic/s", 1},
-    [MIXED_X_PRIO] = {"pulls_priority_per_s", "prio/s", 1},
-    [MIXED_X_SHORT_MIN] = {"short_min", "short min", 0},
-    [MIXED_X_SHORT_MEAN] = {"short_mean", "short mean", 0},
-    [MIXED_X_LONG_MIN] = {"long_min", "long min", 0},
-    [MIXED_X_LONG_MEAN] = {"long_mean", "long mean", 0},
-    [MIXED_X_STARVED] = {"starved", "starved", 0},
-    [MIXED_X_BURST] = {"burst_records", NULL, 0},
-};
 /* As in yield: the worst repeat's fairness (one that starves a different
  * task each run is still unfair); the other extras are means. */
-static const unsigned char mixed_fold[MIXED_X_COUNT] = {
-    [MIXED_X_SHORT_MIN] = BENCH_FOLD_MIN,
-    [MIXED_X_LONG_MIN] = BENCH_FOLD_MIN,
-    [MIXED_X_STARVED] = BENCH_FOLD_MAX,
+static const bench_extra_col_t mixed_extras[MIXED_X_COUNT] = {
+    [MIXED_X_WAIT] = {"wait_ms_per_s", "wait ms/s", 1, BENCH_FOLD_MEAN},
+    [MIXED_X_MIGR] = {"migrations_per_s", "migr/s", 1, BENCH_FOLD_MEAN},
+    [MIXED_X_IDLE] = {"pulls_idle_per_s", "idle/s", 1, BENCH_FOLD_MEAN},
+    [MIXED_X_NEWIDLE] = {"pulls_newidle_per_s", "newidle/s", 1,
+                         BENCH_FOLD_MEAN},
+    [MIXED_X_PERIODIC] = {"pulls_periodic_per_s", "periodic/s", 1,
+                          BENCH_FOLD_MEAN},
+    [MIXED_X_PRIO] = {"pulls_priority_per_s", "prio/s", 1, BENCH_FOLD_MEAN},
+    [MIXED_X_SHORT_MIN] = {"short_min", "short min", 0, BENCH_FOLD_MIN},
+    [MIXED_X_SHORT_MEAN] = {"short_mean", "short mean", 0, BENCH_FOLD_MEAN},
+    [MIXED_X_LONG_MIN] = {"long_min", "long min", 0, BENCH_FOLD_MIN},
+    [MIXED_X_LONG_MEAN] = {"long_mean", "long mean", 0, BENCH_FOLD_MEAN},
+    [MIXED_X_STARVED] = {"starved", "starved", 0, BENCH_FOLD_MAX},
+    [MIXED_X_BURST] = {"burst_records", NULL, 0, BENCH_FOLD_MEAN},
 };
 
 static const bench_cli_t mixed_cli = {
@@ -603,7 +600,6 @@ const bench_exp_t bench_mixed_exp = {
     .title = "records per second",
     .extras = mixed_extras,
     .nextra = MIXED_X_COUNT,
-    .fold = mixed_fold,
     .kind = &mixed_kind,
     .options = mixed_options,
     .prepare = mixed_prepare,

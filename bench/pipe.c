@@ -44,7 +44,7 @@ static const char *const pipe_refused[] = {"tasks", NULL};
 
 enum { PX_REPEATS, PX_COUNT };
 static const bench_extra_col_t pipe_extras[PX_COUNT] = {
-    [PX_REPEATS] = {"repeats", NULL, 0},
+    [PX_REPEATS] = {"repeats", NULL, 0, BENCH_FOLD_REPEATS},
 };
 
 static const bench_cli_t pipe_cli = {
@@ -375,16 +375,12 @@ static int pipe_options(bench_sweep_t *sw, int *argc, char **argv)
     return rc;
 }
 
-static const unsigned char pipe_fold[PX_COUNT] = {[PX_REPEATS] =
-                                                      BENCH_FOLD_REPEATS};
-
 const bench_exp_t bench_pipe_exp = {
     .cli = &pipe_cli,
     .arg_size = sizeof(struct pipe_args),
     .title = "us per one-byte round trip (placement=*), MiB/s (msg_kib=*)",
     .extras = pipe_extras,
     .nextra = PX_COUNT,
-    .fold = pipe_fold,
     .kind = &pipe_kind,
     .options = pipe_options,
     .setup = pipe_setup,

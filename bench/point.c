@@ -54,7 +54,7 @@ double bench_point_seconds(const bench_point_t *p)
 
 static int point_fold_of(const bench_point_t *p, int i)
 {
-    return p->fold ? p->fold[i] : BENCH_FOLD_MEAN;
+    return p->extras ? p->extras[i].fold : BENCH_FOLD_MEAN;
 }
 
 static void point_fold(struct point_run *run, int i, double x)
@@ -231,7 +231,7 @@ static int sweep_point(bench_sweep_t *sw, bench_progress_t *prog, int r,
                        .progress = prog,
                        .row = row,
                        .kind = sweep_kind(sw->e, row),
-                       .fold = sw->e->fold,
+                       .extras = sw->extras,
                        .nextra = sw->nextra};
     bench_peer_args_init(&p.peer_args);
     if (!p.kind || sw->e->setup(sw, i, &p) != 0)

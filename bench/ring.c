@@ -44,9 +44,9 @@
 
 enum { RX_TOUCH, RX_SIZE, RX_REPEATS, RX_COUNT };
 static const bench_extra_col_t ring_extras[RX_COUNT] = {
-    [RX_TOUCH] = {"touch_us", "touch", 3},
-    [RX_SIZE] = {"size_kib", NULL, 0},
-    [RX_REPEATS] = {"repeats", NULL, 0},
+    [RX_TOUCH] = {"touch_us", "touch", 3, BENCH_FOLD_MEAN},
+    [RX_SIZE] = {"size_kib", NULL, 0, BENCH_FOLD_MEAN},
+    [RX_REPEATS] = {"repeats", NULL, 0, BENCH_FOLD_REPEATS},
 };
 
 static const bench_cli_t ring_cli = {
@@ -363,16 +363,12 @@ static int ring_options(bench_sweep_t *sw, int *argc, char **argv)
     return bench_take_options("ring", argc, argv, xo, NULL);
 }
 
-static const unsigned char ring_fold[RX_COUNT] = {[RX_REPEATS] =
-                                                      BENCH_FOLD_REPEATS};
-
 const bench_exp_t bench_ring_exp = {
     .cli = &ring_cli,
     .arg_size = sizeof(struct ring_args),
     .title = "us per context switch",
     .extras = ring_extras,
     .nextra = RX_COUNT,
-    .fold = ring_fold,
     .kind = &ring_kind,
     .options = ring_options,
     .prepare = ring_prepare,

@@ -76,13 +76,14 @@
 
 enum { SPAWN_X_RSS, SPAWN_X_COUNT };
 static const bench_extra_col_t spawn_extras[SPAWN_X_COUNT] = {
-    [SPAWN_X_RSS] = {"peak_rss_kib", "RSS KiB", 0},
+    [SPAWN_X_RSS] = {"peak_rss_kib", "RSS KiB", 0, BENCH_FOLD_MEAN},
 };
 enum { SPAWN_L_RSS, SPAWN_L_PTE, SPAWN_L_MAPS, SPAWN_L_COUNT };
 static const bench_extra_col_t spawn_live_extras[SPAWN_L_COUNT] = {
-    [SPAWN_L_RSS] = {"rss_bytes_per_task", "RSS B/task", 0},
-    [SPAWN_L_PTE] = {"page_table_bytes_per_task", "PTE B/task", 0},
-    [SPAWN_L_MAPS] = {"mappings", "mappings", 0},
+    [SPAWN_L_RSS] = {"rss_bytes_per_task", "RSS B/task", 0, BENCH_FOLD_MEAN},
+    [SPAWN_L_PTE] = {"page_table_bytes_per_task", "PTE B/task", 0,
+                     BENCH_FOLD_MEAN},
+    [SPAWN_L_MAPS] = {"mappings", "mappings", 0, BENCH_FOLD_MEAN},
 };
 #define SPAWN_LIVE_PER_GATE 1000000
 

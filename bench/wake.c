@@ -62,9 +62,9 @@ static const double wake_pcts[4] = {50, 90, 99, 99.9};
 
 enum { WX_POOLED, WX_SAMPLES, WX_REPEATS, WX_COUNT };
 static const bench_extra_col_t wake_extras[WX_COUNT] = {
-    [WX_POOLED] = {"pooled", "pooled", 2},
-    [WX_SAMPLES] = {"samples", "samples", 0},
-    [WX_REPEATS] = {"repeats", NULL, 0},
+    [WX_POOLED] = {"pooled", "pooled", 2, BENCH_FOLD_MEAN},
+    [WX_SAMPLES] = {"samples", "samples", 0, BENCH_FOLD_MEAN},
+    [WX_REPEATS] = {"repeats", NULL, 0, BENCH_FOLD_MEAN},
 };
 
 static const bench_cli_t wake_cli = {

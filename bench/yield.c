@@ -76,12 +76,14 @@
 static const char *const yield_pseudo[] = {"kernel", "floor", "go", "fiber",
                                            NULL};
 
+/* Fairness is the worst seen over the repeats: a policy that starves a
+ * different task each run is still unfair. */
 enum { X_FAIR_MIN, X_ZERO, X_NDEV, X_REPEATS, X_COUNT };
 static const bench_extra_col_t yield_extras[X_COUNT] = {
-    [X_FAIR_MIN] = {"fairness_min_over_mean", "min/mean", 3},
-    [X_ZERO] = {"zero_work_tasks", "zero", 0},
-    [X_NDEV] = {"norm_dev", "ndev", 3},
-    [X_REPEATS] = {"repeats", NULL, 0},
+    [X_FAIR_MIN] = {"fairness_min_over_mean", "min/mean", 3, BENCH_FOLD_MIN},
+    [X_ZERO] = {"zero_work_tasks", "zero", 0, BENCH_FOLD_MAX},
+    [X_NDEV] = {"norm_dev", "ndev", 3, BENCH_FOLD_MAX},
+    [X_REPEATS] = {"repeats", NULL, 0, BENCH_FOLD_REPEATS},
 };
 
 static const bench_cli_t yield_cli = {
@@ -523,15 +525,6 @@ static int yield_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     return 0;
 }
 
-/* Fairness is the worst seen over the repeats: a policy that starves a
- * different task each run is still unfair. */
-static const unsigned char yield_fold[X_COUNT] = {
-    [X_FAIR_MIN] = BENCH_FOLD_MIN,
-    [X_ZERO] = BENCH_FOLD_MAX,
-    [X_NDEV] = BENCH_FOLD_MAX,
-    [X_REPEATS] = BENCH_FOLD_REPEATS,
-};
-
 static const bench_row_kind_t yield_kinds[] = {{"floor", &kind_floor},
                                                {NULL, NULL}};
 
@@ -541,7 +534,6 @@ const bench_exp_t bench_yield_exp = {
     .title = "ns per yield",
     .extras = yield_extras,
     .nextra = X_COUNT,
-    .fold = yield_fold,
     .kind = &kind_tasks,
     .kinds = yield_kinds,
     .setup = yield_setup,

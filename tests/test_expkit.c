@@ -260,8 +260,10 @@ static int sampler_measure(bench_point_t *p, double *value, double *extra)
 static const bench_point_kind_t sampler_kind = {sampler_open, sampler_measure,
                                                 NULL};
 
-static const unsigned char sampler_fold[3] = {
-    BENCH_FOLD_MIN, BENCH_FOLD_MAX, BENCH_FOLD_REPEATS};
+static const bench_extra_col_t sampler_extras[3] = {
+    {"least", NULL, 0, BENCH_FOLD_MIN},
+    {"greatest", NULL, 0, BENCH_FOLD_MAX},
+    {"repeats", NULL, 0, BENCH_FOLD_REPEATS}};
 
 static int sampler_run(struct sampler *s, bool warm, bench_result_t *r)
 {
@@ -272,7 +274,7 @@ static int sampler_run(struct sampler *s, bool warm, bench_result_t *r)
     bench_row_spec_t row = {"mq", false};
     bench_point_t p = {.o = &o, .progress = &prog, .row = &row, .unit = "x",
                        .nextra = 3, .kind = &sampler_kind,
-                       .fold = sampler_fold, .ctx = s, .no_warm = !warm};
+                       .extras = sampler_extras, .ctx = s, .no_warm = !warm};
     return bench_point_run(&p, r);
 }
 
