@@ -257,15 +257,6 @@ static int spawn_in_runtime(bench_point_t *p, void *(*fn)(void *), void *arg,
     return bench_runtime_close("spawn", rt);
 }
 
-static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
-{
-    int err = 0;
-    int rc = spawn_in_runtime(p, spawn_node, root, &err, ns);
-    if (err)
-        spawn_fail(root->tree, err);
-    return rc;
-}
-
 static int spawn_run_kernel(bench_point_t *p, struct spawn_node *root,
                             uint64_t *ns)
 {
@@ -384,8 +375,11 @@ static void spawn_child(bench_point_t *p, struct spawn_out *out)
     struct spawn_tree tree = {.fanout = sp->fanout, .kernel = p->row->pseudo};
     struct spawn_node root = {&tree, 0, (uint64_t)sp->leaves, 0};
     uint64_t ns = 0;
-    int rc = p->row->pseudo ? spawn_run_kernel(p, &root, &ns)
-                            : spawn_run_mq(p, &root, &ns);
+    int err = 0, rc = p->row->pseudo
+                          ? spawn_run_kernel(p, &root, &ns)
+                          : spawn_in_runtime(p, spawn_node, &root, &err, &ns);
+    if (err)
+        spawn_fail(&tree, err);
     out->err = atomic_load(&tree.err);
     out->sum = root.sum;
     out->ns = (double)ns;
@@ -394,15 +388,8 @@ static void spawn_child(bench_point_t *p, struct spawn_out *out)
     out->rc = rc == 0 && out->err == 0 && right ? 0 : -1;
 }
 
-/* Read the child's report; -1 when it died or said nothing. */
-static int spawn_collect(int fd, pid_t pid, struct spawn_out *out)
-{
-    size_t got = bench_read(fd, out, sizeof *out);
-    close(fd);
-    int st = bench_wait_pid(pid);
-    return st == -1 || got != sizeof *out || !WIFEXITED(st) ? -1 : 0;
-}
-
+/* Run spawn_child in a child process: 0, or -1 when it died or said
+ * nothing. */
 static int spawn_fork(bench_point_t *p, struct spawn_out *out)
 {
     int fd[2];
@@ -423,7 +410,10 @@ static int spawn_fork(bench_point_t *p, struct spawn_out *out)
         _exit(w == (ssize_t)sizeof o ? 0 : 1);
     }
     close(fd[1]);
-    return spawn_collect(fd[0], pid, out);
+    size_t got = bench_read(fd[0], out, sizeof *out);
+    close(fd[0]);
+    int st = bench_wait_pid(pid);
+    return st == -1 || got != sizeof *out || !WIFEXITED(st) ? -1 : 0;
 }
 
 /* Why the measurement failed, into p's note and on stderr; -1. */
@@ -525,19 +515,6 @@ static const bench_peer_map_t spawn_live_peer_map = {
     .check = spawn_live_peer_check,
 };
 
-/* What a peer row is told about the point. */
-static void spawn_peer_args(bench_point_t *p, const struct spawn_point *sp)
-{
-    bench_peer_args_t *a = &p->peer_args;
-    p->peer_map = sp->live ? &spawn_live_peer_map : &spawn_peer_map;
-    if (sp->live) {
-        bench_peer_args_add(a, "live", "%ld", sp->live);
-        return;
-    }
-    bench_peer_args_add(a, "tasks", "%ld", sp->leaves);
-    bench_peer_args_add(a, "fanout", "%d", sp->fanout);
-}
-
 /* ----- Options and the table entry ----- */
 
 struct spawn_args {
@@ -586,16 +563,20 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     struct spawn_point *sp = &a->cur;
     *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max,
                                a->live};
-    spawn_peer_args(p, sp);
     p->unit = "ns";
     /* Each run is a cold child anyway; a warm-up of 10^6 tasks would
      * only double the time. */
     p->no_warm = a->live != 0;
     p->ctx = sp;
-    if (a->live)
+    p->peer_map = sp->live ? &spawn_live_peer_map : &spawn_peer_map;
+    if (a->live) {
         snprintf(p->param, sizeof p->param, "live=%d", a->live);
-    else
+        bench_peer_args_add(&p->peer_args, "live", "%ld", sp->live);
+    } else {
         snprintf(p->param, sizeof p->param, "tasks=%d", sw->o->tasks[i]);
+        bench_peer_args_add(&p->peer_args, "tasks", "%ld", sp->leaves);
+        bench_peer_args_add(&p->peer_args, "fanout", "%d", sp->fanout);
+    }
     return 0;
 }
 
