@@ -387,21 +387,18 @@ static int chat_run_all(struct chat_run *run, double *secs)
 
 /* ----- The row kind (policy and kernel rows) ----- */
 
-struct chat_point {
-    struct chat_shape s;
-};
-
+/* One run of the point's shape (its ctx). */
 static int chat_measure(bench_point_t *p, double *value, double *extra)
 {
-    struct chat_point *cp = p->ctx;
+    const struct chat_shape *s = p->ctx;
     double secs = 0;
     struct chat_run run = {
-        .s = cp->s, .rt = p->rt, .workers = p->o->workers, .row = p->row->spec};
+        .s = *s, .rt = p->rt, .workers = p->o->workers, .row = p->row->spec};
     int rc = chat_run_all(&run, &secs);
     if (rc != 0 || secs <= 0)
         return -1;
-    *value = chat_deliveries(&cp->s) / secs;
-    extra[CHAT_X_TASKS] = 4.0 * cp->s.rooms * cp->s.users;
+    *value = chat_deliveries(s) / secs;
+    extra[CHAT_X_TASKS] = 4.0 * s->rooms * s->users;
     return 0;
 }
 
@@ -424,8 +421,7 @@ static void chat_peer_args(bench_point_t *p, const struct chat_shape *s)
 
 struct chat_args {
     int *rooms, nrooms;
-    struct chat_shape s;   /* users, messages, bytes */
-    struct chat_point cur; /* the point being measured */
+    struct chat_shape s; /* users, messages, bytes; rooms: the point's */
 };
 
 static int chat_options(bench_sweep_t *sw, int *argc, char **argv)
@@ -449,13 +445,11 @@ static int chat_options(bench_sweep_t *sw, int *argc, char **argv)
 static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
     struct chat_args *a = sw->arg;
-    struct chat_point *cp = &a->cur;
-    *cp = (struct chat_point){.s = a->s};
-    cp->s.rooms = a->rooms[i];
-    chat_peer_args(p, &cp->s);
+    a->s.rooms = a->rooms[i];
+    chat_peer_args(p, &a->s);
     p->unit = "msgs/s";
-    p->ctx = cp;
-    snprintf(p->param, sizeof p->param, "rooms=%d", cp->s.rooms);
+    p->ctx = &a->s;
+    snprintf(p->param, sizeof p->param, "rooms=%d", a->s.rooms);
     return 0;
 }
 

@@ -331,16 +331,6 @@ static void mixed_reset(struct mixed_point *mp)
     }
 }
 
-/* Each task's records into rec[], and their sum. */
-static uint64_t mixed_records(const struct mixed_point *mp, uint64_t *rec)
-{
-    uint64_t sum = 0;
-    for (int i = 0; i < mp->n; i++)
-        sum += rec[i] = atomic_load_explicit(&mp->slots[i].records,
-                                             memory_order_relaxed);
-    return sum;
-}
-
 /* Kernel threads: run-queue wait and migrations summed over the tasks. */
 static void mixed_proc_snap(const struct mixed_point *mp, struct mixed_snap *s)
 {
@@ -378,12 +368,15 @@ static void mixed_mq_snap(const struct mixed_point *mp, struct mixed_snap *s)
     s->wait_ok = s->migr_ok = true;
 }
 
+/* The counters at one edge of the window; each task's records into rec[]. */
 static void mixed_snap(const struct mixed_point *mp, bool kernel,
                        struct mixed_snap *s, uint64_t *rec)
 {
     memset(s, 0, sizeof *s);
     uint64_t a = bench_now_ns();
-    s->records = mixed_records(mp, rec);
+    for (int i = 0; i < mp->n; i++)
+        s->records += rec[i] = atomic_load_explicit(&mp->slots[i].records,
+                                                    memory_order_relaxed);
     if (kernel)
         mixed_proc_snap(mp, s);
     else
