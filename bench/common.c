@@ -559,10 +559,7 @@ int bench_output(const bench_results_t *rs, const bench_opts_t *o)
 
 void bench_progress_init(bench_progress_t *p, int total)
 {
-    p->tty = isatty(STDERR_FILENO);
-    p->total = total;
-    p->index = 0;
-    p->width = 0;
+    *p = (bench_progress_t){.tty = isatty(STDERR_FILENO), .total = total};
 }
 
 void bench_progress_show(bench_progress_t *p, const char *row,

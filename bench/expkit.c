@@ -144,11 +144,9 @@ int bench_cpu_list(int workers, int *cpus, int max)
         cpus[0] = 0;
         return 1;
     }
-    for (int c = 0; c < CPU_SETSIZE && n < max; c++) {
-        if (!CPU_ISSET(c, &allowed) || (workers && n == workers))
-            continue;
-        cpus[n++] = c;
-    }
+    for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+        if (CPU_ISSET(c, &allowed) && (!workers || n < workers))
+            cpus[n++] = c;
     return n;
 }
 

@@ -95,11 +95,6 @@ void bench_hist_merge(bench_hist_t *dst, const bench_hist_t *src)
     dst->max = src->max > dst->max ? src->max : dst->max;
 }
 
-static double hist_clamp(const bench_hist_t *h, double v)
-{
-    return fmin(fmax(v, (double)h->min), (double)h->max);
-}
-
 double bench_hist_percentile(const bench_hist_t *h, double p)
 {
     if (h->n == 0 || !(p >= 0 && p <= 100))
@@ -112,7 +107,8 @@ double bench_hist_percentile(const bench_hist_t *h, double p)
         if (seen >= rank) {
             double lo = (double)bench_hist_lowest(i);
             double hi = (double)bench_hist_highest(i);
-            return hist_clamp(h, lo + (hi - lo) / 2);
+            return fmin(fmax(lo + (hi - lo) / 2, (double)h->min),
+                        (double)h->max); /* the midpoint, clamped */
         }
     }
     return (double)h->max; /* not reached: the counts sum to n */

@@ -267,12 +267,8 @@ static int decimals_for(double v)
 
 static void value_cell(char *buf, const bench_result_t *r)
 {
-    if (!r) {
-        snprintf(buf, CELL, "-");
-        return;
-    }
-    if (isnan(r->value)) {
-        snprintf(buf, CELL, "%s", r->note ? r->note : "n/a");
+    if (!r || isnan(r->value)) {
+        snprintf(buf, CELL, "%s", !r ? "-" : r->note ? r->note : "n/a");
         return;
     }
     int d = decimals_for(r->value);
@@ -281,14 +277,6 @@ static void value_cell(char *buf, const bench_result_t *r)
                  r->frc ? " FRC" : "");
     else
         snprintf(buf, CELL, "%.*f%s", d, r->value, r->frc ? " FRC" : "");
-}
-
-static void extra_cell(char *buf, const bench_result_t *r, double v, int d)
-{
-    if (!r || isnan(v))
-        snprintf(buf, CELL, "-");
-    else
-        snprintf(buf, CELL, "%.*f", d, v);
 }
 
 /* The param column: its key ("tasks" of "tasks=16") over its values. */
@@ -328,8 +316,10 @@ static void cell(char *buf, const struct table *t, const struct column *c,
     const bench_result_t *r = line >= 0 && kind
                                   ? find(t->rs, kind, t->params[line])
                                   : NULL;
-    if (line >= 0 && kind && x)
-        extra_cell(buf, r, r ? r->extra[c->extra] : NAN, x->decimals);
+    if (line >= 0 && kind && x && r && !isnan(r->extra[c->extra]))
+        snprintf(buf, CELL, "%.*f", x->decimals, r->extra[c->extra]);
+    else if (line >= 0 && kind && x)
+        snprintf(buf, CELL, "-");
     else if (line >= 0 && kind)
         value_cell(buf, r);
 }

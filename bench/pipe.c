@@ -332,29 +332,22 @@ static int pipe_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     return 0;
 }
 
-/* --modes: a comma list of same, cross, bw. */
+/* --modes: a comma list of same, cross, bw (empty items skipped). */
 static int pipe_parse_modes(const char *s, bool *modes)
 {
-    char *copy = strdup(s), *save = NULL;
-    int rc = copy ? 0 : BENCH_EXIT_USAGE;
     bool any = false;
-    for (char *t = copy; rc == 0; t = NULL) {
-        char *item = strtok_r(t, ",", &save);
-        if (!item)
-            break;
-        int m = 0;
-        while (m < PIPE_NMODES && strcmp(item, pipe_mode_names[m]) != 0)
+    for (s += strspn(s, ","); *s; s += strspn(s, ",")) {
+        int n = (int)strcspn(s, ","), m = 0;
+        while (m < PIPE_NMODES && (strncmp(s, pipe_mode_names[m], n) ||
+                                   pipe_mode_names[m][n] != '\0'))
             m++;
         if (m == PIPE_NMODES)
-            rc = bench_usage(
-                "pipe", "--modes: '%s' is not one of same, cross, bw", item);
-        else
-            modes[m] = any = true;
+            return bench_usage(
+                "pipe", "--modes: '%.*s' is not one of same, cross, bw", n, s);
+        modes[m] = any = true;
+        s += n;
     }
-    free(copy);
-    if (rc == 0 && !any)
-        rc = bench_usage("pipe", "--modes: empty list");
-    return rc;
+    return any ? 0 : bench_usage("pipe", "--modes: empty list");
 }
 
 static int pipe_options(bench_sweep_t *sw, int *argc, char **argv)

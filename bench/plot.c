@@ -493,12 +493,9 @@ static void plot_y_axis(FILE *out, const bench_results_t *rs,
     fprintf(out, ")\nset yrange [%.9g:%.9g]\n", lo - 0.25, hi + 0.25);
 }
 
-static const char *plot_style(bench_plot_kind_t kind)
-{
-    return kind == BENCH_PLOT_CDF      ? "xerrorlines"
-           : kind == BENCH_PLOT_GROUPS ? "yerrorbars"
-                                       : "yerrorlines";
-}
+static const char *const plot_style[] = {[BENCH_PLOT_LINES] = "yerrorlines",
+                                         [BENCH_PLOT_CDF] = "xerrorlines",
+                                         [BENCH_PLOT_GROUPS] = "yerrorbars"};
 
 static void plot_command(FILE *out, const struct plot_panel *pl, int p)
 {
@@ -513,7 +510,7 @@ static void plot_command(FILE *out, const struct plot_panel *pl, int p)
     for (int k = 0; k < pl->ns; k++) {
         fprintf(out, "%s$P%dS%d using 1:2:3 with %s lw 2 pt %d ps 1 dt %d "
                      "title ",
-                k ? ", \\\n     " : "", p, k, plot_style(pl->shape.kind),
+                k ? ", \\\n     " : "", p, k, plot_style[pl->shape.kind],
                 5 + 2 * (k % 4), 1 + k / 8);
         plot_series_title(out, &pl->s[k]);
     }
@@ -627,12 +624,6 @@ static int plot_write_temp(const bench_results_t *rs, const char *svg,
     return rc;
 }
 
-static bool plot_nonempty(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && st.st_size > 0;
-}
-
 bool bench_plot_have_gnuplot(const char *experiment)
 {
     char path[4096];
@@ -649,6 +640,7 @@ int bench_plot_svg(const bench_results_t *rs, const char *svg_path)
 {
     char gnuplot[4096], script[4096], out[256];
     char *argv[] = {gnuplot, script, NULL};
+    struct stat st;
     if (!bench_plot_have_gnuplot(rs->experiment) ||
         !bench_plot_find_gnuplot(gnuplot, sizeof gnuplot))
         return 1;
@@ -656,7 +648,7 @@ int bench_plot_svg(const bench_results_t *rs, const char *svg_path)
         return 1;
     if (bench_run_capture(argv, false, out, sizeof out,
                           PLOT_TIMEOUT_S * 1000000000ull) != 0 ||
-        !plot_nonempty(svg_path)) {
+        stat(svg_path, &st) != 0 || st.st_size == 0) {
         fprintf(stderr,
                 "mqs-bench %s: --plot: gnuplot failed to draw %s; its script "
                 "is kept in %s\n",

@@ -232,8 +232,7 @@ static int sweep_point(bench_sweep_t *sw, bench_progress_t *prog, int r,
                        .row = row,
                        .kind = sweep_kind(sw->e, row),
                        .extras = sw->extras,
-                       .nextra = sw->nextra};
-    bench_peer_args_init(&p.peer_args);
+                       .nextra = sw->nextra}; /* no peer args yet */
     if (!p.kind || sw->e->setup(sw, i, &p) != 0)
         return -2;
     bench_result_t res;
