@@ -429,16 +429,6 @@ static void print_help(const bench_cli_t *cli, FILE *out)
             cli->details);
 }
 
-static void opts_defaults(const bench_cli_t *cli, bench_opts_t *o)
-{
-    /* max_repeats is set after parsing; budget_s < 0 is "the default" */
-    *o = (bench_opts_t){.seconds = cli->default_seconds,
-                        .prec = {.min_repeats = cli->default_repeats,
-                                 .ci_target = 0.01,
-                                 .budget_s = -1},
-                        .format = BENCH_TABLE};
-}
-
 static int parse_one(const bench_cli_t *cli, int key, const char *arg,
                      bench_opts_t *o)
 {
@@ -507,7 +497,12 @@ static int finish_defaults(const bench_cli_t *cli, bench_opts_t *o)
 int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
                         bench_opts_t *o)
 {
-    opts_defaults(cli, o);
+    /* max_repeats is set after parsing; budget_s < 0 is "the default" */
+    *o = (bench_opts_t){.seconds = cli->default_seconds,
+                        .prec = {.min_repeats = cli->default_repeats,
+                                 .ci_target = 0.01,
+                                 .budget_s = -1},
+                        .format = BENCH_TABLE};
     optind = 1;
     opterr = 0;
     int key, rc = 0;

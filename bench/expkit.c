@@ -110,8 +110,7 @@ int bench_runtime_open(const char *exp, const char *spec, int workers,
     if (rc != 0) {
         fprintf(stderr, "mqs-bench %s: %s: runtime: %s\n", exp, spec,
                 err[0] ? err : mqs_strerror(rc));
-        *rt = NULL;
-        return -1;
+        return -1; /* *rt is left NULL */
     }
     if (!kit_same_policy(mqs_runtime_policy(*rt), spec)) {
         fprintf(stderr,

@@ -48,7 +48,7 @@
  * most rows); max_seconds: a cap on one measurement's length; params:
  * the points per row the experiment's own parameter adds (its default
  * list's length), for the planner's count. */
-const report_def_t report_standard[] = {
+static const report_def_t report_standard[] = {
     {"yield", "all,kernel,floor,go,fiber", "1,2,8,64,512,4096", 3.0, 0.2, 1},
     {"pipe", REPORT_ROWS, NULL, 1.0, 0, 3},  /* modes same, cross, bw */
     {"wake", REPORT_ROWS, NULL, 1.5, 0, 1},
@@ -58,7 +58,7 @@ const report_def_t report_standard[] = {
     {"chat", REPORT_ROWS, NULL, 1.5, 0, 2}, /* rooms 1, 10 */
     {"ring", REPORT_ROWS, NULL, 1.0, 0, 1},
 };
-const int report_nstandard =
+static const int report_nstandard =
     (int)(sizeof report_standard / sizeof report_standard[0]);
 
 #define REPORT_DEFAULT_MINUTES 9.0 /* under 10 minutes on 2 cores */
