@@ -302,13 +302,9 @@ static void plot_q(FILE *out, const char *s)
 
 static void plot_series_title(FILE *out, const struct plot_series *s)
 {
-    if (s->workers < 0) {
-        plot_q(out, s->row);
-        return;
-    }
     char buf[256];
     snprintf(buf, sizeof buf, "%s w=%d", s->row, s->workers);
-    plot_q(out, buf);
+    plot_q(out, s->workers < 0 ? s->row : buf);
 }
 
 /* y of a CDF point: P on the nines scale. */

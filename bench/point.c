@@ -88,15 +88,6 @@ static int point_repeat(void *arg, int repeat, double *value)
     return rc;
 }
 
-static int point_warmup(bench_point_t *p)
-{
-    double v, extra[BENCH_MAX_EXTRA];
-    p->warmup = true;
-    int rc = point_measure(p, 0, &v, extra);
-    p->warmup = false;
-    return rc;
-}
-
 static double point_extra(const struct point_run *run, int i,
                           const bench_estimate_t *est)
 {
@@ -134,8 +125,12 @@ int bench_point_run(bench_point_t *p, bench_result_t *res)
                             .frc = true};
     p->note[0] = '\0';
     int rc = p->kind->open(p);
-    if (rc == 0 && !p->no_warm)
-        rc = point_warmup(p);
+    if (rc == 0 && !p->no_warm) { /* its value and extras are dropped */
+        double v, extra[BENCH_MAX_EXTRA];
+        p->warmup = true;
+        rc = point_measure(p, 0, &v, extra);
+        p->warmup = false;
+    }
     if (rc == 0)
         rc = bench_repeat_until_precise(&p->o->prec, point_repeat, &run, &est);
     if (p->kind->close)

@@ -144,15 +144,12 @@ static bool spawn_is_power(long t, int f)
     return t == 1;
 }
 
-/* Every task of a tree with t leaves: t + t/f + ... + 1. */
+/* Every task of a tree with t leaves: t + t/f + ... + 1 (then 1/f = 0). */
 static double spawn_tree_tasks(long t, int f)
 {
     double n = 0;
-    for (long level = t; level >= 1; level /= f) {
+    for (long level = t; level >= 1; level /= f)
         n += (double)level;
-        if (level == 1)
-            break;
-    }
     return n;
 }
 
