@@ -202,14 +202,6 @@ static void rwrite_table(FILE *out, const report_csv_t *c)
     fputs("</table>\n", out);
 }
 
-static void rwrite_pre(FILE *out, const char *label, const char *text,
-                       bool open)
-{
-    fprintf(out, "<details%s><summary>%s</summary>", open ? " open" : "",
-            label);
-    rwrite_html(out, "<pre>", text, "</pre></details>\n");
-}
-
 static void rwrite_plot(FILE *out, const report_t *rp, const report_step_t *s)
 {
     if (s->have_plot) {
@@ -249,8 +241,11 @@ static void rwrite_step(FILE *out, const report_t *rp, const report_step_t *s)
     else
         rwrite_html(out, "<p class=\"failed\">no table: ", s->csv_error,
                     "</p>\n");
-    if (s->err_text && *s->err_text)
-        rwrite_pre(out, "stderr", s->err_text, s->status != REPORT_OK);
+    if (s->err_text && *s->err_text) { /* open when it went wrong */
+        fprintf(out, "<details%s><summary>stderr</summary>",
+                s->status != REPORT_OK ? " open" : "");
+        rwrite_html(out, "<pre>", s->err_text, "</pre></details>\n");
+    }
     fputs("</section>\n", out);
 }
 
