@@ -232,13 +232,13 @@ static void list_known(const char *const *pseudo)
 }
 
 static int rows_push(bench_row_spec_t **rows, int *n, const char *spec,
-                     size_t len, bool pseudo)
+                     bool pseudo)
 {
     bench_row_spec_t *r = realloc(*rows, (size_t)(*n + 1) * sizeof *r);
     if (!r)
         return -1;
     *rows = r;
-    r[*n].spec = strndup(spec, len);
+    r[*n].spec = strdup(spec);
     r[*n].pseudo = pseudo;
     if (!r[*n].spec)
         return -1;
@@ -283,7 +283,7 @@ static int add_all_policies(bench_row_spec_t **rows, int *n)
 {
     for (const struct mqs_policy *const *p = mqs_policy_list(); p && *p; p++)
         if (!row_listed(*rows, *n, (*p)->name) &&
-            rows_push(rows, n, (*p)->name, strlen((*p)->name), false))
+            rows_push(rows, n, (*p)->name, false))
             return -1;
     return 0;
 }
@@ -303,9 +303,7 @@ static int add_row(const char *exp, const char *spec, const char *const *pseudo,
         if (rc)
             return rc;
     }
-    return rows_push(rows, n, spec, strlen(spec), ps)
-               ? bench_usage(exp, "out of memory")
-               : 0;
+    return rows_push(rows, n, spec, ps) ? bench_usage(exp, "out of memory") : 0;
 }
 
 size_t bench_rows_item_len(const char *s)

@@ -519,15 +519,10 @@ static int plot_panel_script(FILE *out, const bench_results_t *rs,
     fputs("reset\nset grid\nset key outside right top\n"
           "set bmargin 6\nset border 3\nset tics nomirror\n",
           out);
+    char t[256]; /* the title, over the first panel */
+    snprintf(t, sizeof t, "%s: %s", rs->experiment, rs->title ? rs->title : "");
     fputs("set title ", out);
-    if (p == 0) {
-        char t[256];
-        snprintf(t, sizeof t, "%s: %s", rs->experiment,
-                 rs->title ? rs->title : "");
-        plot_q(out, t);
-    } else {
-        plot_q(out, "");
-    }
+    plot_q(out, p == 0 ? t : "");
     fputc('\n', out);
     plot_x_axis(out, pl);
     plot_y_axis(out, rs, pl);
