@@ -76,8 +76,8 @@ int bench_take_options(const char *exp, int *argc, char **argv,
     for (; xo && xo->name; xo++) {
         char opt[64];
         snprintf(opt, sizeof opt, "--%s", xo->name);
-        if (xo->out && bench_parse_int(exp, opt, *xo->value, xo->min, xo->max,
-                                       xo->out))
+        if (xo->out &&
+            bench_parse_int(exp, opt, *xo->value, xo->min, xo->max, xo->out))
             return BENCH_EXIT_USAGE;
     }
     return 0;

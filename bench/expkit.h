@@ -78,9 +78,10 @@ void bench_cpuset_of(const int *cpus, int n, cpu_set_t *set);
  * bench_cpu_list(workers) as a set.  Returns how many. */
 int bench_kernel_cpus(int workers, cpu_set_t *set);
 
+#define BENCH_KERNEL_STACK (64u * 1024u) /* most kernel rows' thread stack */
+
 /* Attributes of a kernel row's thread: the mask of the first `workers`
  * CPUs (bench_kernel_cpus), `stack` bytes of stack (0: the default). */
-#define BENCH_KERNEL_STACK (64u * 1024u) /* the experiments' usual stack */
 void bench_thread_attr(pthread_attr_t *a, int workers, size_t stack);
 
 /* One task of a measurement: an mqs task or (kernel row) a thread. */

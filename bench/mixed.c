@@ -375,8 +375,8 @@ static void mixed_snap(const struct mixed_point *mp, bool kernel,
     memset(s, 0, sizeof *s);
     uint64_t a = bench_now_ns();
     for (int i = 0; i < mp->n; i++)
-        s->records += rec[i] = atomic_load_explicit(&mp->slots[i].records,
-                                                    memory_order_relaxed);
+        s->records += rec[i] =
+            atomic_load_explicit(&mp->slots[i].records, memory_order_relaxed);
     if (kernel)
         mixed_proc_snap(mp, s);
     else
@@ -452,8 +452,8 @@ static int mixed_open(bench_point_t *p)
     struct mixed_point *mp = p->ctx;
     if (mixed_point_alloc(mp) || bench_row_open(p))
         return -1;
-    mp->g = (bench_group_t){.rt = p->rt, .workers = p->o->workers,
-                            .stack = BENCH_KERNEL_STACK};
+    mp->g = (bench_group_t){
+        .rt = p->rt, .workers = p->o->workers, .stack = BENCH_KERNEL_STACK};
     if (p->rt && !mqs_preempt_on(p->rt) && mp->nlong && !mp->checkpoint) {
         mp->checkpoint = true;
         snprintf(p->note, sizeof p->note,

@@ -118,8 +118,8 @@ int bench_repeat_until_precise(const bench_precision_t *prec,
                                bench_estimate_t *out)
 {
     bool ok = prec->min_repeats >= 1 &&
-              prec->max_repeats >= prec->min_repeats &&
-              prec->ci_target > 0 && prec->budget_s >= 0;
+              prec->max_repeats >= prec->min_repeats && prec->ci_target > 0 &&
+              prec->budget_s >= 0;
     double *x = ok ? malloc((size_t)prec->max_repeats * sizeof *x) : NULL;
     if (!x)
         return -1;

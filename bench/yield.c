@@ -289,8 +289,8 @@ static int tasks_open(bench_point_t *p)
     struct point *pt = p->ctx;
     if (point_alloc(pt) || bench_row_open(p))
         return -1;
-    pt->g = (bench_group_t){.rt = p->rt, .workers = p->o->workers,
-                            .stack = BENCH_KERNEL_STACK};
+    pt->g = (bench_group_t){
+        .rt = p->rt, .workers = p->o->workers, .stack = BENCH_KERNEL_STACK};
     pt->busy = pt->ntasks < p->workers ? pt->ntasks : p->workers;
     return 0;
 }
