@@ -51,14 +51,12 @@
 #include "expkit.h"
 
 #define CHAT_CAPACITY 64
-#define CHAT_KERNEL_STACK (64u * 1024u)
 #define CHAT_MIN_BYTES 16
 #define CHAT_MAX_BYTES 65536
 
-
 enum { CHAT_X_TASKS, CHAT_X_COUNT };
 static const bench_extra_col_t chat_extras[CHAT_X_COUNT] = {
-    [CHAT_X_TASKS] = {"tasks", NULL, 0},
+    [CHAT_X_TASKS] = {"tasks", NULL, 0, BENCH_FOLD_MEAN},
 };
 
 static const bench_cli_t chat_cli = {
@@ -340,7 +338,6 @@ static void chat_shut(struct chat_run *run, bool abort)
     }
 }
 
-
 static int chat_check(const struct chat_run *run)
 {
     for (int i = 0; i < run->n; i++)
@@ -370,8 +367,8 @@ static int chat_run_all(struct chat_run *run, double *secs)
     bool ok = chat_make_users(run) == 0;
     atomic_store(&run->receivers_left, run->n);
     for (int k = CHAT_ROLES - 1; k >= 0; k--) {
-        g[k] = (bench_group_t){
-            .rt = run->rt, .workers = run->workers, .stack = CHAT_KERNEL_STACK};
+        g[k] = (bench_group_t){.rt = run->rt, .workers = run->workers,
+                               .stack = BENCH_KERNEL_STACK};
         if (k == CHAT_SENDER)
             t0 = bench_now_ns();
         ok = ok && bench_group_start(&g[k], "chat", run->row, run->n,
@@ -390,21 +387,18 @@ static int chat_run_all(struct chat_run *run, double *secs)
 
 /* ----- The row kind (policy and kernel rows) ----- */
 
-struct chat_point {
-    struct chat_shape s;
-};
-
+/* One run of the point's shape (its ctx). */
 static int chat_measure(bench_point_t *p, double *value, double *extra)
 {
-    struct chat_point *cp = p->ctx;
+    const struct chat_shape *s = p->ctx;
     double secs = 0;
     struct chat_run run = {
-        .s = cp->s, .rt = p->rt, .workers = p->o->workers, .row = p->row->spec};
+        .s = *s, .rt = p->rt, .workers = p->o->workers, .row = p->row->spec};
     int rc = chat_run_all(&run, &secs);
     if (rc != 0 || secs <= 0)
         return -1;
-    *value = chat_deliveries(&cp->s) / secs;
-    extra[CHAT_X_TASKS] = 4.0 * cp->s.rooms * cp->s.users;
+    *value = chat_deliveries(s) / secs;
+    extra[CHAT_X_TASKS] = 4.0 * s->rooms * s->users;
     return 0;
 }
 
@@ -427,29 +421,23 @@ static void chat_peer_args(bench_point_t *p, const struct chat_shape *s)
 
 struct chat_args {
     int *rooms, nrooms;
-    struct chat_shape s;   /* users, messages, bytes */
-    struct chat_point cur; /* the point being measured */
+    struct chat_shape s; /* users, messages, bytes; rooms: the point's */
 };
 
 static int chat_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct chat_args *a = sw->arg;
     const char *v[4] = {"1,10", "20", "100", "100"};
-    const bench_xopt_t xo[] = {{"rooms", &v[0]}, {"users", &v[1]},
-                               {"messages", &v[2]}, {"msg-bytes", &v[3]},
-                               {NULL, NULL}};
+    const bench_xopt_t xo[] = {
+        {"rooms", &v[0], NULL, 0, 0},
+        {"users", &v[1], &a->s.users, 2, 1000},
+        {"messages", &v[2], &a->s.messages, 1, 100000000},
+        {"msg-bytes", &v[3], &a->s.bytes, CHAT_MIN_BYTES, CHAT_MAX_BYTES},
+        {0}};
     int rc = bench_take_options("chat", argc, argv, xo, NULL);
     if (rc == 0)
         rc = bench_parse_int_list("chat", "--rooms", v[0], 1, 1000, &a->rooms,
                                   &a->nrooms);
-    if (rc == 0)
-        rc = bench_parse_int("chat", "--users", v[1], 2, 1000, &a->s.users);
-    if (rc == 0)
-        rc = bench_parse_int("chat", "--messages", v[2], 1, 100000000,
-                             &a->s.messages);
-    if (rc == 0)
-        rc = bench_parse_int("chat", "--msg-bytes", v[3], CHAT_MIN_BYTES,
-                             CHAT_MAX_BYTES, &a->s.bytes);
     sw->nparams = a->nrooms;
     return rc;
 }
@@ -457,13 +445,11 @@ static int chat_options(bench_sweep_t *sw, int *argc, char **argv)
 static int chat_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 {
     struct chat_args *a = sw->arg;
-    struct chat_point *cp = &a->cur;
-    *cp = (struct chat_point){.s = a->s};
-    cp->s.rooms = a->rooms[i];
-    chat_peer_args(p, &cp->s);
+    a->s.rooms = a->rooms[i];
+    chat_peer_args(p, &a->s);
     p->unit = "msgs/s";
-    p->ctx = cp;
-    snprintf(p->param, sizeof p->param, "rooms=%d", cp->s.rooms);
+    p->ctx = &a->s;
+    snprintf(p->param, sizeof p->param, "rooms=%d", a->s.rooms);
     return 0;
 }
 

@@ -232,13 +232,13 @@ static void list_known(const char *const *pseudo)
 }
 
 static int rows_push(bench_row_spec_t **rows, int *n, const char *spec,
-                     size_t len, bool pseudo)
+                     bool pseudo)
 {
     bench_row_spec_t *r = realloc(*rows, (size_t)(*n + 1) * sizeof *r);
     if (!r)
         return -1;
     *rows = r;
-    r[*n].spec = strndup(spec, len);
+    r[*n].spec = strdup(spec);
     r[*n].pseudo = pseudo;
     if (!r[*n].spec)
         return -1;
@@ -283,7 +283,7 @@ static int add_all_policies(bench_row_spec_t **rows, int *n)
 {
     for (const struct mqs_policy *const *p = mqs_policy_list(); p && *p; p++)
         if (!row_listed(*rows, *n, (*p)->name) &&
-            rows_push(rows, n, (*p)->name, strlen((*p)->name), false))
+            rows_push(rows, n, (*p)->name, false))
             return -1;
     return 0;
 }
@@ -303,9 +303,7 @@ static int add_row(const char *exp, const char *spec, const char *const *pseudo,
         if (rc)
             return rc;
     }
-    return rows_push(rows, n, spec, strlen(spec), ps)
-               ? bench_usage(exp, "out of memory")
-               : 0;
+    return rows_push(rows, n, spec, ps) ? bench_usage(exp, "out of memory") : 0;
 }
 
 size_t bench_rows_item_len(const char *s)
@@ -429,16 +427,6 @@ static void print_help(const bench_cli_t *cli, FILE *out)
             cli->details);
 }
 
-static void opts_defaults(const bench_cli_t *cli, bench_opts_t *o)
-{
-    /* max_repeats is set after parsing; budget_s < 0 is "the default" */
-    *o = (bench_opts_t){.seconds = cli->default_seconds,
-                        .prec = {.min_repeats = cli->default_repeats,
-                                 .ci_target = 0.01,
-                                 .budget_s = -1},
-                        .format = BENCH_TABLE};
-}
-
 static int parse_one(const bench_cli_t *cli, int key, const char *arg,
                      bench_opts_t *o)
 {
@@ -507,7 +495,12 @@ static int finish_defaults(const bench_cli_t *cli, bench_opts_t *o)
 int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
                         bench_opts_t *o)
 {
-    opts_defaults(cli, o);
+    /* max_repeats is set after parsing; budget_s < 0 is "the default" */
+    *o = (bench_opts_t){.seconds = cli->default_seconds,
+                        .prec = {.min_repeats = cli->default_repeats,
+                                 .ci_target = 0.01,
+                                 .budget_s = -1},
+                        .format = BENCH_TABLE};
     optind = 1;
     opterr = 0;
     int key, rc = 0;
@@ -559,10 +552,7 @@ int bench_output(const bench_results_t *rs, const bench_opts_t *o)
 
 void bench_progress_init(bench_progress_t *p, int total)
 {
-    p->tty = isatty(STDERR_FILENO);
-    p->total = total;
-    p->index = 0;
-    p->width = 0;
+    *p = (bench_progress_t){.tty = isatty(STDERR_FILENO), .total = total};
 }
 
 void bench_progress_show(bench_progress_t *p, const char *row,

@@ -73,6 +73,13 @@ int bench_take_options(const char *exp, int *argc, char **argv,
         argv[out++] = argv[i++];
     argv[out] = NULL;
     *argc = out;
+    for (; xo && xo->name; xo++) {
+        char opt[64];
+        snprintf(opt, sizeof opt, "--%s", xo->name);
+        if (xo->out &&
+            bench_parse_int(exp, opt, *xo->value, xo->min, xo->max, xo->out))
+            return BENCH_EXIT_USAGE;
+    }
     return 0;
 }
 
@@ -103,8 +110,7 @@ int bench_runtime_open(const char *exp, const char *spec, int workers,
     if (rc != 0) {
         fprintf(stderr, "mqs-bench %s: %s: runtime: %s\n", exp, spec,
                 err[0] ? err : mqs_strerror(rc));
-        *rt = NULL;
-        return -1;
+        return -1; /* *rt is left NULL */
     }
     if (!kit_same_policy(mqs_runtime_policy(*rt), spec)) {
         fprintf(stderr,
@@ -137,11 +143,9 @@ int bench_cpu_list(int workers, int *cpus, int max)
         cpus[0] = 0;
         return 1;
     }
-    for (int c = 0; c < CPU_SETSIZE && n < max; c++) {
-        if (!CPU_ISSET(c, &allowed) || (workers && n == workers))
-            continue;
-        cpus[n++] = c;
-    }
+    for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+        if (CPU_ISSET(c, &allowed) && (!workers || n < workers))
+            cpus[n++] = c;
     return n;
 }
 

@@ -35,18 +35,22 @@
 /* ----- Options an experiment adds ----- */
 
 /* --name VALUE or --name=VALUE; *value points into argv (or stays as it
- * was when the option is absent). */
+ * was when the option is absent).  With out, *value (given or not) is an
+ * integer in min..max, parsed into *out. */
 typedef struct bench_xopt {
     const char *name;
     const char **value;
+    int *out;
+    long min, max;
 } bench_xopt_t;
 
 /*
  * Take the options of xo (NULL-name terminated) out of argv before
- * bench_parse_options() sees them, compacting argv and *argc.  An option
- * named in refuse (NULL-terminated, may be NULL) is a usage error ("does
- * not apply").  Nothing after "--" is looked at.  Returns 0 or
- * BENCH_EXIT_USAGE after printing why.
+ * bench_parse_options() sees them, compacting argv and *argc, then parse
+ * the integer ones in xo's order.  An option named in refuse
+ * (NULL-terminated, may be NULL) is a usage error ("does not apply").
+ * Nothing after "--" is looked at.  Returns 0 or BENCH_EXIT_USAGE after
+ * printing why.
  */
 int bench_take_options(const char *exp, int *argc, char **argv,
                        const bench_xopt_t *xo, const char *const *refuse);
@@ -73,6 +77,8 @@ void bench_cpuset_of(const int *cpus, int n, cpu_set_t *set);
 /* The CPUs kernel threads of a kernel row may use, as one shared mask:
  * bench_cpu_list(workers) as a set.  Returns how many. */
 int bench_kernel_cpus(int workers, cpu_set_t *set);
+
+#define BENCH_KERNEL_STACK (64u * 1024u) /* most kernel rows' thread stack */
 
 /* Attributes of a kernel row's thread: the mask of the first `workers`
  * CPUs (bench_kernel_cpus), `stack` bytes of stack (0: the default). */
@@ -164,7 +170,7 @@ typedef struct bench_point_kind {
     void (*close)(bench_point_t *p);
 } bench_point_kind_t;
 
-/* How an extra column is folded over the repeats. */
+/* How an extra column is folded over the repeats (its `fold`). */
 enum bench_fold {
     BENCH_FOLD_MEAN = 0, /* the mean of the values measured (default)   */
     BENCH_FOLD_MIN,      /* the least: a worst case where less is worse */
@@ -195,7 +201,7 @@ struct bench_point {
     bench_progress_t *progress;
     const bench_row_spec_t *row;
     const bench_point_kind_t *kind; /* the row's, chosen from the table */
-    const unsigned char *fold;      /* enum bench_fold per extra, or NULL */
+    const bench_extra_col_t *extras; /* their folds; NULL: all means */
     /* set by the experiment's setup */
     char param[48];
     const char *unit;
@@ -234,7 +240,7 @@ double bench_point_seconds(const bench_point_t *p);
  * Open, warm up (one measurement, thrown away, unless p->no_warm), repeat
  * under bench_repeat_until_precise (o->prec), close; fill *res (whose row,
  * param and note point into p) with the estimate and the extras folded by
- * p->fold.  Returns 0 (also for a skipped row: value NAN, note set) or -1
+ * p->extras.  Returns 0 (also for a skipped row: value NAN, note set) or -1
  * when a measurement failed (value NAN, note "failed" unless the kind
  * said more).
  */
@@ -261,7 +267,6 @@ typedef struct bench_exp {
     const char *title; /* table heading: "ns per yield" */
     const bench_extra_col_t *extras;
     int nextra;
-    const unsigned char *fold;    /* per extra; NULL: all means         */
     /* the kind of the policy rows and of a "kernel" row, unless kinds
      * names one; peer rows use bench_peer_kind */
     const bench_point_kind_t *kind;

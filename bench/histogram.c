@@ -21,14 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HIST_P BENCH_HIST_PRECISION_BITS
-
 size_t bench_hist_index(uint64_t v)
 {
     if (v < BENCH_HIST_SUB)
         return (size_t)v;
     unsigned m = 63u - (unsigned)__builtin_clzll(v);
-    unsigned s = m - HIST_P;
+    unsigned s = m - BENCH_HIST_PRECISION_BITS;
     return (size_t)s * BENCH_HIST_SUB + (size_t)(v >> s);
 }
 
@@ -41,12 +39,10 @@ uint64_t bench_hist_lowest(size_t index)
     return sub << s;
 }
 
+/* One below the next bucket's lowest (which wraps to 0 past the last). */
 uint64_t bench_hist_highest(size_t index)
 {
-    if (index < 2 * BENCH_HIST_SUB)
-        return index;
-    size_t s = index / BENCH_HIST_SUB - 1;
-    return bench_hist_lowest(index) + ((UINT64_C(1) << s) - 1);
+    return bench_hist_lowest(index + 1) - 1;
 }
 
 int bench_hist_init(bench_hist_t *h)
@@ -99,11 +95,6 @@ void bench_hist_merge(bench_hist_t *dst, const bench_hist_t *src)
     dst->max = src->max > dst->max ? src->max : dst->max;
 }
 
-static double hist_clamp(const bench_hist_t *h, double v)
-{
-    return fmin(fmax(v, (double)h->min), (double)h->max);
-}
-
 double bench_hist_percentile(const bench_hist_t *h, double p)
 {
     if (h->n == 0 || !(p >= 0 && p <= 100))
@@ -116,7 +107,8 @@ double bench_hist_percentile(const bench_hist_t *h, double p)
         if (seen >= rank) {
             double lo = (double)bench_hist_lowest(i);
             double hi = (double)bench_hist_highest(i);
-            return hist_clamp(h, lo + (hi - lo) / 2);
+            return fmin(fmax(lo + (hi - lo) / 2, (double)h->min),
+                        (double)h->max); /* the midpoint, clamped */
         }
     }
     return (double)h->max; /* not reached: the counts sum to n */
@@ -136,5 +128,3 @@ double bench_hist_max(const bench_hist_t *h)
 {
     return h->n ? (double)h->max : NAN;
 }
-
-#undef HIST_P

@@ -63,9 +63,7 @@
 #define MIXED_BURST_NS 1000000u
 #define MIXED_PERIOD_NS 10000000u
 #define MIXED_SETTLE_NS 50000000u
-#define MIXED_KERNEL_STACK (64u * 1024u)
 #define MIXED_MAX_TASKS 4096
-
 
 enum {
     MIXED_X_WAIT,
@@ -82,26 +80,23 @@ enum {
     MIXED_X_BURST,
     MIXED_X_COUNT
 };
-static const bench_extra_col_t mixed_extras[MIXED_X_COUNT] = {
-    [MIXED_X_WAIT] = {"wait_ms_per_s", "wait ms/s", 1},
-    [MIXED_X_MIGR] = {"migrations_per_s", "migr/s", 1},
-    [MIXED_X_IDLE] = {"pulls_idle_per_s", "idle/s", 1},
-    [MIXED_X_NEWIDLE] = {"pulls_newidle_per_s", "newidle/s", 1},
-    [MIXED_X_PERIODIC] = {"pulls_periodic_per_s", "periodic/s", 1},
-    [MIXED_X_PRIO] = {"pulls_priority_per_s", "prio/s", 1},
-    [MIXED_X_SHORT_MIN] = {"short_min", "short min", 0},
-    [MIXED_X_SHORT_MEAN] = {"short_mean", "short mean", 0},
-    [MIXED_X_LONG_MIN] = {"long_min", "long min", 0},
-    [MIXED_X_LONG_MEAN] = {"long_mean", "long mean", 0},
-    [MIXED_X_STARVED] = {"starved", "starved", 0},
-    [MIXED_X_BURST] = {"burst_records", NULL, 0},
-};
 /* As in yield: the worst repeat's fairness (one that starves a different
  * task each run is still unfair); the other extras are means. */
-static const unsigned char mixed_fold[MIXED_X_COUNT] = {
-    [MIXED_X_SHORT_MIN] = BENCH_FOLD_MIN,
-    [MIXED_X_LONG_MIN] = BENCH_FOLD_MIN,
-    [MIXED_X_STARVED] = BENCH_FOLD_MAX,
+static const bench_extra_col_t mixed_extras[MIXED_X_COUNT] = {
+    [MIXED_X_WAIT] = {"wait_ms_per_s", "wait ms/s", 1, BENCH_FOLD_MEAN},
+    [MIXED_X_MIGR] = {"migrations_per_s", "migr/s", 1, BENCH_FOLD_MEAN},
+    [MIXED_X_IDLE] = {"pulls_idle_per_s", "idle/s", 1, BENCH_FOLD_MEAN},
+    [MIXED_X_NEWIDLE] = {"pulls_newidle_per_s", "newidle/s", 1,
+                         BENCH_FOLD_MEAN},
+    [MIXED_X_PERIODIC] = {"pulls_periodic_per_s", "periodic/s", 1,
+                          BENCH_FOLD_MEAN},
+    [MIXED_X_PRIO] = {"pulls_priority_per_s", "prio/s", 1, BENCH_FOLD_MEAN},
+    [MIXED_X_SHORT_MIN] = {"short_min", "short min", 0, BENCH_FOLD_MIN},
+    [MIXED_X_SHORT_MEAN] = {"short_mean", "short mean", 0, BENCH_FOLD_MEAN},
+    [MIXED_X_LONG_MIN] = {"long_min", "long min", 0, BENCH_FOLD_MIN},
+    [MIXED_X_LONG_MEAN] = {"long_mean", "long mean", 0, BENCH_FOLD_MEAN},
+    [MIXED_X_STARVED] = {"starved", "starved", 0, BENCH_FOLD_MAX},
+    [MIXED_X_BURST] = {"burst_records", NULL, 0, BENCH_FOLD_MEAN},
 };
 
 static const bench_cli_t mixed_cli = {
@@ -336,16 +331,6 @@ static void mixed_reset(struct mixed_point *mp)
     }
 }
 
-/* Each task's records into rec[], and their sum. */
-static uint64_t mixed_records(const struct mixed_point *mp, uint64_t *rec)
-{
-    uint64_t sum = 0;
-    for (int i = 0; i < mp->n; i++)
-        sum += rec[i] = atomic_load_explicit(&mp->slots[i].records,
-                                             memory_order_relaxed);
-    return sum;
-}
-
 /* Kernel threads: run-queue wait and migrations summed over the tasks. */
 static void mixed_proc_snap(const struct mixed_point *mp, struct mixed_snap *s)
 {
@@ -383,12 +368,15 @@ static void mixed_mq_snap(const struct mixed_point *mp, struct mixed_snap *s)
     s->wait_ok = s->migr_ok = true;
 }
 
+/* The counters at one edge of the window; each task's records into rec[]. */
 static void mixed_snap(const struct mixed_point *mp, bool kernel,
                        struct mixed_snap *s, uint64_t *rec)
 {
     memset(s, 0, sizeof *s);
     uint64_t a = bench_now_ns();
-    s->records = mixed_records(mp, rec);
+    for (int i = 0; i < mp->n; i++)
+        s->records += rec[i] =
+            atomic_load_explicit(&mp->slots[i].records, memory_order_relaxed);
     if (kernel)
         mixed_proc_snap(mp, s);
     else
@@ -462,11 +450,10 @@ static int mixed_point_alloc(struct mixed_point *mp)
 static int mixed_open(bench_point_t *p)
 {
     struct mixed_point *mp = p->ctx;
-    mp->g = (bench_group_t){.workers = p->o->workers,
-                            .stack = MIXED_KERNEL_STACK};
     if (mixed_point_alloc(mp) || bench_row_open(p))
         return -1;
-    mp->g.rt = p->rt;
+    mp->g = (bench_group_t){
+        .rt = p->rt, .workers = p->o->workers, .stack = BENCH_KERNEL_STACK};
     if (p->rt && !mqs_preempt_on(p->rt) && mp->nlong && !mp->checkpoint) {
         mp->checkpoint = true;
         snprintf(p->note, sizeof p->note,
@@ -542,8 +529,10 @@ static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct mixed_args *a = sw->arg;
     const char *v[3] = {"5,4,16", "5,2,0", "none"};
-    const bench_xopt_t xo[] = {{"short", &v[0]}, {"long", &v[1]},
-                               {"long-point", &v[2]}, {NULL, NULL}};
+    const bench_xopt_t xo[] = {{"short", &v[0], NULL, 0, 0},
+                               {"long", &v[1], NULL, 0, 0},
+                               {"long-point", &v[2], NULL, 0, 0},
+                               {0}};
     int ns = 0, nl = 0;
     int rc = bench_take_options("mixed", argc, argv, xo, NULL);
     if (rc == 0)
@@ -561,8 +550,8 @@ static int mixed_options(bench_sweep_t *sw, int *argc, char **argv)
         if (a->shorts[i] + a->longs[i] == 0)
             rc = bench_usage("mixed", "point %d has no tasks", i + 1);
     if (rc == 0 && strcmp(v[2], "none") && strcmp(v[2], "checkpoint"))
-        rc = bench_usage("mixed", "--long-point: '%s' is not none or checkpoint",
-                         v[2]);
+        rc = bench_usage("mixed",
+                         "--long-point: '%s' is not none or checkpoint", v[2]);
     a->checkpoint = !strcmp(v[2], "checkpoint");
     a->n = sw->nparams = ns;
     return rc;
@@ -604,7 +593,6 @@ const bench_exp_t bench_mixed_exp = {
     .title = "records per second",
     .extras = mixed_extras,
     .nextra = MIXED_X_COUNT,
-    .fold = mixed_fold,
     .kind = &mixed_kind,
     .options = mixed_options,
     .prepare = mixed_prepare,

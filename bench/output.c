@@ -69,7 +69,7 @@ void bench_results_free(bench_results_t *rs)
     rs->n = rs->cap = 0;
 }
 
-/* ----- CSV ----- */
+/* ----- CSV and JSON: the same fields in the same order ----- */
 
 static void csv_str(FILE *out, const char *s)
 {
@@ -86,51 +86,19 @@ static void csv_str(FILE *out, const char *s)
     fputc('"', out);
 }
 
-/* %.6g, with "nan"/"inf" spelled the same on every libc. */
-static void num(FILE *out, double v, const char *nan_word)
+/* %.6g; NAN and inf are null in JSON, and spelled the same on every libc
+ * in CSV. */
+static void num(FILE *out, double v, bool json)
 {
-    if (isnan(v))
-        fputs(nan_word, out);
+    if (json && !isfinite(v))
+        fputs("null", out);
+    else if (isnan(v))
+        fputs("nan", out);
     else if (isinf(v))
-        fputs(strcmp(nan_word, "null") == 0 ? "null"
-              : v > 0                       ? "inf"
-                                            : "-inf",
-              out);
+        fputs(v > 0 ? "inf" : "-inf", out);
     else
         fprintf(out, "%.6g", v);
 }
-
-static void print_csv(const bench_results_t *rs, FILE *out)
-{
-    fputs("experiment,row,workers,param,value,unit,ci95,frc", out);
-    for (int e = 0; e < rs->nextra; e++)
-        fprintf(out, ",%s", rs->extras[e].name);
-    fputs(",note\n", out);
-    for (int i = 0; i < rs->n; i++) {
-        const bench_result_t *r = &rs->r[i];
-        csv_str(out, rs->experiment);
-        fputc(',', out);
-        csv_str(out, r->row);
-        fprintf(out, ",%d,", r->workers);
-        csv_str(out, r->param);
-        fputc(',', out);
-        num(out, r->value, "nan");
-        fputc(',', out);
-        csv_str(out, r->unit);
-        fputc(',', out);
-        num(out, r->ci95, "nan");
-        fprintf(out, ",%d", r->frc ? 1 : 0);
-        for (int e = 0; e < rs->nextra; e++) {
-            fputc(',', out);
-            num(out, r->extra[e], "nan");
-        }
-        fputc(',', out);
-        csv_str(out, r->note ? r->note : "");
-        fputc('\n', out);
-    }
-}
-
-/* ----- JSON ----- */
 
 int bench_utf8_len(const unsigned char *s)
 {
@@ -172,39 +140,65 @@ void bench_json_str(FILE *out, const char *s)
     fputc('"', out);
 }
 
-static void json_key(FILE *out, const char *key)
+/* Before each field of a result but the first: ", key: " in JSON, a comma
+ * in CSV. */
+static void field(FILE *out, bool json, const char *key)
 {
+    if (!json) {
+        fputc(',', out);
+        return;
+    }
     fputs(", ", out);
     bench_json_str(out, key);
     fputs(": ", out);
 }
 
-static void print_json_one(const bench_results_t *rs, const bench_result_t *r,
-                           FILE *out)
+/* A text field: a JSON string (null for NULL), or a CSV one ("" for NULL). */
+static void text(FILE *out, bool json, const char *s)
 {
-    fputs("{\"experiment\": ", out);
-    bench_json_str(out, rs->experiment);
-    json_key(out, "row");
-    bench_json_str(out, r->row);
-    json_key(out, "workers");
+    if (json)
+        bench_json_str(out, s);
+    else
+        csv_str(out, s ? s : "");
+}
+
+/* One result: a CSV line, or a JSON object. */
+static void print_result(const bench_results_t *rs, const bench_result_t *r,
+                         bool json, FILE *out)
+{
+    fputs(json ? "{\"experiment\": " : "", out);
+    text(out, json, rs->experiment);
+    field(out, json, "row");
+    text(out, json, r->row);
+    field(out, json, "workers");
     fprintf(out, "%d", r->workers);
-    json_key(out, "param");
-    bench_json_str(out, r->param);
-    json_key(out, "value");
-    num(out, r->value, "null");
-    json_key(out, "unit");
-    bench_json_str(out, r->unit);
-    json_key(out, "ci95");
-    num(out, r->ci95, "null");
-    json_key(out, "frc");
-    fputs(r->frc ? "true" : "false", out);
+    field(out, json, "param");
+    text(out, json, r->param);
+    field(out, json, "value");
+    num(out, r->value, json);
+    field(out, json, "unit");
+    text(out, json, r->unit);
+    field(out, json, "ci95");
+    num(out, r->ci95, json);
+    field(out, json, "frc");
+    fputs(r->frc ? (json ? "true" : "1") : (json ? "false" : "0"), out);
     for (int e = 0; e < rs->nextra; e++) {
-        json_key(out, rs->extras[e].name);
-        num(out, r->extra[e], "null");
+        field(out, json, rs->extras[e].name);
+        num(out, r->extra[e], json);
     }
-    json_key(out, "note");
-    bench_json_str(out, r->note);
-    fputc('}', out);
+    field(out, json, "note");
+    text(out, json, r->note);
+    fputs(json ? "}" : "\n", out);
+}
+
+static void print_csv(const bench_results_t *rs, FILE *out)
+{
+    fputs("experiment,row,workers,param,value,unit,ci95,frc", out);
+    for (int e = 0; e < rs->nextra; e++)
+        fprintf(out, ",%s", rs->extras[e].name);
+    fputs(",note\n", out);
+    for (int i = 0; i < rs->n; i++)
+        print_result(rs, &rs->r[i], false, out);
 }
 
 static void print_json(const bench_results_t *rs, FILE *out)
@@ -212,7 +206,7 @@ static void print_json(const bench_results_t *rs, FILE *out)
     fputc('[', out);
     for (int i = 0; i < rs->n; i++) {
         fputs(i ? ",\n " : "\n ", out);
-        print_json_one(rs, &rs->r[i], out);
+        print_result(rs, &rs->r[i], true, out);
     }
     fputs(rs->n ? "\n]\n" : "]\n", out);
 }
@@ -273,12 +267,8 @@ static int decimals_for(double v)
 
 static void value_cell(char *buf, const bench_result_t *r)
 {
-    if (!r) {
-        snprintf(buf, CELL, "-");
-        return;
-    }
-    if (isnan(r->value)) {
-        snprintf(buf, CELL, "%s", r->note ? r->note : "n/a");
+    if (!r || isnan(r->value)) {
+        snprintf(buf, CELL, "%s", !r ? "-" : r->note ? r->note : "n/a");
         return;
     }
     int d = decimals_for(r->value);
@@ -287,14 +277,6 @@ static void value_cell(char *buf, const bench_result_t *r)
                  r->frc ? " FRC" : "");
     else
         snprintf(buf, CELL, "%.*f%s", d, r->value, r->frc ? " FRC" : "");
-}
-
-static void extra_cell(char *buf, const bench_result_t *r, double v, int d)
-{
-    if (!r || isnan(v))
-        snprintf(buf, CELL, "-");
-    else
-        snprintf(buf, CELL, "%.*f", d, v);
 }
 
 /* The param column: its key ("tasks" of "tasks=16") over its values. */
@@ -334,8 +316,10 @@ static void cell(char *buf, const struct table *t, const struct column *c,
     const bench_result_t *r = line >= 0 && kind
                                   ? find(t->rs, kind, t->params[line])
                                   : NULL;
-    if (line >= 0 && kind && x)
-        extra_cell(buf, r, r ? r->extra[c->extra] : NAN, x->decimals);
+    if (line >= 0 && kind && x && r && !isnan(r->extra[c->extra]))
+        snprintf(buf, CELL, "%.*f", x->decimals, r->extra[c->extra]);
+    else if (line >= 0 && kind && x)
+        snprintf(buf, CELL, "-");
     else if (line >= 0 && kind)
         value_cell(buf, r);
 }

@@ -38,6 +38,7 @@ typedef struct bench_extra_col {
     const char *name;  /* CSV/JSON key: "fairness_min_over_mean"         */
     const char *label; /* table heading: "min/mean"; NULL = not in table  */
     int decimals;      /* digits after the point in the table            */
+    int fold;          /* over the repeats: enum bench_fold (expkit.h)    */
 } bench_extra_col_t;
 
 typedef struct bench_result {

@@ -34,14 +34,14 @@
 
 extern char **environ;
 
-const char *const bench_peer_names[] = {"go", "fiber", NULL};
+static const char *const peer_names[] = {"go", "fiber", NULL};
 const char *const bench_kernel_and_peers[] = {"kernel", "go", "fiber", NULL};
 
 #define PEER_EXIT_UNSUPPORTED 3
 
 bool bench_peer_is(const char *row)
 {
-    return bench_listed(bench_peer_names, row);
+    return bench_listed(peer_names, row);
 }
 
 static void say(char *why, size_t n, const char *fmt, const char *arg)

@@ -48,10 +48,8 @@ typedef struct bench_peer_result {
 
 /* Is row one of the peer rows ("go", "fiber")? */
 bool bench_peer_is(const char *row);
-/* The peer pseudo-row names, NULL-terminated (for bench_cli_t.pseudo),
- * and the pseudo rows of every experiment with a kernel row but no other:
- * "kernel" and the peers. */
-extern const char *const bench_peer_names[];
+/* The pseudo rows of every experiment with a kernel row but no other:
+ * "kernel" and the peers (for bench_cli_t.pseudo). */
 extern const char *const bench_kernel_and_peers[];
 
 /*

@@ -44,7 +44,7 @@ static const char *const pipe_refused[] = {"tasks", NULL};
 
 enum { PX_REPEATS, PX_COUNT };
 static const bench_extra_col_t pipe_extras[PX_COUNT] = {
-    [PX_REPEATS] = {"repeats", NULL, 0},
+    [PX_REPEATS] = {"repeats", NULL, 0, BENCH_FOLD_REPEATS},
 };
 
 static const bench_cli_t pipe_cli = {
@@ -332,43 +332,35 @@ static int pipe_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     return 0;
 }
 
-/* --modes: a comma list of same, cross, bw. */
+/* --modes: a comma list of same, cross, bw (empty items skipped). */
 static int pipe_parse_modes(const char *s, bool *modes)
 {
-    char *copy = strdup(s), *save = NULL;
-    int rc = copy ? 0 : BENCH_EXIT_USAGE;
     bool any = false;
-    for (char *t = copy; rc == 0; t = NULL) {
-        char *item = strtok_r(t, ",", &save);
-        if (!item)
-            break;
-        int m = 0;
-        while (m < PIPE_NMODES && strcmp(item, pipe_mode_names[m]) != 0)
+    for (s += strspn(s, ","); *s; s += strspn(s, ",")) {
+        int n = (int)strcspn(s, ","), m = 0;
+        while (m < PIPE_NMODES && (strncmp(s, pipe_mode_names[m], n) ||
+                                   pipe_mode_names[m][n] != '\0'))
             m++;
         if (m == PIPE_NMODES)
-            rc = bench_usage(
-                "pipe", "--modes: '%s' is not one of same, cross, bw", item);
-        else
-            modes[m] = any = true;
+            return bench_usage(
+                "pipe", "--modes: '%.*s' is not one of same, cross, bw", n, s);
+        modes[m] = any = true;
+        s += n;
     }
-    free(copy);
-    if (rc == 0 && !any)
-        rc = bench_usage("pipe", "--modes: empty list");
-    return rc;
+    return any ? 0 : bench_usage("pipe", "--modes: empty list");
 }
 
 static int pipe_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct pipe_args *a = sw->arg;
     const char *modes_s = "same,cross,bw", *kib_s = "64";
-    const bench_xopt_t xo[] = {{"modes", &modes_s}, {"msg-kib", &kib_s},
-                               {NULL, NULL}};
     int kib = 0;
+    const bench_xopt_t xo[] = {{"modes", &modes_s, NULL, 0, 0},
+                               {"msg-kib", &kib_s, &kib, 1, 65536},
+                               {0}};
     int rc = bench_take_options("pipe", argc, argv, xo, pipe_refused);
     if (rc == 0)
         rc = pipe_parse_modes(modes_s, a->modes);
-    if (rc == 0)
-        rc = bench_parse_int("pipe", "--msg-kib", kib_s, 1, 65536, &kib);
     a->msg = (size_t)kib * 1024;
     for (int m = 0; rc == 0 && m < PIPE_NMODES; m++) /* in this order */
         if (a->modes[m])
@@ -376,16 +368,12 @@ static int pipe_options(bench_sweep_t *sw, int *argc, char **argv)
     return rc;
 }
 
-static const unsigned char pipe_fold[PX_COUNT] = {[PX_REPEATS] =
-                                                      BENCH_FOLD_REPEATS};
-
 const bench_exp_t bench_pipe_exp = {
     .cli = &pipe_cli,
     .arg_size = sizeof(struct pipe_args),
     .title = "us per one-byte round trip (placement=*), MiB/s (msg_kib=*)",
     .extras = pipe_extras,
     .nextra = PX_COUNT,
-    .fold = pipe_fold,
     .kind = &pipe_kind,
     .options = pipe_options,
     .setup = pipe_setup,

@@ -60,19 +60,21 @@ struct plot_panel {
     int ncat;
 };
 
-static bool plot_has_value(const bench_result_t *r)
-{
-    return isfinite(r->value);
-}
-
 static const char *plot_unit(const bench_result_t *r)
 {
     return r->unit ? r->unit : "";
 }
 
-static bool plot_in_unit(const bench_result_t *r, const char *unit)
+/* Is r a row of unit's panel: with a value (valued), or without one? */
+static bool plot_in(const bench_result_t *r, const char *unit, bool valued)
 {
-    return strcmp(plot_unit(r), unit) == 0;
+    bool has = isfinite(r->value);
+    return has == valued && strcmp(plot_unit(r), unit) == 0;
+}
+
+static double plot_ci(const bench_result_t *r)
+{
+    return isfinite(r->ci95) ? r->ci95 : 0;
 }
 
 /* "key=number": the number, and the key's length; false otherwise. */
@@ -116,7 +118,7 @@ struct plot_scan {
 
 static void plot_scan_one(struct plot_scan *sc, const bench_result_t *r)
 {
-    double x, p, ci = isfinite(r->ci95) ? r->ci95 : 0;
+    double x, p, ci = plot_ci(r);
     size_t kl;
     sc->all_pct = sc->all_pct && plot_param_pct(r->param, &p);
     bool num = plot_param_number(r->param, &x, &kl);
@@ -152,7 +154,7 @@ void bench_plot_shape_of(const bench_results_t *rs, const char *unit,
                            .xmin = INFINITY, .xmax = -INFINITY,
                            .vmin = INFINITY, .vmax = -INFINITY};
     for (int i = 0; i < rs->n; i++)
-        if (plot_has_value(&rs->r[i]) && plot_in_unit(&rs->r[i], unit))
+        if (plot_in(&rs->r[i], unit, true))
             plot_scan_one(&sc, &rs->r[i]);
     memset(out, 0, sizeof *out);
     if (sc.n == 0) {
@@ -202,8 +204,7 @@ static bool plot_split_workers(const bench_results_t *rs, const char *unit)
     for (int i = 0; i < rs->n; i++)
         for (int j = i + 1; j < rs->n; j++) {
             const bench_result_t *a = &rs->r[i], *b = &rs->r[j];
-            if (plot_has_value(a) && plot_has_value(b) &&
-                plot_in_unit(a, unit) && plot_in_unit(b, unit) &&
+            if (plot_in(a, unit, true) && plot_in(b, unit, true) &&
                 !strcmp(a->row, b->row) && a->workers != b->workers)
                 return true;
         }
@@ -252,7 +253,7 @@ static int plot_panel_build(const bench_results_t *rs, const char *unit,
     bool split = plot_split_workers(rs, unit);
     for (int i = 0; i < rs->n; i++) {
         const bench_result_t *r = &rs->r[i];
-        if (!plot_has_value(r) || !plot_in_unit(r, unit))
+        if (!plot_in(r, unit, true))
             continue;
         bench_intern(pl->cats, &pl->ncat, r->param);
         struct plot_series *s = plot_series_for(pl, r, split);
@@ -274,13 +275,15 @@ static void plot_panel_free(struct plot_panel *pl)
 }
 
 /* The distinct units, first-seen order, of every row (with a value or
- * not: a unit whose rows all lack one still gets a panel saying so). */
+ * not: a unit whose rows all lack one still gets a panel saying so); no
+ * rows at all are one empty panel, of unit "". */
 static int plot_units(const bench_results_t *rs, const char **units)
 {
     int n = 0;
+    units[0] = "";
     for (int i = 0; i < rs->n; i++)
         bench_intern(units, &n, plot_unit(&rs->r[i]));
-    return n;
+    return n ? n : 1;
 }
 
 /* ----- The script ----- */
@@ -299,18 +302,9 @@ static void plot_q(FILE *out, const char *s)
 
 static void plot_series_title(FILE *out, const struct plot_series *s)
 {
-    if (s->workers < 0) {
-        plot_q(out, s->row);
-        return;
-    }
     char buf[256];
     snprintf(buf, sizeof buf, "%s w=%d", s->row, s->workers);
-    plot_q(out, buf);
-}
-
-static double plot_ci(const bench_result_t *r)
-{
-    return isfinite(r->ci95) ? r->ci95 : 0;
+    plot_q(out, s->workers < 0 ? s->row : buf);
 }
 
 /* y of a CDF point: P on the nines scale. */
@@ -345,13 +339,12 @@ static void plot_caption_missing(FILE *f, const bench_results_t *rs,
     int listed = 0;
     for (int i = 0; i < rs->n; i++) {
         const bench_result_t *r = &rs->r[i];
-        if (plot_has_value(r) || !plot_in_unit(r, unit))
+        if (!plot_in(r, unit, false))
             continue;
         bool seen = false;
         for (int j = 0; j < i && !seen; j++) {
             const bench_result_t *q = &rs->r[j];
-            seen = !plot_has_value(q) && plot_in_unit(q, unit) &&
-                   !strcmp(q->row, r->row) &&
+            seen = plot_in(q, unit, false) && !strcmp(q->row, r->row) &&
                    !strcmp(q->note ? q->note : "", r->note ? r->note : "");
         }
         if (seen)
@@ -374,7 +367,7 @@ static int plot_caption(const bench_results_t *rs, const char *unit,
     fprintf(f, "%s\n", what);
     int n = 0, frc = 0;
     for (int i = 0; i < rs->n; i++)
-        if (plot_has_value(&rs->r[i]) && plot_in_unit(&rs->r[i], unit)) {
+        if (plot_in(&rs->r[i], unit, true)) {
             n++;
             frc += rs->r[i].frc;
         }
@@ -487,8 +480,7 @@ static void plot_y_axis(FILE *out, const bench_results_t *rs,
     for (int i = 0; i < rs->n; i++) {
         double p;
         const bench_result_t *r = &rs->r[i];
-        if (!plot_has_value(r) || !plot_in_unit(r, pl->unit) ||
-            !plot_param_pct(r->param, &p))
+        if (!plot_in(r, pl->unit, true) || !plot_param_pct(r->param, &p))
             continue;
         fprintf(out, "%s'%g' %.9g", t++ ? ", " : "", p, plot_nines(p));
         lo = fmin(lo, plot_nines(p));
@@ -497,12 +489,9 @@ static void plot_y_axis(FILE *out, const bench_results_t *rs,
     fprintf(out, ")\nset yrange [%.9g:%.9g]\n", lo - 0.25, hi + 0.25);
 }
 
-static const char *plot_style(bench_plot_kind_t kind)
-{
-    return kind == BENCH_PLOT_CDF      ? "xerrorlines"
-           : kind == BENCH_PLOT_GROUPS ? "yerrorbars"
-                                       : "yerrorlines";
-}
+static const char *const plot_style[] = {[BENCH_PLOT_LINES] = "yerrorlines",
+                                         [BENCH_PLOT_CDF] = "xerrorlines",
+                                         [BENCH_PLOT_GROUPS] = "yerrorbars"};
 
 static void plot_command(FILE *out, const struct plot_panel *pl, int p)
 {
@@ -517,7 +506,7 @@ static void plot_command(FILE *out, const struct plot_panel *pl, int p)
     for (int k = 0; k < pl->ns; k++) {
         fprintf(out, "%s$P%dS%d using 1:2:3 with %s lw 2 pt %d ps 1 dt %d "
                      "title ",
-                k ? ", \\\n     " : "", p, k, plot_style(pl->shape.kind),
+                k ? ", \\\n     " : "", p, k, plot_style[pl->shape.kind],
                 5 + 2 * (k % 4), 1 + k / 8);
         plot_series_title(out, &pl->s[k]);
     }
@@ -530,15 +519,10 @@ static int plot_panel_script(FILE *out, const bench_results_t *rs,
     fputs("reset\nset grid\nset key outside right top\n"
           "set bmargin 6\nset border 3\nset tics nomirror\n",
           out);
+    char t[256]; /* the title, over the first panel */
+    snprintf(t, sizeof t, "%s: %s", rs->experiment, rs->title ? rs->title : "");
     fputs("set title ", out);
-    if (p == 0) {
-        char t[256];
-        snprintf(t, sizeof t, "%s: %s", rs->experiment,
-                 rs->title ? rs->title : "");
-        plot_q(out, t);
-    } else {
-        plot_q(out, "");
-    }
+    plot_q(out, p == 0 ? t : "");
     fputc('\n', out);
     plot_x_axis(out, pl);
     plot_y_axis(out, rs, pl);
@@ -554,25 +538,9 @@ static void plot_header(FILE *out, const char *svg, int npanel)
             "# drawn by mqs-bench --plot from the results only\n"
             "set terminal svg size %d,%d fixed noenhanced font 'Sans,12' "
             "background rgb 'white'\nset encoding utf8\nset output ",
-            PLOT_WIDTH, PLOT_PANEL_HEIGHT * (npanel ? npanel : 1));
+            PLOT_WIDTH, PLOT_PANEL_HEIGHT * npanel);
     plot_q(out, svg);
     fputc('\n', out);
-}
-
-static int plot_panels(FILE *out, const bench_results_t *rs,
-                       struct plot_panel *pls, int npanel)
-{
-    for (int p = 0; p < npanel; p++)
-        for (int k = 0; k < pls[p].ns; k++)
-            plot_datablock(out, rs, &pls[p], p, k);
-    if (npanel > 1)
-        fprintf(out, "set multiplot layout %d,1\n", npanel);
-    for (int p = 0; p < npanel; p++)
-        if (plot_panel_script(out, rs, &pls[p], p) != 0)
-            return -1;
-    if (npanel > 1)
-        fputs("unset multiplot\n", out);
-    return 0;
 }
 
 int bench_plot_script(const bench_results_t *rs, const char *svg_path,
@@ -586,15 +554,17 @@ int bench_plot_script(const bench_results_t *rs, const char *svg_path,
         rc = -1;
     for (int p = 0; rc == 0 && p < npanel; p++)
         rc = plot_panel_build(rs, units[p], &pls[p]);
-    if (rc == 0) {
+    if (rc == 0)
         plot_header(out, svg_path, npanel);
-        if (npanel == 0) {
-            struct plot_panel empty = {.unit = "", .shape = {0}};
-            rc = plot_panel_script(out, rs, &empty, 0);
-        } else {
-            rc = plot_panels(out, rs, pls, npanel);
-        }
-    }
+    for (int p = 0; rc == 0 && p < npanel; p++)
+        for (int k = 0; k < pls[p].ns; k++)
+            plot_datablock(out, rs, &pls[p], p, k);
+    if (rc == 0 && npanel > 1)
+        fprintf(out, "set multiplot layout %d,1\n", npanel);
+    for (int p = 0; rc == 0 && p < npanel; p++)
+        rc = plot_panel_script(out, rs, &pls[p], p);
+    if (rc == 0 && npanel > 1)
+        fputs("unset multiplot\n", out);
     for (int p = 0; pls && p < npanel; p++)
         plot_panel_free(&pls[p]);
     free(pls);
@@ -645,12 +615,6 @@ static int plot_write_temp(const bench_results_t *rs, const char *svg,
     return rc;
 }
 
-static bool plot_nonempty(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && st.st_size > 0;
-}
-
 bool bench_plot_have_gnuplot(const char *experiment)
 {
     char path[4096];
@@ -667,6 +631,7 @@ int bench_plot_svg(const bench_results_t *rs, const char *svg_path)
 {
     char gnuplot[4096], script[4096], out[256];
     char *argv[] = {gnuplot, script, NULL};
+    struct stat st;
     if (!bench_plot_have_gnuplot(rs->experiment) ||
         !bench_plot_find_gnuplot(gnuplot, sizeof gnuplot))
         return 1;
@@ -674,7 +639,7 @@ int bench_plot_svg(const bench_results_t *rs, const char *svg_path)
         return 1;
     if (bench_run_capture(argv, false, out, sizeof out,
                           PLOT_TIMEOUT_S * 1000000000ull) != 0 ||
-        !plot_nonempty(svg_path)) {
+        stat(svg_path, &st) != 0 || st.st_size == 0) {
         fprintf(stderr,
                 "mqs-bench %s: --plot: gnuplot failed to draw %s; its script "
                 "is kept in %s\n",

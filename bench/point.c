@@ -54,7 +54,7 @@ double bench_point_seconds(const bench_point_t *p)
 
 static int point_fold_of(const bench_point_t *p, int i)
 {
-    return p->fold ? p->fold[i] : BENCH_FOLD_MEAN;
+    return p->extras ? p->extras[i].fold : BENCH_FOLD_MEAN;
 }
 
 static void point_fold(struct point_run *run, int i, double x)
@@ -85,15 +85,6 @@ static int point_repeat(void *arg, int repeat, double *value)
     int rc = point_measure(run->p, repeat + 1, value, extra);
     for (int i = 0; rc == 0 && i < run->p->nextra; i++)
         point_fold(run, i, extra[i]);
-    return rc;
-}
-
-static int point_warmup(bench_point_t *p)
-{
-    double v, extra[BENCH_MAX_EXTRA];
-    p->warmup = true;
-    int rc = point_measure(p, 0, &v, extra);
-    p->warmup = false;
     return rc;
 }
 
@@ -134,8 +125,12 @@ int bench_point_run(bench_point_t *p, bench_result_t *res)
                             .frc = true};
     p->note[0] = '\0';
     int rc = p->kind->open(p);
-    if (rc == 0 && !p->no_warm)
-        rc = point_warmup(p);
+    if (rc == 0 && !p->no_warm) { /* its value and extras are dropped */
+        double v, extra[BENCH_MAX_EXTRA];
+        p->warmup = true;
+        rc = point_measure(p, 0, &v, extra);
+        p->warmup = false;
+    }
     if (rc == 0)
         rc = bench_repeat_until_precise(&p->o->prec, point_repeat, &run, &est);
     if (p->kind->close)
@@ -231,9 +226,8 @@ static int sweep_point(bench_sweep_t *sw, bench_progress_t *prog, int r,
                        .progress = prog,
                        .row = row,
                        .kind = sweep_kind(sw->e, row),
-                       .fold = sw->e->fold,
-                       .nextra = sw->nextra};
-    bench_peer_args_init(&p.peer_args);
+                       .extras = sw->extras,
+                       .nextra = sw->nextra}; /* no peer args yet */
     if (!p.kind || sw->e->setup(sw, i, &p) != 0)
         return -2;
     bench_result_t res;

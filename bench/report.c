@@ -48,7 +48,7 @@
  * most rows); max_seconds: a cap on one measurement's length; params:
  * the points per row the experiment's own parameter adds (its default
  * list's length), for the planner's count. */
-const report_def_t report_standard[] = {
+static const report_def_t report_standard[] = {
     {"yield", "all,kernel,floor,go,fiber", "1,2,8,64,512,4096", 3.0, 0.2, 1},
     {"pipe", REPORT_ROWS, NULL, 1.0, 0, 3},  /* modes same, cross, bw */
     {"wake", REPORT_ROWS, NULL, 1.5, 0, 1},
@@ -58,7 +58,7 @@ const report_def_t report_standard[] = {
     {"chat", REPORT_ROWS, NULL, 1.5, 0, 2}, /* rooms 1, 10 */
     {"ring", REPORT_ROWS, NULL, 1.0, 0, 1},
 };
-const int report_nstandard =
+static const int report_nstandard =
     (int)(sizeof report_standard / sizeof report_standard[0]);
 
 #define REPORT_DEFAULT_MINUTES 9.0 /* under 10 minutes on 2 cores */
@@ -219,8 +219,8 @@ static void report_print_plan(const report_t *rp, FILE *out)
 
 /* ----- The run ----- */
 
-static int report_setup(report_t *rp, const struct report_cli *c, char **argv,
-                        char *exe_shown, size_t n)
+static int report_setup(report_t *rp, const struct report_cli *c, int argc,
+                        char **argv, char *exe_shown, size_t n)
 {
     memset(rp, 0, sizeof *rp);
     rp->out_dir = c->out;
@@ -235,9 +235,6 @@ static int report_setup(report_t *rp, const struct report_cli *c, char **argv,
     rp->plots = bench_plot_find_gnuplot(gp, sizeof gp);
     rp->tty = isatty(STDERR_FILENO);
     /* argv[0] is "report": the command shown is exe_shown report ... */
-    int argc = 0;
-    while (argv[argc])
-        argc++;
     char **words = calloc((size_t)argc + 2, sizeof *words);
     if (words) {
         words[0] = exe_shown;
@@ -352,7 +349,7 @@ int bench_report_main(int argc, char **argv)
     }
     report_t rp;
     char exe[PATH_MAX];
-    rc = report_setup(&rp, &c, argv, exe, sizeof exe);
+    rc = report_setup(&rp, &c, argc, argv, exe, sizeof exe);
     if (rc == 0)
         rc = report_go(&rp, c.dry);
     else

@@ -36,9 +36,6 @@ typedef struct report_def {
                          * mixed's mixes, chat's rooms); 0 = 1          */
 } report_def_t;
 
-extern const report_def_t report_standard[];
-extern const int report_nstandard;
-
 /* ----- CSV (report_csv.c) ----- */
 
 typedef struct report_csv {

@@ -26,9 +26,12 @@
 
 #include "common.h"
 
-static void rwrite_html(FILE *out, const char *s)
+/* before, s escaped for HTML, after. */
+static void rwrite_html(FILE *out, const char *before, const char *s,
+                        const char *after)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
+    fputs(before, out);
     while (*p) {
         int n = bench_utf8_len(p);
         const char *ent = *p == '&'   ? "&amp;"
@@ -44,6 +47,7 @@ static void rwrite_html(FILE *out, const char *s)
             fwrite(p, 1, (size_t)n, out);
         p += n ? n : 1;
     }
+    fputs(after, out);
 }
 
 /* ----- Shared wording ----- */
@@ -113,9 +117,8 @@ static const char rwrite_style[] =
 
 static void rwrite_kv(FILE *out, const char *k, const char *v)
 {
-    fprintf(out, "<tr><th>%s</th><td>", k);
-    rwrite_html(out, v);
-    fputs("</td></tr>\n", out);
+    fprintf(out, "<tr><th>%s</th>", k);
+    rwrite_html(out, "<td>", v, "</td></tr>\n");
 }
 
 static void rwrite_machine(FILE *out, const report_t *rp)
@@ -154,10 +157,8 @@ static void rwrite_summary(FILE *out, const report_t *rp)
     for (int i = 0; i < rp->nsteps; i++) {
         const report_step_t *s = &rp->steps[i];
         fprintf(out, "<tr><td><a href=\"#%s\">", s->def->experiment);
-        rwrite_html(out, s->def->experiment);
-        fprintf(out,
-                "</a></td><td class=\"%s\">%s</td><td class=\"n\">%d"
-                "</td>",
+        rwrite_html(out, "", s->def->experiment, "</a></td>");
+        fprintf(out, "<td class=\"%s\">%s</td><td class=\"n\">%d</td>",
                 rwrite_status[s->status][1], report_status_name(s->status),
                 s->have_csv ? s->csv.nrow : 0);
         if (s->status == REPORT_ABSENT || s->status == REPORT_SKIPPED)
@@ -184,35 +185,21 @@ static void rwrite_table(FILE *out, const report_csv_t *c)
     int skip = report_csv_col(c, "experiment"), frc = report_csv_col(c, "frc");
     fputs("<table class=\"results\">\n<tr>", out);
     for (int i = 0; i < c->ncol; i++)
-        if (i != skip) {
-            fputs("<th>", out);
-            rwrite_html(out, c->head[i]);
-            fputs("</th>", out);
-        }
+        if (i != skip)
+            rwrite_html(out, "<th>", c->head[i], "</th>");
     fputs("</tr>\n", out);
     for (int r = 0; r < c->nrow; r++) {
         bool flagged = frc >= 0 && !strcmp(c->cell[r][frc], "1");
         fputs(flagged ? "<tr class=\"frc\">" : "<tr>", out);
-        for (int i = 0; i < c->ncol; i++) {
-            if (i == skip)
-                continue;
-            fputs(rwrite_numeric(c->cell[r][i]) ? "<td class=\"n\">" : "<td>",
-                  out);
-            rwrite_html(out, c->cell[r][i]);
-            fputs("</td>", out);
-        }
+        for (int i = 0; i < c->ncol; i++)
+            if (i != skip)
+                rwrite_html(out,
+                            rwrite_numeric(c->cell[r][i]) ? "<td class=\"n\">"
+                                                          : "<td>",
+                            c->cell[r][i], "</td>");
         fputs("</tr>\n", out);
     }
     fputs("</table>\n", out);
-}
-
-static void rwrite_pre(FILE *out, const char *label, const char *text,
-                       bool open)
-{
-    fprintf(out, "<details%s><summary>%s</summary><pre>", open ? " open" : "",
-            label);
-    rwrite_html(out, text);
-    fputs("</pre></details>\n", out);
 }
 
 static void rwrite_plot(FILE *out, const report_t *rp, const report_step_t *s)
@@ -232,35 +219,33 @@ static void rwrite_step(FILE *out, const report_t *rp, const report_step_t *s)
     const char *e = s->def->experiment;
     fprintf(out,
             "<section id=\"%s\">\n<h2>%s <span class=\"%s\">(%s)</span>"
-            "</h2>\n<p>",
+            "</h2>\n",
             e, e, rwrite_status[s->status][1], report_status_name(s->status));
     char outcome[256];
-    rwrite_html(out, rwrite_outcome(s, outcome, sizeof outcome));
-    fputs(".</p>\n", out);
+    rwrite_html(out, "<p>", rwrite_outcome(s, outcome, sizeof outcome),
+                ".</p>\n");
     if (s->status == REPORT_ABSENT || s->status == REPORT_SKIPPED) {
         fputs("</section>\n", out);
         return;
     }
     fprintf(out, "<p>%d data points planned; --seconds %.3f, --repeats %d, "
-                 "--budget %.2f s per point.  To reproduce:</p>\n<pre>",
+                 "--budget %.2f s per point.  To reproduce:</p>\n",
             s->points, s->seconds, s->repeats, s->point_budget_s);
-    rwrite_html(out, s->command);
-    fputs("</pre>\n", out);
-    if (s->dropped[0]) {
-        fputs("<p>Standard rows not in this build, left out: ", out);
-        rwrite_html(out, s->dropped);
-        fputs("</p>\n", out);
-    }
+    rwrite_html(out, "<pre>", s->command, "</pre>\n");
+    if (s->dropped[0])
+        rwrite_html(out, "<p>Standard rows not in this build, left out: ",
+                    s->dropped, "</p>\n");
     rwrite_plot(out, rp, s);
     if (s->have_csv)
         rwrite_table(out, &s->csv);
-    else {
-        fputs("<p class=\"failed\">no table: ", out);
-        rwrite_html(out, s->csv_error);
-        fputs("</p>\n", out);
+    else
+        rwrite_html(out, "<p class=\"failed\">no table: ", s->csv_error,
+                    "</p>\n");
+    if (s->err_text && *s->err_text) { /* open when it went wrong */
+        fprintf(out, "<details%s><summary>stderr</summary>",
+                s->status != REPORT_OK ? " open" : "");
+        rwrite_html(out, "<pre>", s->err_text, "</pre></details>\n");
     }
-    if (s->err_text && *s->err_text)
-        rwrite_pre(out, "stderr", s->err_text, s->status != REPORT_OK);
     fputs("</section>\n", out);
 }
 

@@ -42,14 +42,11 @@
 
 #include "expkit.h"
 
-#define RING_KERNEL_STACK (64u * 1024u)
-
-
 enum { RX_TOUCH, RX_SIZE, RX_REPEATS, RX_COUNT };
 static const bench_extra_col_t ring_extras[RX_COUNT] = {
-    [RX_TOUCH] = {"touch_us", "touch", 3},
-    [RX_SIZE] = {"size_kib", NULL, 0},
-    [RX_REPEATS] = {"repeats", NULL, 0},
+    [RX_TOUCH] = {"touch_us", "touch", 3, BENCH_FOLD_MEAN},
+    [RX_SIZE] = {"size_kib", NULL, 0, BENCH_FOLD_MEAN},
+    [RX_REPEATS] = {"repeats", NULL, 0, BENCH_FOLD_REPEATS},
 };
 
 static const bench_cli_t ring_cli = {
@@ -225,7 +222,7 @@ static int ring_measure(bench_point_t *p, double *value, double *extra)
         }
     }
     bench_group_t g = {.rt = p->rt, .workers = p->workers,
-                       .stack = RING_KERNEL_STACK};
+                       .stack = BENCH_KERNEL_STACK};
     ok = ok && bench_group_start(&g, "ring", p->row->spec, r.n, ring_task,
                                  pt->m, sizeof *pt->m) == 0;
     if (!ok)
@@ -359,17 +356,12 @@ static int ring_prepare(bench_sweep_t *sw)
 
 static int ring_options(bench_sweep_t *sw, int *argc, char **argv)
 {
+    struct ring_args *a = sw->arg;
     const char *size_s = "0";
-    const bench_xopt_t xo[] = {{"size", &size_s}, {NULL, NULL}};
-    int rc = bench_take_options("ring", argc, argv, xo, NULL);
-    if (rc == 0)
-        rc = bench_parse_int("ring", "--size", size_s, 0, 1 << 20,
-                             &((struct ring_args *)sw->arg)->size_kib);
-    return rc;
+    const bench_xopt_t xo[] = {{"size", &size_s, &a->size_kib, 0, 1 << 20},
+                               {0}};
+    return bench_take_options("ring", argc, argv, xo, NULL);
 }
-
-static const unsigned char ring_fold[RX_COUNT] = {[RX_REPEATS] =
-                                                      BENCH_FOLD_REPEATS};
 
 const bench_exp_t bench_ring_exp = {
     .cli = &ring_cli,
@@ -377,7 +369,6 @@ const bench_exp_t bench_ring_exp = {
     .title = "us per context switch",
     .extras = ring_extras,
     .nextra = RX_COUNT,
-    .fold = ring_fold,
     .kind = &ring_kind,
     .options = ring_options,
     .prepare = ring_prepare,

@@ -73,18 +73,17 @@
 
 #define SPAWN_MAX_FANOUT 64
 #define SPAWN_STACK (16u * 1024u)
-#define SPAWN_KERNEL_STACK (64u * 1024u)
-
 
 enum { SPAWN_X_RSS, SPAWN_X_COUNT };
 static const bench_extra_col_t spawn_extras[SPAWN_X_COUNT] = {
-    [SPAWN_X_RSS] = {"peak_rss_kib", "RSS KiB", 0},
+    [SPAWN_X_RSS] = {"peak_rss_kib", "RSS KiB", 0, BENCH_FOLD_MEAN},
 };
 enum { SPAWN_L_RSS, SPAWN_L_PTE, SPAWN_L_MAPS, SPAWN_L_COUNT };
 static const bench_extra_col_t spawn_live_extras[SPAWN_L_COUNT] = {
-    [SPAWN_L_RSS] = {"rss_bytes_per_task", "RSS B/task", 0},
-    [SPAWN_L_PTE] = {"page_table_bytes_per_task", "PTE B/task", 0},
-    [SPAWN_L_MAPS] = {"mappings", "mappings", 0},
+    [SPAWN_L_RSS] = {"rss_bytes_per_task", "RSS B/task", 0, BENCH_FOLD_MEAN},
+    [SPAWN_L_PTE] = {"page_table_bytes_per_task", "PTE B/task", 0,
+                     BENCH_FOLD_MEAN},
+    [SPAWN_L_MAPS] = {"mappings", "mappings", 0, BENCH_FOLD_MEAN},
 };
 #define SPAWN_LIVE_PER_GATE 1000000
 
@@ -145,15 +144,12 @@ static bool spawn_is_power(long t, int f)
     return t == 1;
 }
 
-/* Every task of a tree with t leaves: t + t/f + ... + 1. */
+/* Every task of a tree with t leaves: t + t/f + ... + 1 (then 1/f = 0). */
 static double spawn_tree_tasks(long t, int f)
 {
     double n = 0;
-    for (long level = t; level >= 1; level /= f) {
+    for (long level = t; level >= 1; level /= f)
         n += (double)level;
-        if (level == 1)
-            break;
-    }
     return n;
 }
 
@@ -197,7 +193,7 @@ static void *spawn_node(void *arg)
     pthread_attr_t attr;
     if (kernel) {
         pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, SPAWN_KERNEL_STACK);
+        pthread_attr_setstacksize(&attr, BENCH_KERNEL_STACK);
     }
     int f = n->tree->fanout;
     uint64_t sub = n->size / (uint64_t)f;
@@ -256,15 +252,6 @@ static int spawn_in_runtime(bench_point_t *p, void *(*fn)(void *), void *arg,
         *err = mqs_join(t, NULL);
     *ns = bench_now_ns() - t0;
     return bench_runtime_close("spawn", rt);
-}
-
-static int spawn_run_mq(bench_point_t *p, struct spawn_node *root, uint64_t *ns)
-{
-    int err = 0;
-    int rc = spawn_in_runtime(p, spawn_node, root, &err, ns);
-    if (err)
-        spawn_fail(root->tree, err);
-    return rc;
 }
 
 static int spawn_run_kernel(bench_point_t *p, struct spawn_node *root,
@@ -385,8 +372,11 @@ static void spawn_child(bench_point_t *p, struct spawn_out *out)
     struct spawn_tree tree = {.fanout = sp->fanout, .kernel = p->row->pseudo};
     struct spawn_node root = {&tree, 0, (uint64_t)sp->leaves, 0};
     uint64_t ns = 0;
-    int rc = p->row->pseudo ? spawn_run_kernel(p, &root, &ns)
-                            : spawn_run_mq(p, &root, &ns);
+    int err = 0, rc = p->row->pseudo
+                          ? spawn_run_kernel(p, &root, &ns)
+                          : spawn_in_runtime(p, spawn_node, &root, &err, &ns);
+    if (err)
+        spawn_fail(&tree, err);
     out->err = atomic_load(&tree.err);
     out->sum = root.sum;
     out->ns = (double)ns;
@@ -395,15 +385,8 @@ static void spawn_child(bench_point_t *p, struct spawn_out *out)
     out->rc = rc == 0 && out->err == 0 && right ? 0 : -1;
 }
 
-/* Read the child's report; -1 when it died or said nothing. */
-static int spawn_collect(int fd, pid_t pid, struct spawn_out *out)
-{
-    size_t got = bench_read(fd, out, sizeof *out);
-    close(fd);
-    int st = bench_wait_pid(pid);
-    return st == -1 || got != sizeof *out || !WIFEXITED(st) ? -1 : 0;
-}
-
+/* Run spawn_child in a child process: 0, or -1 when it died or said
+ * nothing. */
 static int spawn_fork(bench_point_t *p, struct spawn_out *out)
 {
     int fd[2];
@@ -424,7 +407,10 @@ static int spawn_fork(bench_point_t *p, struct spawn_out *out)
         _exit(w == (ssize_t)sizeof o ? 0 : 1);
     }
     close(fd[1]);
-    return spawn_collect(fd[0], pid, out);
+    size_t got = bench_read(fd[0], out, sizeof *out);
+    close(fd[0]);
+    int st = bench_wait_pid(pid);
+    return st == -1 || got != sizeof *out || !WIFEXITED(st) ? -1 : 0;
 }
 
 /* Why the measurement failed, into p's note and on stderr; -1. */
@@ -526,19 +512,6 @@ static const bench_peer_map_t spawn_live_peer_map = {
     .check = spawn_live_peer_check,
 };
 
-/* What a peer row is told about the point. */
-static void spawn_peer_args(bench_point_t *p, const struct spawn_point *sp)
-{
-    bench_peer_args_t *a = &p->peer_args;
-    p->peer_map = sp->live ? &spawn_live_peer_map : &spawn_peer_map;
-    if (sp->live) {
-        bench_peer_args_add(a, "live", "%ld", sp->live);
-        return;
-    }
-    bench_peer_args_add(a, "tasks", "%ld", sp->leaves);
-    bench_peer_args_add(a, "fanout", "%d", sp->fanout);
-}
-
 /* ----- Options and the table entry ----- */
 
 struct spawn_args {
@@ -550,21 +523,12 @@ static int spawn_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct spawn_args *a = sw->arg;
     const char *v[3] = {"10", "10000", "0"};
-    const bench_xopt_t xo[] = {{"fanout", &v[0]},
-                               {"kernel-tasks", &v[1]},
-                               {"live", &v[2]},
-                               {NULL, NULL}};
-    int rc = bench_take_options("spawn", argc, argv, xo, NULL);
-    if (rc == 0)
-        rc = bench_parse_int("spawn", "--fanout", v[0], 2, SPAWN_MAX_FANOUT,
-                             &a->fanout);
-    if (rc == 0)
-        rc = bench_parse_int("spawn", "--kernel-tasks", v[1], 1, 1000000,
-                             &a->kernel_max);
-    if (rc == 0)
-        rc = bench_parse_int("spawn", "--live", v[2], 0, 100000000,
-                             &a->live);
-    return rc;
+    const bench_xopt_t xo[] = {
+        {"fanout", &v[0], &a->fanout, 2, SPAWN_MAX_FANOUT},
+        {"kernel-tasks", &v[1], &a->kernel_max, 1, 1000000},
+        {"live", &v[2], &a->live, 0, 100000000},
+        {0}};
+    return bench_take_options("spawn", argc, argv, xo, NULL);
 }
 
 static int spawn_check_sizes(const bench_opts_t *o, int fanout)
@@ -596,16 +560,20 @@ static int spawn_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     struct spawn_point *sp = &a->cur;
     *sp = (struct spawn_point){sw->o->tasks[i], a->fanout, a->kernel_max,
                                a->live};
-    spawn_peer_args(p, sp);
     p->unit = "ns";
     /* Each run is a cold child anyway; a warm-up of 10^6 tasks would
      * only double the time. */
     p->no_warm = a->live != 0;
     p->ctx = sp;
-    if (a->live)
+    p->peer_map = sp->live ? &spawn_live_peer_map : &spawn_peer_map;
+    if (a->live) {
         snprintf(p->param, sizeof p->param, "live=%d", a->live);
-    else
+        bench_peer_args_add(&p->peer_args, "live", "%ld", sp->live);
+    } else {
         snprintf(p->param, sizeof p->param, "tasks=%d", sw->o->tasks[i]);
+        bench_peer_args_add(&p->peer_args, "tasks", "%ld", sp->leaves);
+        bench_peer_args_add(&p->peer_args, "fanout", "%d", sp->fanout);
+    }
     return 0;
 }
 

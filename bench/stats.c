@@ -108,24 +108,19 @@ void bench_estimate_of(const double *x, size_t n, double ci_target,
     out->n = (int)n;
     out->mean = bench_mean(x, n);
     out->stdev = bench_stdev(x, n);
-    out->ci95 = n < 2 ? INFINITY : bench_ci95(out->stdev, n);
+    out->ci95 = bench_ci95(out->stdev, n); /* INFINITY below 2 */
     /* Written so that a NAN anywhere counts as not reached. */
     out->frc = !(out->ci95 <= ci_target * fabs(out->mean));
-}
-
-static bool precision_ok(const bench_precision_t *p)
-{
-    return p->min_repeats >= 1 && p->max_repeats >= p->min_repeats &&
-           p->ci_target > 0 && p->budget_s >= 0;
 }
 
 int bench_repeat_until_precise(const bench_precision_t *prec,
                                bench_measure_fn measure, void *ctx,
                                bench_estimate_t *out)
 {
-    if (!precision_ok(prec))
-        return -1;
-    double *x = malloc((size_t)prec->max_repeats * sizeof *x);
+    bool ok = prec->min_repeats >= 1 &&
+              prec->max_repeats >= prec->min_repeats && prec->ci_target > 0 &&
+              prec->budget_s >= 0;
+    double *x = ok ? malloc((size_t)prec->max_repeats * sizeof *x) : NULL;
     if (!x)
         return -1;
     uint64_t t0 = bench_now_ns();

@@ -62,9 +62,9 @@ static const double wake_pcts[4] = {50, 90, 99, 99.9};
 
 enum { WX_POOLED, WX_SAMPLES, WX_REPEATS, WX_COUNT };
 static const bench_extra_col_t wake_extras[WX_COUNT] = {
-    [WX_POOLED] = {"pooled", "pooled", 2},
-    [WX_SAMPLES] = {"samples", "samples", 0},
-    [WX_REPEATS] = {"repeats", NULL, 0},
+    [WX_POOLED] = {"pooled", "pooled", 2, BENCH_FOLD_MEAN},
+    [WX_SAMPLES] = {"samples", "samples", 0, BENCH_FOLD_MEAN},
+    [WX_REPEATS] = {"repeats", NULL, 0, BENCH_FOLD_MEAN},
 };
 
 static const bench_cli_t wake_cli = {
@@ -427,36 +427,30 @@ static void wake_close(bench_point_t *p)
 static const bench_point_kind_t wake_kind = {wake_open, wake_measure,
                                              wake_close};
 
-/* One of the seven results of a row from the statistic's repeats (the
- * driver's estimate is the one of stat=mean). */
-static int wake_emit_one(bench_point_t *p, int s, const double *pooled,
-                         bench_result_t r, bench_results_t *rs)
-{
-    struct wake_point *pt = p->ctx;
-    bench_estimate_t est = {.mean = NAN, .ci95 = NAN};
-    if (p->ok)
-        bench_estimate_of(pt->stat[s], (size_t)pt->n, p->o->prec.ci_target,
-                          &est);
-    r.param = (char *)wake_params[s];
-    r.value = p->ok ? est.mean : NAN;
-    r.ci95 = p->ok ? est.ci95 : NAN;
-    r.frc = p->ok && est.frc;
-    r.extra[WX_POOLED] = p->ok && pt->pooled.n ? pooled[s] : NAN;
-    r.extra[WX_SAMPLES] = p->ok ? pt->samples : NAN;
-    r.extra[WX_REPEATS] = p->ok ? pt->n : NAN;
-    return bench_results_add(rs, &r);
-}
-
-/* The seven results of a row; frees what the point kept for them. */
-static int wake_emit(bench_point_t *p, bench_result_t *res,
-                     bench_results_t *rs)
+/* The seven results of a row, each from its statistic's repeats (the
+ * driver's estimate is the one of stat=mean); frees what the point kept
+ * for them. */
+static int wake_emit(bench_point_t *p, bench_result_t *res, bench_results_t *rs)
 {
     struct wake_point *pt = p->ctx;
     double pooled[WS_N];
     wake_stats_of(&pt->pooled, pooled);
     int rc = 0;
-    for (int s = 0; s < WS_N && rc == 0; s++)
-        rc = wake_emit_one(p, s, pooled, *res, rs);
+    for (int s = 0; s < WS_N && rc == 0; s++) {
+        bench_estimate_t est = {.mean = NAN, .ci95 = NAN}; /* frc false */
+        if (p->ok)
+            bench_estimate_of(pt->stat[s], (size_t)pt->n,
+                              p->o->prec.ci_target, &est);
+        bench_result_t r = *res;
+        r.param = (char *)wake_params[s];
+        r.value = est.mean;
+        r.ci95 = est.ci95;
+        r.frc = est.frc;
+        r.extra[WX_POOLED] = p->ok && pt->pooled.n ? pooled[s] : NAN;
+        r.extra[WX_SAMPLES] = p->ok ? pt->samples : NAN;
+        r.extra[WX_REPEATS] = p->ok ? pt->n : NAN;
+        rc = bench_results_add(rs, &r);
+    }
     bench_hist_free(&pt->one);
     bench_hist_free(&pt->pooled);
     for (int s = 0; s < WS_N; s++)
@@ -498,17 +492,13 @@ static int wake_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct wake_cfg *cfg = &((struct wake_args *)sw->arg)->cfg;
     const char *c = "4", *h = "0", *u = "0", *cls = "normal";
-    const bench_xopt_t xo[] = {{"clients", &c}, {"hogs", &h},
-                               {"hog-yield", &u}, {"class", &cls},
-                               {NULL, NULL}};
+    const bench_xopt_t xo[] = {
+        {"clients", &c, &cfg->clients, 1, 4096},
+        {"hogs", &h, &cfg->hogs, 0, 4096},
+        {"hog-yield", &u, &cfg->hog_yield_us, 0, 1000000},
+        {"class", &cls, NULL, 0, 0},
+        {0}};
     int rc = bench_take_options("wake", argc, argv, xo, wake_refused);
-    if (rc == 0)
-        rc = bench_parse_int("wake", "--clients", c, 1, 4096, &cfg->clients);
-    if (rc == 0)
-        rc = bench_parse_int("wake", "--hogs", h, 0, 4096, &cfg->hogs);
-    if (rc == 0)
-        rc = bench_parse_int("wake", "--hog-yield", u, 0, 1000000,
-                             &cfg->hog_yield_us);
     if (rc == 0 && strcmp(cls, "normal") && strcmp(cls, "rt"))
         rc = bench_usage("wake", "--class: '%s' is not normal or rt", cls);
     cfg->rt = rc == 0 && !strcmp(cls, "rt");

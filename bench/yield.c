@@ -67,7 +67,6 @@
 #include "peer.h"
 
 #define FLOOR_STACK (16u * 1024u)
-#define KERNEL_STACK (64u * 1024u)
 #define SETTLE_MAX_NS 20000000u /* 20 ms to let every task reach its loop */
 /* ... and then until every task has counted a yield (a round of an O(N)
  * policy over thousands of tasks can take seconds), at most this long;
@@ -77,12 +76,14 @@
 static const char *const yield_pseudo[] = {"kernel", "floor", "go", "fiber",
                                            NULL};
 
+/* Fairness is the worst seen over the repeats: a policy that starves a
+ * different task each run is still unfair. */
 enum { X_FAIR_MIN, X_ZERO, X_NDEV, X_REPEATS, X_COUNT };
 static const bench_extra_col_t yield_extras[X_COUNT] = {
-    [X_FAIR_MIN] = {"fairness_min_over_mean", "min/mean", 3},
-    [X_ZERO] = {"zero_work_tasks", "zero", 0},
-    [X_NDEV] = {"norm_dev", "ndev", 3},
-    [X_REPEATS] = {"repeats", NULL, 0},
+    [X_FAIR_MIN] = {"fairness_min_over_mean", "min/mean", 3, BENCH_FOLD_MIN},
+    [X_ZERO] = {"zero_work_tasks", "zero", 0, BENCH_FOLD_MAX},
+    [X_NDEV] = {"norm_dev", "ndev", 3, BENCH_FOLD_MAX},
+    [X_REPEATS] = {"repeats", NULL, 0, BENCH_FOLD_REPEATS},
 };
 
 static const bench_cli_t yield_cli = {
@@ -286,10 +287,10 @@ static void *kernel_thread(void *arg)
 static int tasks_open(bench_point_t *p)
 {
     struct point *pt = p->ctx;
-    pt->g = (bench_group_t){.workers = p->o->workers, .stack = KERNEL_STACK};
     if (point_alloc(pt) || bench_row_open(p))
         return -1;
-    pt->g.rt = p->rt;
+    pt->g = (bench_group_t){
+        .rt = p->rt, .workers = p->o->workers, .stack = BENCH_KERNEL_STACK};
     pt->busy = pt->ntasks < p->workers ? pt->ntasks : p->workers;
     return 0;
 }
@@ -524,15 +525,6 @@ static int yield_setup(bench_sweep_t *sw, int i, bench_point_t *p)
     return 0;
 }
 
-/* Fairness is the worst seen over the repeats: a policy that starves a
- * different task each run is still unfair. */
-static const unsigned char yield_fold[X_COUNT] = {
-    [X_FAIR_MIN] = BENCH_FOLD_MIN,
-    [X_ZERO] = BENCH_FOLD_MAX,
-    [X_NDEV] = BENCH_FOLD_MAX,
-    [X_REPEATS] = BENCH_FOLD_REPEATS,
-};
-
 static const bench_row_kind_t yield_kinds[] = {{"floor", &kind_floor},
                                                {NULL, NULL}};
 
@@ -542,7 +534,6 @@ const bench_exp_t bench_yield_exp = {
     .title = "ns per yield",
     .extras = yield_extras,
     .nextra = X_COUNT,
-    .fold = yield_fold,
     .kind = &kind_tasks,
     .kinds = yield_kinds,
     .setup = yield_setup,

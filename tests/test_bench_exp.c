@@ -248,7 +248,7 @@ TEST(peer_row_missing_is_a_note)
     o.seconds = 0.1;
     bench_progress_t prog = {0};
     bench_row_spec_t row = {"go", true};
-    struct chat_point cp = {.s = {1, 3, 2, 16}};
+    struct chat_shape cp = {1, 3, 2, 16};
     bench_point_t p = {.experiment = "chat",
                        .o = &o,
                        .progress = &prog,
@@ -258,7 +258,7 @@ TEST(peer_row_missing_is_a_note)
                        .kind = &bench_peer_kind,
                        .ctx = &cp};
     bench_peer_args_init(&p.peer_args);
-    chat_peer_args(&p, &cp.s);
+    chat_peer_args(&p, &cp);
     CHECK_STREQ(p.peer_args.list[0], "rooms=1");
     CHECK_STREQ(p.peer_args.list[3], "msg_bytes=16");
     bench_result_t r;
@@ -361,7 +361,7 @@ TEST(chat_small_rooms_deliver_everything)
     bench_opts_t o = small_opts();
     bench_result_t r;
     for (int k = 0; k < 2; k++) {
-        struct chat_point cp = {.s = {2, 4, 50, 100}};
+        struct chat_shape cp = {2, 4, 50, 100};
         CHECK_EQ(run_point(&o, k ? "kernel" : "mq", k == 1, &chat_kind, &cp,
                            CHAT_X_COUNT, &r),
                  0);

@@ -32,8 +32,10 @@ TEST(take_options_both_spellings)
                     "--seconds", "1", NULL};
     int argc = (int)N(argv) - 1;
     const char *clients = "4", *hogs = "0", *cls = "normal";
-    const bench_xopt_t xo[] = {{"clients", &clients}, {"hogs", &hogs},
-                               {"class", &cls}, {NULL, NULL}};
+    const bench_xopt_t xo[] = {{"clients", &clients, NULL, 0, 0},
+                               {"hogs", &hogs, NULL, 0, 0},
+                               {"class", &cls, NULL, 0, 0},
+                               {0}};
     CHECK_EQ(bench_take_options("wake", &argc, argv, xo, NULL), 0);
     CHECK_EQ(argc, 4);
     CHECK(strcmp(clients, "8") == 0);
@@ -53,7 +55,7 @@ TEST(take_options_exact_names_and_dashdash)
     char *argv[] = {"ring", "--sizes", "2", "--", "--size", "9", NULL};
     int argc = (int)N(argv) - 1;
     const char *size = "0";
-    const bench_xopt_t xo[] = {{"size", &size}, {NULL, NULL}};
+    const bench_xopt_t xo[] = {{"size", &size, NULL, 0, 0}, {0}};
     CHECK_EQ(bench_take_options("ring", &argc, argv, xo, NULL), 0);
     CHECK_EQ(argc, 6);
     CHECK(strcmp(size, "0") == 0);
@@ -63,7 +65,7 @@ TEST(take_options_exact_names_and_dashdash)
 TEST(take_options_errors)
 {
     const char *v = NULL;
-    const bench_xopt_t xo[] = {{"size", &v}, {NULL, NULL}};
+    const bench_xopt_t xo[] = {{"size", &v, NULL, 0, 0}, {0}};
     static const char *const refuse[] = {"tasks", NULL};
     char *a1[] = {"pipe", "--tasks", "4", NULL};
     int n1 = 3;
@@ -77,6 +79,25 @@ TEST(take_options_errors)
     int n3 = 2;
     CHECK_EQ(bench_take_options("ring", &n3, a3, xo, NULL), BENCH_EXIT_USAGE);
     CHECK(v == NULL);
+}
+
+/* An option with an int target is parsed in range, given or not. */
+TEST(take_options_parses_integers)
+{
+    const char *v = "3";
+    int size = 0;
+    const bench_xopt_t xo[] = {{"size", &v, &size, 0, 9}, {0}};
+    char *a1[] = {"ring", NULL};
+    int n1 = 1;
+    CHECK_EQ(bench_take_options("ring", &n1, a1, xo, NULL), 0);
+    CHECK_EQ(size, 3);
+    char *a2[] = {"ring", "--size=7", NULL};
+    int n2 = 2;
+    CHECK_EQ(bench_take_options("ring", &n2, a2, xo, NULL), 0);
+    CHECK_EQ(size, 7);
+    char *a3[] = {"ring", "--size", "10", NULL};
+    int n3 = 3;
+    CHECK_EQ(bench_take_options("ring", &n3, a3, xo, NULL), BENCH_EXIT_USAGE);
 }
 
 TEST(cpu_list_first_w)
@@ -239,8 +260,10 @@ static int sampler_measure(bench_point_t *p, double *value, double *extra)
 static const bench_point_kind_t sampler_kind = {sampler_open, sampler_measure,
                                                 NULL};
 
-static const unsigned char sampler_fold[3] = {
-    BENCH_FOLD_MIN, BENCH_FOLD_MAX, BENCH_FOLD_REPEATS};
+static const bench_extra_col_t sampler_extras[3] = {
+    {"least", NULL, 0, BENCH_FOLD_MIN},
+    {"greatest", NULL, 0, BENCH_FOLD_MAX},
+    {"repeats", NULL, 0, BENCH_FOLD_REPEATS}};
 
 static int sampler_run(struct sampler *s, bool warm, bench_result_t *r)
 {
@@ -251,7 +274,7 @@ static int sampler_run(struct sampler *s, bool warm, bench_result_t *r)
     bench_row_spec_t row = {"mq", false};
     bench_point_t p = {.o = &o, .progress = &prog, .row = &row, .unit = "x",
                        .nextra = 3, .kind = &sampler_kind,
-                       .fold = sampler_fold, .ctx = s, .no_warm = !warm};
+                       .extras = sampler_extras, .ctx = s, .no_warm = !warm};
     return bench_point_run(&p, r);
 }
 

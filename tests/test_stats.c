@@ -180,10 +180,10 @@ TEST(driver_passes_errors_back)
 /* ----- output ----- */
 
 static const bench_extra_col_t test_extras[] = {
-    {"fairness_min_over_mean", "min/mean", 3},
-    {"zero_work_tasks", "zero", 0},
-    {"norm_dev", "ndev", 3},
-    {"repeats", NULL, 0},
+    {"fairness_min_over_mean", "min/mean", 3, 0},
+    {"zero_work_tasks", "zero", 0, 0},
+    {"norm_dev", "ndev", 3, 0},
+    {"repeats", NULL, 0, 0},
 };
 
 static void add(bench_results_t *rs, const char *row, const char *param,
