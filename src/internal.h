@@ -119,10 +119,6 @@ struct mqs_task {
     /* Set by mqs_rq_steal on the entities it hands to a policy. */
     bool stolen;
     bool detached;
-    /* On a run-next stack as a synchronous wake-up's wakee, not as a
-     * parked spawner: the policy gets it as MQS_ENQ_WAKEUP if the stack
-     * is flushed (runnext.c).  Owner: the stack's worker. */
-    bool runnext_woken;
     /* Set when it yielded on a worker its new affinity excludes. */
     atomic_bool resched_move;
     /* Stopped by the preemption signal: it must resume on the worker it
@@ -286,13 +282,23 @@ struct mqs__slab;
 
 /* Child runs first (runnext.c): spawners parked while their child runs,
  * the newest on top.  Owner pushes and pops; idle workers take the oldest
- * (under lock; n is read without it as a hint). */
+ * (under lock; n is read without it as a hint).  And the hand-off slot:
+ * the task a synchronous wake-up left for its waker's block, written by
+ * the owner only (others read it as a hint). */
 #define MQS__RUNNEXT_MAX 64
 struct mqs__runnext {
     mqs__spinlock_t lock;
     atomic_uint n;
+    _Atomic(struct mqs_task *) woken;
     struct mqs_task *v[MQS__RUNNEXT_MAX];
 };
+
+/* Anything on the stack or in the slot (a hint, no lock)? */
+static inline bool mqs__runnext_any(struct mqs__runnext *r)
+{
+    return atomic_load_explicit(&r->n, memory_order_relaxed) ||
+           atomic_load_explicit(&r->woken, memory_order_relaxed);
+}
 
 struct mqs__worker_counters {
     _Atomic uint64_t run_ns, idle_ns, switches, yields, wakeups_local,
@@ -325,9 +331,11 @@ struct mqs__preempt_worker {
     atomic_int missed;   /* asked, seen at an unsafe point: ask again    */
     int tid;             /* the worker thread's id, for tgkill           */
     /* Monitor-only: switches seen at its last scan, since when, and
-     * requests sent since (a deferred stop is retried soon, a few times). */
+     * requests sent since (a deferred stop is retried soon, a few times);
+     * the hand-off slot's task at that scan (runnext.c). */
     uint64_t seen, since;
     unsigned streak;
+    const void *handoff_seen;
 };
 
 struct mqs_worker {

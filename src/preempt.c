@@ -205,7 +205,8 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
     for (int i = 0; i < rt->nworkers; i++) {
         struct mqs_worker *w = rt->workers[i];
         uint64_t sw = MQS__STAT_GET(w->stats.switches);
-        if (sw != w->pre.seen) {
+        bool switched = sw != w->pre.seen;
+        if (switched) {
             w->pre.seen = sw;
             w->pre.since = now;
             w->pre.streak = 0;
@@ -232,12 +233,20 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
          * stop lets this worker's balancer take them). */
         bool others =
             atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed) ||
-            atomic_load_explicit(&w->runnext.n, memory_order_relaxed) ||
+            mqs__runnext_any(&w->runnext) ||
             (best_at == i ? best2 : best) <= level;
         if (others && now - w->pre.since >= p->tick_ns) {
             why |= MQS__PRE_TICK;
             w->pre.since = now;
         }
+        /* A hand-off whose waker did not block (the same task in the
+         * slot, no switch since the last look): the policy chooses
+         * between the two (runnext.c). */
+        const void *handoff = atomic_load_explicit(&w->runnext.woken,
+                                                   memory_order_relaxed);
+        if (handoff && handoff == w->pre.handoff_seen && !switched)
+            why |= MQS__PRE_WAKE;
+        w->pre.handoff_seen = handoff;
         if (!why)
             continue;
         mqs__preempt_request(w, why);

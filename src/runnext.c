@@ -1,7 +1,8 @@
 /*
  * runnext.c - child runs first: the per-worker stack of spawners that
- * gave the worker to the child they just spawned, and of the task a
- * synchronous wake-up handed the worker to (mqs__wake_next below).
+ * gave the worker to the child they just spawned; and the hand-off slot,
+ * the task a synchronous wake-up gave the worker to (mqs__wake_next
+ * below).
  *
  * A task that spawns a child and later joins it (skynet, fork/join,
  * divide and conquer) wants the child to run now, on the same worker, as
@@ -42,24 +43,35 @@
 #include "rq.h"
 #include "switch.h"
 
-/* An entry goes to the policy: a parked spawner as a stopped task, a
- * synchronous wakee as the wake-up it was. */
-static void runnext_to_policy(mqs_runtime_t *rt, struct mqs_task *t)
+/* May t, taken off w's slot or stack, run on w now?  Else it goes to
+ * the policy as `flags`. */
+static bool may_run_next(struct mqs_worker *w, struct mqs_task *t, int flags)
 {
-    int flags = t->runnext_woken ? MQS_ENQ_WAKEUP : MQS_ENQ_PREEMPTED;
-    t->runnext_woken = false;
-    mqs__enqueue_task(rt, t, flags);
+    mqs__apply_pending(t);
+    if (mqs_se_allowed(&t->se, w->index) &&
+        t->se.prio <= mqs_best_prio_anywhere(w->rt))
+        return true;
+    mqs__enqueue_task(w->rt, t, flags);
+    return false;
 }
 
-/* The top entry, if it may run here now; else NULL (no lock held). */
+/* The hand-off slot's task, else the stack's top entry, if it may run
+ * here now; else NULL (no lock held). */
 struct mqs_task *mqs__runnext_pop(struct mqs_worker *w)
 {
     struct mqs__runnext *r = &w->runnext;
+    struct mqs_task *t = atomic_load_explicit(&r->woken,
+                                              memory_order_relaxed);
+    if (t) {
+        atomic_store_explicit(&r->woken, NULL, memory_order_relaxed);
+        if (may_run_next(w, t, MQS_ENQ_WAKEUP))
+            return t;
+    }
     if (!atomic_load_explicit(&r->n, memory_order_relaxed))
         return NULL;
     mqs__spin_lock(&r->lock);
     unsigned n = atomic_load_explicit(&r->n, memory_order_relaxed);
-    struct mqs_task *t = n ? r->v[n - 1] : NULL;
+    t = n ? r->v[n - 1] : NULL;
     if (t)
         atomic_store_explicit(&r->n, n - 1, memory_order_relaxed);
     mqs__spin_unlock(&r->lock);
@@ -70,11 +82,10 @@ struct mqs_task *mqs__runnext_pop(struct mqs_worker *w)
         t->se.prio > mqs_best_prio_anywhere(w->rt)) {
         /* Something more urgent waits (or t may not run here): the
          * policy decides for the whole stack. */
-        runnext_to_policy(w->rt, t);
+        mqs__enqueue_task(w->rt, t, MQS_ENQ_PREEMPTED);
         mqs__runnext_flush(w);
         return NULL;
     }
-    t->runnext_woken = false;
     return t;
 }
 
@@ -103,10 +114,17 @@ static struct mqs_task *runnext_remove(struct mqs__runnext *r, unsigned i)
     return t;
 }
 
-/* Hand every entry to the policy, oldest first (owner, no lock held). */
+/* Hand every entry to the policy, oldest first, and the slot's task
+ * (owner, no lock held). */
 void mqs__runnext_flush(struct mqs_worker *w)
 {
     struct mqs__runnext *r = &w->runnext;
+    struct mqs_task *woken = atomic_load_explicit(&r->woken,
+                                                  memory_order_relaxed);
+    if (woken) {
+        atomic_store_explicit(&r->woken, NULL, memory_order_relaxed);
+        mqs__enqueue_task(w->rt, woken, MQS_ENQ_WAKEUP);
+    }
     while (atomic_load_explicit(&r->n, memory_order_relaxed)) {
         mqs__spin_lock(&r->lock);
         struct mqs_task *t =
@@ -117,7 +135,7 @@ void mqs__runnext_flush(struct mqs_worker *w)
             /* It may be the task whose switch away is in progress. */
             while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
                 mqs__cpu_relax();
-            runnext_to_policy(w->rt, t);
+            mqs__enqueue_task(w->rt, t, MQS_ENQ_PREEMPTED);
         }
     }
 }
@@ -153,21 +171,28 @@ struct mqs_task *mqs__runnext_steal(struct mqs_worker *w)
         if (!t)
             continue;
         if (t->se.prio > best) {
-            runnext_to_policy(rt, t);
+            mqs__enqueue_task(rt, t, MQS_ENQ_PREEMPTED);
             return NULL;
         }
-        t->runnext_woken = false;
         return t;
     }
     return NULL;
 }
 
 /* A synchronous wake-up's hand-off: t, just made RUNNABLE (on_cpu 0) by
- * the task running on w, which is about to block, goes on top of w's
- * stack instead of to the policy, so the block switches straight to it
+ * the task running on w, which is about to block, goes into w's hand-off
+ * slot instead of to the policy, so the block switches straight to it
  * (mqs__runnext_pop) without enqueue or pick.  Only when t may run here,
  * is not more urgent than the waker (that one preempts it through the
- * policy) and nothing more urgent waits anywhere. */
+ * policy) and nothing more urgent waits anywhere.  One task waits in the
+ * slot, as in Go's runnext: a waker that wakes several before it blocks
+ * (a fan-out) hands the earlier ones to the policy, in order, where idle
+ * workers can take them.  The slot is the owner's alone (plain stores:
+ * on a paravirtualised host one locked instruction was a tenth of a
+ * pipe round trip), so no idle worker takes its task: if the waker does
+ * not block after all, the slot goes to the policy at the waker's next
+ * scheduling point, which the preemption monitor brings at its second
+ * look at the same slot (preempt.c, scan). */
 bool mqs__wake_next(struct mqs_worker *w, struct mqs_task *t)
 {
     struct mqs_task *curr = w->curr;
@@ -179,24 +204,13 @@ bool mqs__wake_next(struct mqs_worker *w, struct mqs_task *t)
         atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) ||
         mqs__shuffle_coin(w, 1))
         return false;
-    /* One wakee waits at a time, as in Go's one-slot runnext: a waker
-     * that wakes several (a fan-out) before it blocks hands the earlier
-     * ones to the policy, in order, where idle workers can take them. */
-    struct mqs__runnext *r = &w->runnext;
-    struct mqs_task *older = NULL;
-    mqs__spin_lock(&r->lock);
-    unsigned n = atomic_load_explicit(&r->n, memory_order_relaxed);
-    if (n && r->v[n - 1]->runnext_woken)
-        older = runnext_remove(r, n - 1);
-    mqs__spin_unlock(&r->lock);
-    if (older)
-        runnext_to_policy(w->rt, older);
-    t->runnext_woken = true;
     t->se.queued_at_ns = w->now;
-    if (mqs__runnext_push(w, t))
-        return true;
-    t->runnext_woken = false;
-    return false;
+    struct mqs_task *older = atomic_load_explicit(&w->runnext.woken,
+                                                  memory_order_relaxed);
+    atomic_store_explicit(&w->runnext.woken, t, memory_order_relaxed);
+    if (older)
+        mqs__enqueue_task(w->rt, older, MQS_ENQ_WAKEUP);
+    return true;
 }
 
 /* The switch into the child: prev stops as at a scheduling point, but is

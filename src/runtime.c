@@ -433,7 +433,7 @@ static bool settled(mqs_runtime_t *rt)
     for (int i = 0; i < rt->nworkers; i++) {
         struct mqs_worker *w = rt->workers[i];
         if (!atomic_load(&w->parked) || mqs_rq_nr_queued(&w->rq) ||
-            atomic_load(&w->runnext.n) ||
+            mqs__runnext_any(&w->runnext) ||
             atomic_load(&w->timers.next) != UINT64_MAX)
             return false;
     }

@@ -213,8 +213,7 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     struct mqs_task *parked = NULL;
     if (why != MQS__SW_YIELD)
         parked = mqs__runnext_pop(w);
-    else if (MQS__UNLIKELY(atomic_load_explicit(&w->runnext.n,
-                                                memory_order_relaxed)))
+    else if (MQS__UNLIKELY(mqs__runnext_any(&w->runnext)))
         mqs__runnext_flush(w);
     /* In a register from here on: the stores below could alias w->now. */
     uint64_t now = w->now;

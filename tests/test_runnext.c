@@ -5,11 +5,12 @@
  * never jumped, idle workers steal parked spawners, and external joiners
  * (the done_futex waiter flag) still wake.  And the synchronous wake-up's
  * hand-off (MQS_POLICY_WAKE_NEXT): a channel partner runs when its waker
- * blocks without a trip through the policy's queue, and a fan-out hands
- * only the last wakee off.
+ * blocks without a trip through the policy's queue, a fan-out hands only
+ * the last wakee off, and a wakee whose waker computes on still runs.
  */
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "check.h"
 #include "helpers.h"
@@ -350,5 +351,62 @@ TEST(fan_out_hands_off_the_last_wakee_only)
 {
     mqs_runtime_t *rt = counted_rt(true, 1);
     join(spawn(rt, fan_main, NULL));
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* A waker that does not block after a synchronous wake-up (a send to a
+ * waiting receiver, then computing without a scheduling point): the
+ * wakee in the hand-off slot still runs, once preemption stops the
+ * waker (the monitor's second look at the same slot, or its tick).  5 s
+ * is the failure bound, far above either. */
+struct computing_waker {
+    mqs_chan_t *ch;
+    atomic_int received;
+};
+
+static void *slot_receiver(void *arg)
+{
+    struct computing_waker *cw = arg;
+    int v = -1;
+    CHECK_OK(mqs_chan_recv(cw->ch, &v));
+    atomic_store(&cw->received, v);
+    return NULL;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *computing_sender(void *arg)
+{
+    struct computing_waker *cw = arg;
+    mqs_task_t *r = spawn(mqs_runtime_self(), slot_receiver, cw);
+    mqs_sleep(1000000); /* the receiver blocks in recv */
+    long before = atomic_load(&wake_enqueues);
+    int v = 7;
+    CHECK_OK(mqs_chan_send(cw->ch, &v));
+    long queued = atomic_load(&wake_enqueues) - before;
+    CHECK_EQ(queued, 0); /* it went to the slot */
+    uint64_t deadline = now_ns() + 5000000000u;
+    int got = 0;
+    while (!(got = atomic_load(&cw->received)) && now_ns() < deadline)
+        ;
+    CHECK_EQ(got, 7);
+    join(r);
+    return NULL;
+}
+
+TEST(wakee_runs_while_its_waker_computes)
+{
+    mqs_runtime_t *rt = counted_rt(true, 1);
+    CHECK(mqs_preempt_on(rt));
+    struct computing_waker cw;
+    CHECK_OK(mqs_chan_create(&cw.ch, sizeof(int), 0));
+    atomic_init(&cw.received, 0);
+    join(spawn(rt, computing_sender, &cw));
+    CHECK_OK(mqs_chan_destroy(cw.ch));
     CHECK_OK(mqs_runtime_destroy(rt));
 }
