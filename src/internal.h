@@ -126,6 +126,10 @@ struct mqs_task {
      * address its code holds belong to that thread; preempt.c).  Written
      * by the task itself, read by placement under the rq lock. */
     bool pinned;
+    /* Hand-offs of its synchronous wake-ups (runnext.c): a score 0..3 of
+     * whether it blocked while its wakee still waited in the slot, and
+     * the wake-ups tried while the score is low.  Its own worker's. */
+    uint8_t handoff_score, handoff_tries;
 
     /* Counters of every switch (see MQS__STAT_ADD). */
     struct {
@@ -290,6 +294,7 @@ struct mqs__runnext {
     mqs__spinlock_t lock;
     atomic_uint n;
     _Atomic(struct mqs_task *) woken;
+    struct mqs_task *woken_by; /* the waker that filled the slot */
     struct mqs_task *v[MQS__RUNNEXT_MAX];
 };
 

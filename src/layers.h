@@ -165,6 +165,8 @@ static inline bool mqs__shuffle_coin(struct mqs_worker *w, unsigned bits)
 bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);
 /* If some worker idles, kick it so that it comes and steals. */
 void mqs__kick_idle(mqs_runtime_t *rt);
+/* Is some worker se may use idle?  A peek: nothing is claimed. */
+bool mqs__idle_allowed(mqs_runtime_t *rt, const struct mqs_sched_entity *se);
 
 /* ---- timers: timer.c ---------------------------------------------- */
 /* timer.c.  reserve: room for one more timer on w's heap (w's own

@@ -86,6 +86,20 @@ void mqs__kick_idle(mqs_runtime_t *rt)
     }
 }
 
+/* Is some worker that se may use idle (a peek, nothing claimed)? */
+bool mqs__idle_allowed(mqs_runtime_t *rt, const struct mqs_sched_entity *se)
+{
+    for (int i = 0; i < MQS__MASK_WORDS && i * 64 < rt->nworkers; i++) {
+        uint64_t idle = atomic_load_explicit(&rt->idle_bits[i],
+                                             memory_order_relaxed);
+        if (!se->any_worker)
+            idle &= se->affinity.bits[i];
+        if (idle)
+            return true;
+    }
+    return false;
+}
+
 /* Claim an idle worker se may use, its last one first; -1 if none.  A
  * word of the idle map at a time, masked by the affinity: a wake-up
  * reads MQS_MAX_WORKERS / 64 words however many workers there are (it

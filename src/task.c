@@ -109,6 +109,7 @@ static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
     mqs__se_set_class(&t->se, a->sched_class, prio);
     t->se.last_worker = -1;
     t->pinned = false;
+    t->handoff_score = 2; /* hand-offs tried until they miss */
     t->preempt_off = 0;
     t->preempt_pending = false;
     if (a->affinity) {
