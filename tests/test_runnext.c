@@ -6,7 +6,8 @@
  * (the done_futex waiter flag) still wake.  And the synchronous wake-up's
  * hand-off (MQS_POLICY_WAKE_NEXT): a channel partner runs when its waker
  * blocks without a trip through the policy's queue, a fan-out hands only
- * the last wakee off, and a wakee whose waker computes on still runs.
+ * the last wakee off, none is taken past a task queued on the worker,
+ * and a wakee whose waker computes on still runs.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -342,6 +343,41 @@ static void *fan_main(void *arg)
         CHECK_OK(mqs_chan_destroy(ch[i]));
     }
     return NULL;
+}
+
+/* With another task queued on the worker the hand-off is not taken: the
+ * wakee would jump it, and queued FIFO order batches a channel's
+ * messages.  A yielder shares the worker with the pair. */
+static atomic_int pair_done;
+
+static void *yielder(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&pair_done))
+        mqs_yield();
+    return NULL;
+}
+
+static void *ping_beside_a_yielder(void *arg)
+{
+    mqs_task_t *y = spawn(mqs_runtime_self(), yielder, NULL);
+    mqs_yield(); /* the yielder runs and is queued from here on */
+    ping(arg);
+    atomic_store(&pair_done, 1);
+    join(y);
+    return NULL;
+}
+
+TEST(no_hand_off_past_a_queued_task)
+{
+    mqs_runtime_t *rt = counted_rt(true, 1);
+    long n = -1;
+    atomic_store(&pair_done, 0);
+    join(spawn(rt, ping_beside_a_yielder, &n));
+    CHECK_OK(mqs_runtime_destroy(rt));
+    fprintf(stderr, "  %d round trips beside a yielder: %ld wake-ups "
+            "queued\n", ROUNDS, n);
+    CHECK_GE(n, ROUNDS);
 }
 
 /* A fan-out: one sender wakes three receivers, then blocks.  The last
