@@ -83,7 +83,8 @@ static const bench_cli_t chat_cli = {
         "       kernel  pthreads; per user a socketpair(AF_UNIX, SOCK_STREAM)"
         " and a\n"
         "               pipe as its out-queue\n"
-        "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n\n"
+        "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n"
+        "       go1, fiber1  the same on one thread\n\n"
         "example: mqs-bench chat --policy mq,kernel --rooms 10\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",

@@ -134,7 +134,8 @@ static const bench_cli_t mixed_cli = {
         "       kernel  pthreads, wait from /proc/self/task/*/schedstat, "
         "migrations\n"
         "               from /proc/self/task/*/sched\n"
-        "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n\n"
+        "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n"
+        "       go1, fiber1  the same on one thread\n\n"
         "example: mqs-bench mixed --policy all --short 5 --long 5 --csv\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",

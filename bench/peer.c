@@ -34,14 +34,24 @@
 
 extern char **environ;
 
-static const char *const peer_names[] = {"go", "fiber", NULL};
-const char *const bench_kernel_and_peers[] = {"kernel", "go", "fiber", NULL};
+/* go1, fiber1: the same programs on one thread (GOMAXPROCS=1, one
+ * fiber thread), the peers at their best per core. */
+static const char *const peer_names[] = {"go", "fiber", "go1", "fiber1",
+                                         NULL};
+const char *const bench_kernel_and_peers[] = {"kernel", "go",  "fiber",
+                                              "go1",    "fiber1", NULL};
 
 #define PEER_EXIT_UNSUPPORTED 3
 
 bool bench_peer_is(const char *row)
 {
     return bench_listed(peer_names, row);
+}
+
+bool bench_peer_one_thread(const char *row)
+{
+    size_t n = strlen(row);
+    return bench_peer_is(row) && row[n - 1] == '1';
 }
 
 static void say(char *why, size_t n, const char *fmt, const char *arg)
@@ -254,10 +264,11 @@ int bench_peer_run(const char *peer, const char *experiment,
                    const char *const *args, uint64_t timeout_ns,
                    bench_peer_result_t *out, char *why, size_t whylen)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], name[16];
     if (!timeout_ns)
         timeout_ns = bench_peer_timeout_ns(args);
-    if (!find_program(peer, path, sizeof path)) {
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(peer, "1"), peer);
+    if (!find_program(name, path, sizeof path)) {
         say(why, whylen, "%s", "not installed");
         return BENCH_PEER_MISSING;
     }

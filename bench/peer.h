@@ -48,6 +48,8 @@ typedef struct bench_peer_result {
 
 /* Is row one of the peer rows ("go", "fiber")? */
 bool bench_peer_is(const char *row);
+/* Is it a one-thread peer row (go1, fiber1)? */
+bool bench_peer_one_thread(const char *row);
 /* The pseudo rows of every experiment with a kernel row but no other:
  * "kernel" and the peers (for bench_cli_t.pseudo). */
 extern const char *const bench_kernel_and_peers[];

@@ -66,7 +66,8 @@ static const bench_cli_t pipe_cli = {
         "       kernel    pipe(2) between two pthreads (same: one CPU; "
         "cross: two)\n"
         "       go, fiber the peer programs (Go unbuffered channel, "
-        "Boost.Fiber channel)\n\n"
+        "Boost.Fiber channel)\n"
+        "       go1, fiber1  the same on one thread\n\n"
         "example: mqs-bench pipe --policy mq,kernel --csv\n",
     .default_tasks = "1",
     .default_policy = "mq,kernel,go,fiber",

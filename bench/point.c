@@ -179,7 +179,8 @@ static int peer_measure(bench_point_t *p, double *value, double *extra)
 {
     bench_peer_args_t a = p->peer_args; /* its list points into p's */
     bench_peer_result_t r;
-    if (bench_peer_args_common(&a, p->workers, bench_point_seconds(p))) {
+    int workers = bench_peer_one_thread(p->row->spec) ? 1 : p->workers;
+    if (bench_peer_args_common(&a, workers, bench_point_seconds(p))) {
         snprintf(p->note, sizeof p->note, "failed: too many peer arguments");
         return -1;
     }

@@ -64,7 +64,7 @@ static const bench_cli_t ring_cli = {
         "       kernel    N pthreads handing a byte round through pipes "
         "(one CPU unless\n"
         "                 --workers)\n"
-        "       go, fiber the peer programs\n"
+        "       go, fiber the peer programs (go1, fiber1: on one thread)\n"
         "extra column: touch = the subtracted touching time (us).\n\n"
         "example: mqs-bench ring --policy mq,kernel --tasks 2,16 --size "
         "16\n",

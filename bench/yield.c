@@ -74,7 +74,7 @@
 #define SETTLE_ALL_MAX_NS 10000000000ull
 
 static const char *const yield_pseudo[] = {"kernel", "floor", "go", "fiber",
-                                           NULL};
+                                           "go1",    "fiber1", NULL};
 
 /* Fairness is the worst seen over the repeats: a policy that starves a
  * different task each run is still unfair. */
@@ -105,6 +105,7 @@ static const bench_cli_t yield_cli = {
                "(mqs-peer-go)\n"
                "       fiber   Boost.Fiber fibers calling this_fiber::yield "
                "(mqs-peer-fiber)\n"
+               "       go1, fiber1  the same on one thread\n"
                "               (\"not installed\" when the peer was not "
                "built: make peers)\n"
                "fairness (worst over the repeats): per-task yields "

@@ -252,7 +252,8 @@ TEST(peer_bad_arguments_exit_2) { PEERS(usage_case(peer)); }
 
 /* The yield experiment's go and fiber rows, through mqs-bench itself:
  * a value and fairness for a built peer, "not installed" for one that
- * is not, and exit status 0 either way. */
+ * is not, and exit status 0 either way; go1 and fiber1 run the same
+ * programs on one thread where go and fiber use --workers 2. */
 TEST(mqs_bench_yield_has_peer_rows)
 {
     char dir[PATH_MAX / 2], cmd[PATH_MAX + 128];
@@ -266,8 +267,9 @@ TEST(mqs_bench_yield_has_peer_rows)
     /* A cross build runs mqs-bench under the emulator (tests/CMakeLists) */
     const char *emu = getenv("MQS_TEST_EMULATOR");
     snprintf(cmd, sizeof cmd,
-             "%s '%s../mqs-bench' yield --policy go,fiber,floor --tasks 2 "
-             "--seconds 0.02 --repeats 2 --budget 1 --csv",
+             "%s '%s../mqs-bench' yield --policy go,fiber,go1,fiber1,floor "
+             "--tasks 2 --workers 2 --seconds 0.02 --repeats 2 --budget 1 "
+             "--csv",
              emu ? emu : "", dir);
     FILE *p = popen(cmd, "r");
     CHECK(p != NULL);
@@ -278,7 +280,9 @@ TEST(mqs_bench_yield_has_peer_rows)
         if (sscanf(line, "yield,%15[^,],", row) != 1 || !bench_peer_is(row))
             continue;
         rows++;
-        bool built = peer_built(row);
+        char program[16];
+        snprintf(program, sizeof program, "%.*s", (int)strcspn(row, "1"), row);
+        bool built = peer_built(program);
         /* ...,param,value,unit,ci95,frc,fair,zero,ndev,repeats,note */
         char *f[13] = {0};
         int n = 0;
@@ -289,6 +293,10 @@ TEST(mqs_bench_yield_has_peer_rows)
                 *s++ = '\0';
         }
         CHECK_EQ(n, 13);
+        if (built && bench_peer_one_thread(row))
+            CHECK_EQ(atoi(f[2]), 1);
+        else if (built)
+            CHECK_EQ(atoi(f[2]), 2);
         if (built) {
             CHECK(strtod(f[4], NULL) > 0);
             CHECK(strtod(f[8], NULL) >= 0 && strtod(f[8], NULL) <= 1);
@@ -298,5 +306,5 @@ TEST(mqs_bench_yield_has_peer_rows)
         }
     }
     CHECK_EQ(pclose(p), 0);
-    CHECK_EQ(rows, 2);
+    CHECK_EQ(rows, 4);
 }

@@ -455,7 +455,11 @@ TEST(missing_peer_says_not_installed)
     CHECK_STR_CONTAINS(why, "not installed");
     CHECK(bench_peer_is("go"));
     CHECK(bench_peer_is("fiber"));
+    CHECK(bench_peer_is("go1"));
     CHECK(!bench_peer_is("mq"));
+    CHECK(bench_peer_one_thread("fiber1"));
+    CHECK(!bench_peer_one_thread("go"));
+    CHECK(!bench_peer_one_thread("mq1"));
 }
 
 /* ----- the peer runner: arguments, time bound, exit statuses ----- */
