@@ -197,23 +197,6 @@ static void *clock_reader(void *arg)
     return NULL;
 }
 
-/* Two tasks running fn for 200 ms on one worker under a 1 ms tick; the
- * runtime's counters (each asks a stop every tick). */
-static mqs_worker_stats_t two_on_one_worker(mqs_runtime_t *rt,
-                                            mqs_task_fn fn)
-{
-    uint64_t end = mono_ns() + 200000000u;
-    mqs_task_t *a = spawn(rt, fn, &end);
-    mqs_task_t *b = spawn(rt, fn, &end);
-    join(a);
-    join(b);
-    mqs_worker_stats_t st = destroy_counting(rt);
-    fprintf(stderr, "  %llu stops taken, %llu deferred\n",
-            (unsigned long long)st.preemptions,
-            (unsigned long long)st.preempt_deferred);
-    return st;
-}
-
 TEST(a_stop_inside_the_clock_read_is_taken)
 {
     mqs_runtime_t *rt = rt_preempt(1, "mq", 1000000);
@@ -222,7 +205,15 @@ TEST(a_stop_inside_the_clock_read_is_taken)
         CHECK_OK(mqs_runtime_destroy(rt));
         return;
     }
-    mqs_worker_stats_t st = two_on_one_worker(rt, clock_reader);
+    uint64_t end = mono_ns() + 200000000u;
+    mqs_task_t *a = spawn(rt, clock_reader, &end);
+    mqs_task_t *b = spawn(rt, clock_reader, &end);
+    join(a);
+    join(b);
+    mqs_worker_stats_t st = destroy_counting(rt);
+    fprintf(stderr, "  %llu stops taken, %llu deferred\n",
+            (unsigned long long)st.preemptions,
+            (unsigned long long)st.preempt_deferred);
     CHECK_GE(st.preemptions, 20);
     CHECK_LT(st.preempt_deferred * 2, st.preemptions);
 }
@@ -243,7 +234,15 @@ static void *cpu_clock_reader(void *arg)
 TEST(a_stop_inside_a_clock_read_that_libc_made_is_deferred)
 {
     mqs_runtime_t *rt = rt_preempt(1, "mq", 1000000);
-    mqs_worker_stats_t st = two_on_one_worker(rt, cpu_clock_reader);
+    uint64_t end = mono_ns() + 200000000u;
+    mqs_task_t *a = spawn(rt, cpu_clock_reader, &end);
+    mqs_task_t *b = spawn(rt, cpu_clock_reader, &end);
+    join(a);
+    join(b);
+    mqs_worker_stats_t st = destroy_counting(rt);
+    fprintf(stderr, "  %llu stops taken, %llu deferred\n",
+            (unsigned long long)st.preemptions,
+            (unsigned long long)st.preempt_deferred);
     CHECK_GT(st.preempt_deferred, st.preemptions);
 }
 
