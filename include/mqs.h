@@ -370,9 +370,7 @@ int mqs_checkpoint(void);
  * The stop is a SIGURG to the worker's thread, whose handler switches
  * only at a safe point: the interrupted instruction in the program's own
  * code (not in libc, the dynamic loader, any other shared library, nor
- * the runtime; but inside clock_gettime, gettimeofday or time called
- * straight from the program's code), preemption not disabled, not inside
- * the runtime.  Else
+ * the runtime), preemption not disabled, not inside the runtime.  Else
  * the stop is retried shortly.  Every register (FP/SIMD included), the
  * signal mask and errno are kept; a task stopped this way resumes on the
  * worker it stopped on.  A SIGURG handler the program installed before

@@ -434,10 +434,6 @@ enum {
     MQS__SW_CHILD = 4, /* parked on the run-next stack for its child     */
 };
 
-/* Code ranges of the clock read (safepoint.c): the vDSO, three libc
- * functions. */
-#define MQS__PREEMPT_LEAVES 6
-
 struct mqs_runtime {
     int nworkers;
     struct mqs_worker **workers;
@@ -470,12 +466,9 @@ struct mqs_runtime {
         pthread_t monitor;
         atomic_uint futex;
         atomic_int parked, stop;
-        unsigned nsafe, nleaf;
+        unsigned nsafe;
         uintptr_t safe_lo[4], safe_hi[4];
         uintptr_t unsafe_lo, unsafe_hi; /* a sanitizer inside the program */
-        /* The clock read's code: a stop there is safe when it was called
-         * from safe code (safepoint.c). */
-        uintptr_t leaf_lo[MQS__PREEMPT_LEAVES], leaf_hi[MQS__PREEMPT_LEAVES];
         /* The coarse clock of tick accounting (internal.h,
          * mqs__sched_clock, below): the monitor's time at its last look, stored
          * at every look.  Written by the monitor only; its own line. */

@@ -232,18 +232,6 @@ void mqs__wake_flags(struct mqs_task *t, int flags);
 void mqs__watchdog_check(struct mqs_worker *w);
 uint64_t mqs__watchdog_park_ns(const mqs_runtime_t *rt, uint64_t timeout_ns);
 
-/* ---- where a task may be stopped: safepoint.c --------------------- */
-/* Find the program's text and the clock read's code (runtime create, with
- * preemption on).  pc_safe: may a task be stopped at pc, the main
- * program's text and not the runtime's?  stop_safe: may the context uc
- * that a signal interrupted be stopped (pc_safe, or inside a clock read
- * called from such code; on the interrupted thread, in the handler)?
- * in_runtime_text: is pc in the runtime's own text? */
-void mqs__safepoints_find(struct mqs__preempt_rt *p);
-bool mqs__preempt_pc_safe(const mqs_runtime_t *rt, uintptr_t pc);
-bool mqs__preempt_stop_safe(const mqs_runtime_t *rt, const void *uc);
-bool mqs__in_runtime_text(uintptr_t pc);
-
 /* ---- preemption: preempt.c ---------------------------------------- */
 /* Start the monitor and install the handler (runtime create, after the
  * workers), stop it (destroy, after the workers); per worker thread,
@@ -256,6 +244,10 @@ void mqs__preempt_worker_init(struct mqs_worker *w);
 void mqs__accounting_setup(mqs_runtime_t *rt, int accounting);
 /* A worker left its park: wake the monitor if it parked (tickless). */
 void mqs__preempt_monitor_wake(mqs_runtime_t *rt);
+/* May a task be stopped at pc: the main program's text, not the
+ * runtime's?  And is pc in the runtime's own text? */
+bool mqs__preempt_pc_safe(const mqs_runtime_t *rt, uintptr_t pc);
+bool mqs__in_runtime_text(uintptr_t pc);
 
 /* ---- the worker loop: worker.c ------------------------------------ */
 void mqs__worker_loop(struct mqs_worker *w);

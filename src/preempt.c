@@ -26,9 +26,22 @@
  * worker to leave its park wakes it.  A worker whose task is alone with
  * nothing due gets no signal at all.
  *
- * Safe points (safepoint.c has the rules): not inside the runtime, not
- * with preemption disabled, and in the program's own code or a clock
- * read called straight from it; anything else is *deferred*.
+ * Safe points.  A stop is safe when all of these hold, checked in the
+ * handler on the worker's own thread:
+ *   - the worker is not inside the runtime (in_runtime == 0: no queue
+ *     lock, no switch, no wait-queue section, not the worker loop);
+ *   - the task has not disabled preemption (mqs_preempt_disable);
+ *   - the interrupted instruction lies in the main program's own text,
+ *     and not in the runtime's (mqs__text_begin..end below): never in
+ *     libc (malloc's arenas and tcache, stdio locks), the dynamic loader,
+ *     a sanitizer's runtime, the vDSO or any other shared object, all
+ *     of which may keep per-thread state or hold locks that a second
+ *     task on the same thread would corrupt or wait for (the vDSO keeps
+ *     none, but it is entered only through libc or an interceptor,
+ *     whose frames below it may hold one).  A sanitizer's runtime linked
+ *     into the program is left out of its text too, and so is the PLT.
+ *     These ranges are found once with dl_iterate_phdr; everything else
+ *     is unsafe, so a library loaded later needs no registration.
  * A deferred stop is retried by the monitor 50 us later, four times in
  * a row, then at each tick; one asked while preemption was off is
  * honoured by mqs_preempt_enable.
@@ -55,16 +68,181 @@
  * that never calls the runtime is exactly the one to stop.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
+#include "ctx.h"
 #include "internal.h"
 #include "rq.h"
 
+/* The runtime's own text.  The library is one translation unit (a unity
+ * build, CMakeLists.txt), compiled without hot/cold splitting, so its
+ * code is one .text section: the compilers emit top-level asm before any
+ * function (begin), and subsection 8191 lands after all of subsection 0
+ * (end).  tests/test_preempt.c checks that functions of every file lie
+ * between the two. */
+__asm__(".pushsection .text\n"
+        ".globl mqs__text_begin\n"
+        ".hidden mqs__text_begin\n"
+        "mqs__text_begin:\n"
+        ".popsection\n"
+        ".pushsection .text, 8191\n"
+        ".globl mqs__text_end\n"
+        ".hidden mqs__text_end\n"
+        "mqs__text_end:\n"
+        ".popsection\n");
+extern const char mqs__text_begin[] __attribute__((visibility("hidden")));
+extern const char mqs__text_end[] __attribute__((visibility("hidden")));
+
 #define RETRY_NS 50000 /* a deferred stop is asked again this soon       */
 #define RETRY_STREAK 4 /* ... this many times in a row, then at ticks    */
+
+/* ------------------------------------------------------------------ */
+/* Where a task may be stopped                                          */
+/* ------------------------------------------------------------------ */
+
+/* A sanitizer's runtime linked into the program itself (clang links
+ * ASan's and TSan's statically): its allocator is malloc's, with the same
+ * per-thread caches.  Its functions are found by name in the program's
+ * symbol tables; the runtime is one archive linked as a whole, so the
+ * span from the lowest to the highest is its code. */
+static bool sanitizer_name(const char *n)
+{
+    static const char *const prefix[] = {
+        "__asan", "__lsan", "__ubsan", "__tsan", "__msan", "__sanitizer",
+        "__interceptor", "___interceptor", "__interception", "_ZN6__asan",
+        "_ZN6__lsan", "_ZN7__ubsan", "_ZN6__tsan", "_ZN11__sanitizer",
+        "_ZN14__interception",
+    };
+    for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++)
+        if (strncmp(n, prefix[i], strlen(prefix[i])) == 0)
+            return true;
+    return false;
+}
+
+static void sanitizer_span(struct mqs__preempt_rt *p, const char *f,
+                           size_t size, const ElfW(Shdr) *sh, unsigned n,
+                           uintptr_t bias)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) ||
+            sh[i].sh_link >= n || sh[i].sh_offset + sh[i].sh_size > size ||
+            sh[sh[i].sh_link].sh_offset + sh[sh[i].sh_link].sh_size > size)
+            continue;
+        const char *str = f + sh[sh[i].sh_link].sh_offset;
+        size_t nstr = sh[sh[i].sh_link].sh_size;
+        const ElfW(Sym) *sym = (const void *)(f + sh[i].sh_offset);
+        for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
+            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC ||
+                !sym[k].st_value || sym[k].st_name >= nstr ||
+                !sanitizer_name(str + sym[k].st_name))
+                continue;
+            uintptr_t a = bias + sym[k].st_value;
+            lo = a < lo ? a : lo;
+            hi = a + sym[k].st_size > hi ? a + sym[k].st_size : hi;
+        }
+    }
+    if (lo < hi) {
+        p->unsafe_lo = lo;
+        p->unsafe_hi = hi;
+    }
+}
+
+/* The program's own code: its .text section, read from /proc/self/exe
+ * (not its whole executable segment: that holds the PLT, whose stubs run
+ * on behalf of whoever calls a library, the runtime or a sanitizer
+ * included).  False when the file cannot be read. */
+static bool program_text(struct mqs__preempt_rt *p, uintptr_t bias)
+{
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 ||
+        (size_t)st.st_size < sizeof(ElfW(Ehdr))) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    size_t size = (size_t)st.st_size;
+    const char *f = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (f == MAP_FAILED)
+        return false;
+    const ElfW(Ehdr) *eh = (const void *)f;
+    const ElfW(Shdr) *sh = (const void *)(f + eh->e_shoff);
+    unsigned n = eh->e_shnum;
+    bool found = false;
+    if (eh->e_shoff && eh->e_shoff + n * sizeof *sh <= size &&
+        eh->e_shstrndx < n &&
+        sh[eh->e_shstrndx].sh_offset + sh[eh->e_shstrndx].sh_size <= size) {
+        const char *names = f + sh[eh->e_shstrndx].sh_offset;
+        for (unsigned i = 0; i < n && !found; i++) {
+            if (sh[i].sh_name >= sh[eh->e_shstrndx].sh_size ||
+                strcmp(names + sh[i].sh_name, ".text") != 0)
+                continue;
+            p->safe_lo[p->nsafe] = bias + sh[i].sh_addr;
+            p->safe_hi[p->nsafe] = p->safe_lo[p->nsafe] + sh[i].sh_size;
+            p->nsafe++;
+            found = true;
+        }
+        sanitizer_span(p, f, size, sh, n, bias);
+    }
+    munmap((void *)f, size);
+    return found;
+}
+
+/* The main program is the first object dl_iterate_phdr reports: its
+ * .text (above), or, when its file cannot be read, its executable
+ * segments.  Nothing else: not even the vDSO, which is stateless itself
+ * but is only ever entered through libc or a sanitizer's interceptor,
+ * whose frames may hold a lock below it. */
+static int safe_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct mqs__preempt_rt *p = arg;
+    (void)size;
+    if (program_text(p, info->dlpi_addr))
+        return 1;
+    for (int i = 0; i < info->dlpi_phnum && p->nsafe < 4; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        p->safe_lo[p->nsafe] = info->dlpi_addr + ph->p_vaddr;
+        p->safe_hi[p->nsafe] = p->safe_lo[p->nsafe] + ph->p_memsz;
+        p->nsafe++;
+    }
+    return 1;
+}
+
+bool mqs__preempt_pc_safe(const mqs_runtime_t *rt, uintptr_t pc)
+{
+    if (pc >= (uintptr_t)mqs__text_begin && pc < (uintptr_t)mqs__text_end)
+        return false;
+    if (pc >= rt->pre.unsafe_lo && pc < rt->pre.unsafe_hi)
+        return false;
+    for (unsigned i = 0; i < rt->pre.nsafe; i++)
+        if (pc >= rt->pre.safe_lo[i] && pc < rt->pre.safe_hi[i])
+            return true;
+    return false;
+}
+
+bool mqs__in_runtime_text(uintptr_t pc)
+{
+    return pc >= (uintptr_t)mqs__text_begin && pc < (uintptr_t)mqs__text_end;
+}
+
+static uintptr_t interrupted_pc(const void *uc)
+{
+    uintptr_t pc, sp;
+    mqs__uc_regs(uc, &pc, &sp);
+    return pc;
+}
 
 /* ------------------------------------------------------------------ */
 /* The handler                                                          */
@@ -140,7 +318,7 @@ static void on_preempt(int sig, siginfo_t *si, void *uc)
     } else if (t->preempt_off) {
         t->preempt_pending = true;
         MQS__STAT_ADD(w->stats.preempt_deferred, 1);
-    } else if (!mqs__preempt_stop_safe(w->rt, uc)) {
+    } else if (!mqs__preempt_pc_safe(w->rt, interrupted_pc(uc))) {
         atomic_fetch_or(&w->pre.missed, why);
         MQS__STAT_ADD(w->stats.preempt_deferred, 1);
     } else {
@@ -310,7 +488,7 @@ int mqs__preempt_start(mqs_runtime_t *rt)
     pthread_once(&preempt_once, preempt_install);
     if (handler_rc)
         return handler_rc;
-    mqs__safepoints_find(&rt->pre);
+    dl_iterate_phdr(safe_text, &rt->pre);
     if (pthread_create(&rt->pre.monitor, NULL, monitor_main, rt) != 0)
         return MQS_ESYS;
     rt->pre.started = true;

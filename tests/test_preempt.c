@@ -1,14 +1,13 @@
 /*
  * test_preempt.c - preemption (src/preempt.c): tasks that never call the
  * runtime share a worker; the runtime's text and the libraries' are never
- * a stop point, but a clock read called from the program is; errno and
- * FP/SIMD registers survive a forced switch; a disabled section is not
- * stopped and its stop comes at the enable; a realtime task wakes on time
- * among spinners; a timer on a busy worker fires; destroy stops a
- * spinner; malloc and snprintf hammered under a short tick on every
- * policy; a task stopped with little more stack left than a stop needs
- * resumes, and one with less is reported as an overflow; bad settings are
- * refused.
+ * a stop point; errno and FP/SIMD registers survive a forced switch; a
+ * disabled section is not stopped and its stop comes at the enable; a
+ * realtime task wakes on time among spinners; a timer on a busy worker
+ * fires; destroy stops a spinner; malloc and snprintf hammered under a
+ * short tick on every policy; a task stopped with little more stack left
+ * than a stop needs resumes, and one with less is reported as an
+ * overflow; bad settings are refused.
  *
  * Under TSan the cases that need a spinner stopped are left out: TSan's
  * runtime holds an asynchronous signal until the thread calls into it,
@@ -180,70 +179,6 @@ TEST(a_lone_task_is_not_signalled)
         CHECK_EQ(st.preemptions, 0);
         CHECK_EQ(st.preempt_deferred, 0);
     }
-}
-
-/* Tasks that do nothing but read the clock until a deadline spend most
- * of their time inside clock_gettime and the vDSO: those stops are taken
- * (the clock read is a leaf call, safepoint.c), where they were all
- * deferred.  Each of two such tasks on one worker asks a stop every
- * tick; a stop is deferred only in the few instructions of the program's
- * PLT stub.  Left out when a sanitizer runs inside the program: the
- * call then goes through its interceptor, and the stop is deferred. */
-static void *clock_reader(void *arg)
-{
-    uint64_t end = *(uint64_t *)arg;
-    while (mono_ns() < end)
-        ;
-    return NULL;
-}
-
-TEST(a_stop_inside_the_clock_read_is_taken)
-{
-    mqs_runtime_t *rt = rt_preempt(1, "mq", 1000000);
-    if (rt->pre.unsafe_hi) {
-        fprintf(stderr, "  a sanitizer runtime in the program: skipped\n");
-        CHECK_OK(mqs_runtime_destroy(rt));
-        return;
-    }
-    uint64_t end = mono_ns() + 200000000u;
-    mqs_task_t *a = spawn(rt, clock_reader, &end);
-    mqs_task_t *b = spawn(rt, clock_reader, &end);
-    join(a);
-    join(b);
-    mqs_worker_stats_t st = destroy_counting(rt);
-    fprintf(stderr, "  %llu stops taken, %llu deferred\n",
-            (unsigned long long)st.preemptions,
-            (unsigned long long)st.preempt_deferred);
-    CHECK_GE(st.preemptions, 20);
-    CHECK_LT(st.preempt_deferred * 2, st.preemptions);
-}
-
-/* ... but not when libc itself called it: clock() reads the process's CPU
- * time through the same clock_gettime (a system call), so nearly every
- * stop lands inside the clock read with libc's clock() below it, which
- * might as well hold a lock: deferred. */
-static void *cpu_clock_reader(void *arg)
-{
-    uint64_t end = *(uint64_t *)arg;
-    while (mono_ns() < end)
-        for (int i = 0; i < 64; i++)
-            (void)clock();
-    return NULL;
-}
-
-TEST(a_stop_inside_a_clock_read_that_libc_made_is_deferred)
-{
-    mqs_runtime_t *rt = rt_preempt(1, "mq", 1000000);
-    uint64_t end = mono_ns() + 200000000u;
-    mqs_task_t *a = spawn(rt, cpu_clock_reader, &end);
-    mqs_task_t *b = spawn(rt, cpu_clock_reader, &end);
-    join(a);
-    join(b);
-    mqs_worker_stats_t st = destroy_counting(rt);
-    fprintf(stderr, "  %llu stops taken, %llu deferred\n",
-            (unsigned long long)st.preemptions,
-            (unsigned long long)st.preempt_deferred);
-    CHECK_GT(st.preempt_deferred, st.preemptions);
 }
 
 TEST(spinners_share_one_worker_under_every_policy)
