@@ -197,8 +197,8 @@ bool mqs__runnext_push(struct mqs_worker *w, struct mqs_task *t);
 void mqs__runnext_flush(struct mqs_worker *w);
 struct mqs_task *mqs__runnext_steal(struct mqs_worker *w);
 /* A synchronous wake-up's hand-off: true when t (RUNNABLE, on_cpu 0),
- * woken by w's running task, went on top of w's stack to run when that
- * task blocks, instead of to the policy. */
+ * woken by w's running task, went into w's hand-off slot to run when
+ * that task blocks, instead of to the policy. */
 bool mqs__wake_next(struct mqs_worker *w, struct mqs_task *t);
 /* Child runs first: may the running task prev give worker w to child, a
  * RUNNABLE task it just spawned?  If so, run_child parks prev on w's

@@ -204,9 +204,8 @@ struct mqs_task *mqs__runnext_steal(struct mqs_worker *w)
  * workers delivered 45% fewer messages per second with the hand-off),
  * and no worker t may use idles: then placement gives it that worker,
  * as before (a "sync" waker often does not block: a channel sender with
- * more to send).  And only for a waker
- * whose hand-offs mostly met its block (handoff_score, one try in 16
- * while it is low): a reader that keeps waking writers as it works
+ * more to send).  And only for a waker whose hand-offs mostly met its
+ * block (handoff_score, one try in 16 while it is low): a reader that keeps waking writers as it works
  * through its input would hold each wakee in the slot, where no idle
  * worker takes it, until it wakes the next one.  One task waits in the
  * slot, as in Go's runnext: a waker that wakes several before it blocks

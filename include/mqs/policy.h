@@ -221,15 +221,18 @@ enum mqs_policy_flags {
      * task woken with MQS_ENQ_SYNC by the running task of a worker it may
      * use (a channel or pipe partner, a mutex hand-off, a condition
      * signal), not more urgent than the waker, while nothing more urgent
-     * is queued anywhere, is NOT enqueued: it waits in the core's hand-off
+     * is queued anywhere, nothing is queued on that worker and no worker
+     * the task may use idles, from a waker whose hand-offs mostly met
+     * its block, is NOT enqueued: it waits in the core's hand-off
      * slot of the waker's worker and runs when the waker blocks, without
      * pick (Go's runnext).  The policy sees put_prev for it when it stops,
      * with no enqueue(MQS_ENQ_WAKEUP) since it blocked; if the waker yields
      * or is preempted instead (the monitor stops a waker that computes on
      * within about two ticks), or the periodic balance finds tasks queued,
      * or something more urgent is queued, the wakee goes to
-     * enqueue(MQS_ENQ_WAKEUP) as usual.  So a pair that keeps waking each other runs by hand-offs
-     * for at most one balancing period (1 ms) while other tasks wait.
+     * enqueue(MQS_ENQ_WAKEUP) as usual.  So a pair that keeps waking
+     * each other runs by hand-offs for at most one balancing period
+     * (1 ms) while other tasks wait.
      */
     MQS_POLICY_WAKE_NEXT = 1u << 3,
 };
