@@ -1,9 +1,11 @@
 /*
  * test_policy_o1.c - the O(1) scheduler's own rules: slices by static
  * priority, the sleep_avg bonus, interactive tasks staying in the active
- * array, EXPIRED_STARVING, yield, sync wake-ups and child-runs-first.
- * Policy ops are driven directly (tests/policy_harness.h); the last two
- * cases run real tasks on one worker and check what ran first.
+ * array, EXPIRED_STARVING, yield, sync wake-ups and child-runs-first,
+ * and periodic balancing of cache-hot tasks.  Policy ops are driven
+ * directly (tests/policy_harness.h); the child-first and placement cases
+ * run real tasks and check what ran first or where, the balancing case
+ * real tasks on two workers.
  */
 #include "check.h"
 #include "helpers.h"
@@ -255,4 +257,70 @@ TEST(sync_wakeup_places_on_the_wakers_worker)
     CHECK_EQ(placed_on("o1:sync_wakeup=2", MQS_CLASS_FIFO), 1);
     CHECK_EQ(placed_on("o1:sync_wakeup=0", MQS_CLASS_NORMAL), 1);
     CHECK_EQ(placed_on("o1:sync_wakeup=1", MQS_CLASS_NORMAL), 1); /* no flag */
+}
+
+/* ----- periodic balancing of cache-hot tasks ----- */
+
+static atomic_int hot_stop, hot_moved;
+
+/* Yields in a loop; with arg non-NULL, notes when it runs on worker 1. */
+static void *hot_yielder(void *arg)
+{
+    while (!atomic_load(&hot_stop)) {
+        if (arg && mqs_worker_self() == 1)
+            atomic_store(&hot_moved, 1);
+        CHECK_OK(mqs_yield());
+    }
+    return NULL;
+}
+
+/* Whether periodic balancing (every 100 ms) moved one of six yielders
+ * from worker 0 to worker 1 within 2 s.  Worker 1 runs a pinned yielder
+ * of its own, so it is busy and makes no idle pull; cache_hot_ns is 1 s,
+ * so every task counts as hot however long the host keeps a worker
+ * thread off its CPU (with 1 ms, a worker thread preempted for a
+ * millisecond on a 2-vCPU machine made its tasks cold). */
+static bool hot_tasks_balanced(const char *spec)
+{
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = 2;
+    cfg.policy = spec;
+    mqs_runtime_t *rt = rt_create(&cfg);
+    atomic_store(&hot_stop, 0);
+    mqs_task_t *pinned = spawn_on(rt, 1, hot_yielder, NULL);
+    mqs_task_t *t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = spawn_on(rt, 0, hot_yielder, &hot_moved);
+    usleep(20000);
+    atomic_store(&hot_moved, 0);
+    mqs_mask_t both;
+    mqs_mask_zero(&both);
+    mqs_mask_set(&both, 0);
+    mqs_mask_set(&both, 1);
+    for (int i = 0; i < 6; i++)
+        CHECK_OK(mqs_task_set_affinity(t[i], &both));
+    for (int ms = 0; ms < 2000 && !atomic_load(&hot_moved); ms++)
+        usleep(1000);
+    bool moved = atomic_load(&hot_moved);
+    atomic_store(&hot_stop, 1);
+    for (int i = 0; i < 6; i++)
+        join(t[i]);
+    join(pinned);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    return moved;
+}
+
+/* 2.6.0 never moved a cache-hot task between busy workers, so a 6/1
+ * split of tasks that yield in a loop could stay; after cache_nice_tries
+ * periodic tries in a row that moved nothing, the next one moves hot
+ * tasks too (2.6.7's nr_balance_failed). */
+TEST(periodic_balancing_moves_hot_tasks_after_failed_tries)
+{
+    CHECK(hot_tasks_balanced("o1:balance_ns=100000000,"
+                             "cache_hot_ns=1000000000"));
+    CHECK(!hot_tasks_balanced("o1:balance_ns=100000000,"
+                              "cache_hot_ns=1000000000,"
+                              "cache_nice_tries=1000000000"));
 }

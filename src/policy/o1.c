@@ -14,9 +14,13 @@
  * worker without preempting; a child spawned by a task runs first.  An
  * idle worker pulls half of the busiest queue; every balance_ns a worker
  * pulls when the busiest is imbalance_pct longer, expired (cold) tasks
- * first, skipping cache-hot ones.  Not 2.6.0 (Linux added RT push/pull in
- * 2.6.25), for invariant 2 (docs/design.md): pick first takes a more urgent
- * realtime task queued on another worker (src/rt_pull.h; rt_pull=0 off).
+ * first, skipping cache-hot ones until cache_nice_tries tries in a row
+ * moved nothing (2.6.7's aggressive migration: tasks that yield in a
+ * loop are always hot, and 2.6.0's rule could leave a random 6/2 split
+ * of eight of them on two workers).  Not 2.6.0 either (Linux added RT
+ * push/pull in 2.6.25), for invariant 2 (docs/design.md): pick first
+ * takes a more urgent realtime task queued on another worker
+ * (src/rt_pull.h; rt_pull=0 off).
  *
  * Yield: 2.6.0 moved a yielding task to the expired array, which made
  * nice meaningless for tasks that yield (yield_expired=1 keeps that);
@@ -52,6 +56,7 @@ struct o1_tunables {
     int64_t balance_ns;
     int64_t imbalance_pct;
     int64_t cache_hot_ns;
+    int64_t cache_nice_tries;
     int64_t rt_pull;
 };
 
@@ -64,6 +69,8 @@ struct o1_rq {
     unsigned nr;            /* queued, both arrays                    */
     uint64_t expired_since; /* when expired became non-empty, 0: empty */
     uint64_t next_balance;  /* owner only                             */
+    unsigned balance_failed; /* owner only: periodic tries that found an
+                                imbalance and moved nothing, in a row */
     atomic_int child_pending;
     const struct o1_tunables *tun;
     const _Atomic uint64_t *rt_hint; /* for pulls (mqs__rt_pull_hint) */
@@ -97,6 +104,11 @@ static const struct mqs_tunable o1_tunables[] = {
     {"cache_hot_ns", 0, 1000000000, 1000000,
      offsetof(struct o1_tunables, cache_hot_ns),
      "periodic balancing leaves tasks queued less than this long"},
+    {"cache_nice_tries", 0, 1000000000, 1,
+     offsetof(struct o1_tunables, cache_nice_tries),
+     "periodic balancing moves cache-hot tasks after this many tries in a "
+     "row moved nothing (2.6.7's nr_balance_failed; 1000000000: 2.6.0, "
+     "never)"},
     {"rt_pull", 0, 1, 1, offsetof(struct o1_tunables, rt_pull),
      "pick takes a more urgent realtime task from another worker (0: 2.6.0, "
      "which had no realtime pull)"},
@@ -424,21 +436,28 @@ static int o1_balance(struct mqs_rq *rq, int why)
     /* 2.6.0 took the least recently queued of each level (the tail) */
     struct mqs__rt_pull_req req = {MQS_PRIO_LEVELS, mqs_rq_worker(rq),
                                    UINT64_MAX, true};
-    if (why == MQS_BALANCE_PERIODIC) {
+    bool periodic = why == MQS_BALANCE_PERIODIC;
+    if (periodic) {
         if (now < o->next_balance)
             return 0;
         o->next_balance = now + (uint64_t)o->tun->balance_ns;
-        req.hot_before = now - (uint64_t)o->tun->cache_hot_ns;
+        if (o->balance_failed <= (uint64_t)o->tun->cache_nice_tries)
+            req.hot_before = now - (uint64_t)o->tun->cache_hot_ns;
     }
     unsigned max, min;
     int victim = mqs__rt_pull_busiest(rt, req.dest, &max, &min);
     int want = victim < 0 ? 0 : o1_imbalance(o->tun, why, max,
                                              mqs_rq_nr_queued(rq));
-    if (want <= 0)
+    if (want <= 0) {
+        if (periodic) /* balanced: hot tasks are left alone again */
+            o->balance_failed = 0;
         return 0;
+    }
     struct mqs_sched_entity *got[O1_STEAL_MAX];
     int n = mqs_rq_steal(rq, mqs_rq_of(rt, victim), why, o1_take, &req, got,
                          want < O1_STEAL_MAX ? want : O1_STEAL_MAX);
+    if (periodic)
+        o->balance_failed = n > 0 ? 0 : o->balance_failed + 1;
     return mqs_rq_add_stolen_all(rq, got, n);
 }
 
