@@ -365,7 +365,9 @@ int mqs_checkpoint(void);
  * FIFO/RR task stops a normal one on a busy worker within microseconds;
  * IDLE tasks give way to anything), when one of its worker's timers is
  * due, and when the runtime stops.  A worker whose task is alone with
- * nothing due is not interrupted, and no worker is while all idle.
+ * nothing due is not interrupted, and no worker is while all idle.  So
+ * a policy's shares and starvation bound hold for tasks that spin as for
+ * tasks that yield (the conformance suite checks both on every policy).
  *
  * The stop is a SIGURG to the worker's thread, whose handler switches
  * only at a safe point: the interrupted instruction in the program's own
