@@ -112,11 +112,7 @@ static const struct conf_props conf_table[] = {
     /* Linux 2.6.0 O(1) and FreeBSD ULE had no realtime pull (Linux added
      * RT push/pull in 2.6.25); both pull by default here (rt_pull=1,
      * src/rt_pull.h), and rt_pull=0 gives up this property */
-    /* o1's spinners on two workers: slices of ~102 ms, so a run of
-     * three epochs holds three or four a task, and a task the balancer
-     * moves lands in another worker's epoch at another phase: min/mean
-     * 0.47-0.89 measured over ~1 s runs (o1.md) */
-    {"o1", true, true, 2, false, 4},
+    {"o1", true, true, 2, false, 0},
     {"ule", true, true, 2, false, 0},
     /* a recalculation by one worker also renews the counter of the task
      * running on the other (2.4's for_each_task did: counter / 2 + a new
