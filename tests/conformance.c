@@ -93,9 +93,6 @@ struct conf_props {
                              ones): an even split on two workers rests on
                              the placement, which the random-schedule
                              mode (MQS_SHUFFLE) randomises */
-    int spin_div; /* tasks that spin on two workers get at least
-                     1/spin_div of an equal share; 0: 2, as tasks that
-                     yield */
 };
 
 /* Rows for policies that document less than everything. */
@@ -103,25 +100,19 @@ static const struct conf_props conf_table[] = {
     /* a woken task keeps its slice and stays in the active array, so a
      * pair waking each other can hold a worker for starve_ns (200 ms)
      * while yielders wait in the expired array (mq.md): a bound in time */
-    {"mq", true, true, 0, false, 0},
+    {"mq", true, true, 0, false},
     /* nice ignored; a pair waking each other through the LIFO slot takes
      * lifo_max (3) picks for each FIFO pick: 1/(3+1) of a turn (ws.md) */
-    {"ws", false, true, 4, true, 0},
+    {"ws", false, true, 4, true},
     /* no balancing at all, nice ignored */
-    {"minimal", false, false, 2, true, 0},
+    {"minimal", false, false, 2, true},
     /* Linux 2.6.0 O(1) and FreeBSD ULE had no realtime pull (Linux added
      * RT push/pull in 2.6.25); both pull by default here (rt_pull=1,
      * src/rt_pull.h), and rt_pull=0 gives up this property */
-    {"o1", true, true, 2, false, 0},
-    {"ule", true, true, 2, false, 0},
-    /* a recalculation by one worker also renews the counter of the task
-     * running on the other (2.4's for_each_task did: counter / 2 + a new
-     * slice), and the affinity bonus keeps that task there: spinners on
-     * two workers measured min/mean 0.44-0.88 (global.md) */
-    {"global", true, true, 2, false, 4},
+    {"o1", true, true, 2, false},
+    {"ule", true, true, 2, false},
 };
-static const struct conf_props conf_default = {NULL, true, true, 2, false,
-                                               0};
+static const struct conf_props conf_default = {NULL, true, true, 2, false};
 
 static const struct conf_props *props(void)
 {
@@ -1186,8 +1177,7 @@ static bool run_share_undisturbed(int workers, int ntasks, long limit,
     return false;
 }
 
-/* min >= mean / div. */
-static void check_fair_div(int ntasks, int div)
+static void check_fair(int ntasks)
 {
     long sum = 0, min = sh.count[0];
     for (int i = 0; i < ntasks; i++) {
@@ -1198,12 +1188,8 @@ static void check_fair_div(int ntasks, int div)
     double mean = (double)sum / ntasks;
     fprintf(stderr, "  min/mean = %.3f\n", min / mean);
     CHECK_EQ(sum, sh.limit);
-    CHECK_GE(div * min * ntasks, sum);
-}
-
-static void check_fair(int ntasks)
-{
-    check_fair_div(ntasks, 2);
+    /* min >= mean / 2 */
+    CHECK_GE(2 * min * ntasks, sum);
 }
 
 /* 1.2 M steps: ule's documented bound is one pass (every task's slice
@@ -1276,7 +1262,7 @@ TEST(no_starvation_spinners_two_workers)
         return;
     share_spin = true;
     if (run_share_undisturbed(2, 6, 30000, 0))
-        check_fair_div(6, props()->spin_div ? props()->spin_div : 2);
+        check_fair(6);
 }
 
 
