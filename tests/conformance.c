@@ -896,6 +896,7 @@ TEST(rt_pulled_from_busy_worker)
 /* ------------------------------------------------------------------ */
 
 #define SHARE_MAX_TASKS 16
+#define SHARE_WORKERS 2 /* the share cases run on one or two workers */
 
 struct share {
     atomic_int go;
@@ -904,6 +905,9 @@ struct share {
     long limit;
     uint64_t work_ns; /* CPU burnt per step before yielding */
     long count[SHARE_MAX_TASKS];
+    /* steps each task made on each worker (written by the task only) */
+    long wcount[SHARE_MAX_TASKS][SHARE_WORKERS];
+    int workers;
     long long worst_wait; /* the last run's: ns a worker waited for a CPU */
     uint64_t elapsed;     /* ... and its length */
 };
@@ -934,6 +938,9 @@ static void *share_fn(void *arg)
     }
     while (atomic_fetch_add(&sh.total, 1) < sh.limit) {
         sh.count[i]++;
+        int w = mqs_worker_self();
+        if (w >= 0 && w < SHARE_WORKERS)
+            sh.wcount[i][w]++;
         if (share_spin) {
             (void)spin_step(); /* no scheduling point: only a stop */
             continue;
@@ -1034,6 +1041,7 @@ static bool run_share_once(int workers, int ntasks, const int *nice,
                            long limit, uint64_t work_ns)
 {
     memset(&sh, 0, sizeof sh);
+    sh.workers = workers;
     for (int i = 0; i < SHARE_MAX_TASKS; i++)
         atomic_store(&sh.where[i], -1);
     sh.limit = limit;
@@ -1177,6 +1185,43 @@ static bool run_share_undisturbed(int workers, int ntasks, long limit,
     return false;
 }
 
+/*
+ * On several workers, each task's share is the part of each worker's
+ * steps it made, summed over the workers: a worker makes steps at the
+ * rate its thread gets a CPU, and on a paravirtualised host that rate
+ * differs between workers in ways nothing else shows (the time the host
+ * takes a vCPU away counts as run time in schedstat, no steal time is
+ * reported): one worker made a third of the other's steps with both
+ * threads' waits within 5 % of the run, and raw counts then judged the
+ * host, not the policy.  min >= mean / 2 of these shares.
+ */
+static void check_fair_workers(int ntasks)
+{
+    double share[SHARE_MAX_TASKS], total = 0, min = 1e9;
+    long wsteps[SHARE_WORKERS] = {0};
+    for (int i = 0; i < ntasks; i++)
+        for (int w = 0; w < sh.workers && w < SHARE_WORKERS; w++)
+            wsteps[w] += sh.wcount[i][w];
+    for (int i = 0; i < ntasks; i++) {
+        share[i] = 0;
+        for (int w = 0; w < sh.workers && w < SHARE_WORKERS; w++)
+            if (wsteps[w])
+                share[i] += (double)sh.wcount[i][w] / (double)wsteps[w];
+        total += share[i];
+        if (share[i] < min)
+            min = share[i];
+    }
+    double mean = total / ntasks;
+    fprintf(stderr, "  workers made");
+    for (int w = 0; w < sh.workers && w < SHARE_WORKERS; w++)
+        fprintf(stderr, " %ld", wsteps[w]);
+    fprintf(stderr, " steps; shares of a worker:");
+    for (int i = 0; i < ntasks; i++)
+        fprintf(stderr, " %.3f", share[i]);
+    fprintf(stderr, "\n  min/mean = %.3f\n", min / mean);
+    CHECK(min * 2 >= mean);
+}
+
 static void check_fair(int ntasks)
 {
     long sum = 0, min = sh.count[0];
@@ -1186,8 +1231,12 @@ static void check_fair(int ntasks)
             min = sh.count[i];
     }
     double mean = (double)sum / ntasks;
-    fprintf(stderr, "  min/mean = %.3f\n", min / mean);
     CHECK_EQ(sum, sh.limit);
+    if (sh.workers > 1) {
+        check_fair_workers(ntasks);
+        return;
+    }
+    fprintf(stderr, "  min/mean = %.3f\n", min / mean);
     /* min >= mean / 2 */
     CHECK_GE(2 * min * ntasks, sum);
 }
