@@ -20,6 +20,17 @@ enum { ARRAY = 0, PRIO = 1, SLEEP_AVG = 2, SYNC = 3 };
 
 static struct harness h;
 
+/* A runtime of `workers` workers under policy spec, environment ignored. */
+static mqs_runtime_t *rt_spec(const char *spec, int workers)
+{
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = workers;
+    cfg.policy = spec;
+    return rt_create(&cfg);
+}
+
 /* Task k of the harness. */
 static struct mqs_sched_entity *task(int k)
 {
@@ -197,12 +208,7 @@ static void *parent(void *arg)
 
 static int parent_saw_child(const char *spec)
 {
-    mqs_config_t cfg;
-    mqs_config_init(&cfg);
-    cfg.ignore_env = true;
-    cfg.workers = 1;
-    cfg.policy = spec;
-    mqs_runtime_t *rt = rt_create(&cfg);
+    mqs_runtime_t *rt = rt_spec(spec, 1);
     atomic_store(&child_ran, 0);
     int ran = (int)(intptr_t)join(spawn(rt, parent, NULL));
     CHECK_OK(mqs_runtime_destroy(rt));
@@ -230,12 +236,7 @@ static void *place_from_worker0(void *arg)
 
 static int placed_on(const char *spec, mqs_class_t cls)
 {
-    mqs_config_t cfg;
-    mqs_config_init(&cfg);
-    cfg.ignore_env = true;
-    cfg.workers = 2;
-    cfg.policy = spec;
-    mqs_runtime_t *rt = rt_create(&cfg);
+    mqs_runtime_t *rt = rt_spec(spec, 2);
     h_task_init(&fake, cls, cls == MQS_CLASS_NORMAL ? 0 : 10, "woken");
     fake.se.last_worker = 1;
     static mqs_mask_t zero;
@@ -282,12 +283,7 @@ static void *hot_yielder(void *arg)
  * millisecond on a 2-vCPU machine made its tasks cold). */
 static bool hot_tasks_balanced(const char *spec)
 {
-    mqs_config_t cfg;
-    mqs_config_init(&cfg);
-    cfg.ignore_env = true;
-    cfg.workers = 2;
-    cfg.policy = spec;
-    mqs_runtime_t *rt = rt_create(&cfg);
+    mqs_runtime_t *rt = rt_spec(spec, 2);
     atomic_store(&hot_stop, 0);
     mqs_task_t *pinned = spawn_on(rt, 1, hot_yielder, NULL);
     mqs_task_t *t[6];
