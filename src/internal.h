@@ -15,6 +15,7 @@
 #define MQS_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -335,6 +336,10 @@ struct mqs__preempt_worker {
     atomic_int req;      /* MQS__PRE_* asked and not yet seen by handler */
     atomic_int missed;   /* asked, seen at an unsafe point: ask again    */
     int tid;             /* the worker thread's id, for tgkill           */
+    /* The thread's signal mask outside any handler, SIGURG deliverable;
+     * taken once on the worker's thread.  TSan builds set it at every
+     * switch (switch.h). */
+    sigset_t mask;
     /* Monitor-only: switches seen at its last scan, since when, and
      * requests sent since (a deferred stop is retried soon, a few times);
      * the hand-off slot's task at that scan (runnext.c). */

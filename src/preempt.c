@@ -516,6 +516,7 @@ void mqs__preempt_worker_init(struct mqs_worker *w)
     sigemptyset(&s);
     sigaddset(&s, MQS__PREEMPT_SIGNAL);
     pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+    pthread_sigmask(SIG_SETMASK, NULL, &w->pre.mask);
 }
 
 /* ------------------------------------------------------------------ */

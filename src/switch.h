@@ -47,6 +47,20 @@ static MQS__HOT struct mqs_worker *mqs__switch_to(struct mqs_worker *w,
     else
         mqs__switch_enter(&fake, w->loop_stack_lo, w->loop_stack_size,
                           w->tsan_fiber);
+#if defined(MQS_TSAN)
+    /* TSan runs a signal's handler late, at its next interceptor or
+     * atomic, with every signal blocked, and afterwards restores the mask
+     * it saved in the fiber's state.  A stop from the preemption handler
+     * handed that full mask to the next context (the kernel's delivery
+     * blocks only SIGURG there, which mqs__finish_switch unblocks), and a
+     * second signal taken at an interceptor inside a handler (the
+     * preemption handler reads the clock) saves the full mask over the
+     * one to restore.  Either way the thread could stay with every
+     * signal blocked: its worker got no preemption and no signal at all.
+     * So in TSan builds, and only there, the context switched to runs
+     * under the worker's own mask, whatever the one switched from left. */
+    pthread_sigmask(SIG_SETMASK, &w->pre.mask, NULL);
+#endif
     /* errno belongs to the OS thread; each context keeps its own value
      * across the switch (on its own stack), whichever thread resumes it. */
     int err = *w->errno_p;

@@ -7,7 +7,8 @@
  * fires; destroy stops a spinner; malloc and snprintf hammered under a
  * short tick on every policy; a task stopped with little more stack left
  * than a stop needs resumes, and one with less is reported as an
- * overflow; bad settings are refused.
+ * overflow; a task that runs after a stop has the worker's signal mask;
+ * bad settings are refused.
  *
  * Under TSan the cases that need a spinner stopped are left out: TSan's
  * runtime holds an asynchronous signal until the thread calls into it,
@@ -658,6 +659,81 @@ TEST(malloc_and_snprintf_under_a_short_tick_on_every_policy)
 }
 
 #endif /* !MQS_TSAN */
+
+/* A task that runs after a stop runs under the worker's own signal mask.
+ * Two tasks on one worker spin in their own code, calling into TSan
+ * every so often (an atomic: where TSan runs a handler it held back, so
+ * this case runs under TSan too); each time a task sees that the other
+ * has run, it reads its thread's mask.  Under TSan the handler runs with
+ * every signal blocked, and before switch.h set the worker's mask at each
+ * switch the next task ran under that (then its own handler could save
+ * it for good: test_signal's case hung with no signal delivered).  With
+ * the kernel's delivery it checks the unblock of SIGURG after a stop.
+ * It runs until each has seen the other 20 times, or 20 s. */
+#define MASK_TURNS 20
+struct mask_run {
+    atomic_long steps[2];
+    atomic_int turns[2];
+    atomic_int bad;
+    uint64_t deadline;
+};
+struct mask_arg {
+    struct mask_run *m;
+    int i;
+};
+
+static bool mask_is_open(void)
+{
+    sigset_t now;
+    pthread_sigmask(SIG_SETMASK, NULL, &now);
+    return !sigismember(&now, SIGURG) && !sigismember(&now, SIGUSR2);
+}
+
+static void *mask_reader(void *arg)
+{
+    struct mask_arg *a = arg;
+    struct mask_run *m = a->m;
+    long seen = atomic_load(&m->steps[1 - a->i]);
+    volatile unsigned long n = 0;
+    while (atomic_load(&m->turns[a->i]) < MASK_TURNS ||
+           atomic_load(&m->turns[1 - a->i]) < MASK_TURNS) {
+        for (int k = 0; k < 20000; k++)
+            n++;
+        atomic_fetch_add(&m->steps[a->i], 1);
+        long other = atomic_load(&m->steps[1 - a->i]);
+        if (other != seen) {
+            seen = other;
+            atomic_fetch_add(&m->turns[a->i], 1);
+            if (!mask_is_open())
+                atomic_fetch_add(&m->bad, 1);
+        }
+        if (mono_ns() > m->deadline)
+            break;
+    }
+    return NULL;
+}
+
+TEST(a_stop_leaves_the_next_task_the_workers_signal_mask)
+{
+    CHECK(mask_is_open()); /* the test's own starting point */
+    mqs_runtime_t *rt = rt_preempt(1, NULL, 200000);
+    struct mask_run m = {.deadline = mono_ns() + 20000000000u};
+    struct mask_arg a[2] = {{&m, 0}, {&m, 1}};
+    mqs_task_t *t0 = spawn(rt, mask_reader, &a[0]);
+    mqs_task_t *t1 = spawn(rt, mask_reader, &a[1]);
+    join(t0);
+    join(t1);
+    mqs_worker_stats_t st;
+    CHECK_OK(mqs_runtime_stats(rt, &st));
+    CHECK_OK(mqs_runtime_destroy(rt));
+    fprintf(stderr, "  %d and %d turns, %llu stops, %d with a closed mask\n",
+            atomic_load(&m.turns[0]), atomic_load(&m.turns[1]),
+            (unsigned long long)st.preemptions, atomic_load(&m.bad));
+    CHECK_GE(atomic_load(&m.turns[0]), MASK_TURNS);
+    CHECK_GE(atomic_load(&m.turns[1]), MASK_TURNS);
+    CHECK_GT(st.preemptions, 0);
+    CHECK_EQ(atomic_load(&m.bad), 0);
+}
 
 /* Off: today's cooperative behaviour; no monitor. */
 TEST(preempt_off_is_cooperative)
