@@ -674,7 +674,11 @@ size_t mqs_pipe_len(const mqs_pipe_t *p);
  * act as if the task made them at that point: a yield or a block
  * suspends the task inside the handler, and the handler may resume on
  * another worker's thread (the signal mask restored by its return is the
- * one saved at delivery).  That is only sound if the handler runs on the
+ * one saved at delivery).  Meanwhile the worker's other tasks run under
+ * the handler's mask (the handled signal blocked), and one of them that
+ * takes a signal then may keep it blocked after its own handler returns:
+ * a handler that yields or blocks should leave the signal unblocked
+ * (SA_NODEFER) or expect it.  That is only sound if the handler runs on the
  * task's stack (not SA_ONSTACK: the alternate stack belongs to the
  * thread) and the interrupted code keeps nothing tied to the OS thread
  * (libc's own state, thread-locals cached in registers: the first
