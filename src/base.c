@@ -24,7 +24,7 @@
 /* The fork generation (runtime.c bumps it in a child of fork()). */
 atomic_uint mqs__fork_gen;
 
-_Thread_local struct mqs_worker *mqs__tls_worker;
+MQS__TLS_MODEL _Thread_local struct mqs_worker *mqs__tls_worker;
 
 __attribute__((noinline)) struct mqs_worker *mqs__worker_self(void)
 {

@@ -582,7 +582,15 @@ struct mqs_task *mqs__current(void);
 /* The same TLS read, inlined: only for the top of an entry point, before
  * anything in that function can switch (after a switch, the compiler may
  * reuse the address it computed for the previous OS thread). */
-extern _Thread_local struct mqs_worker *mqs__tls_worker;
+/* The initial-exec TLS model: the thread-local is read at a fixed offset
+ * from the thread pointer.  Without it libmqs.so (built -fPIC) reached it
+ * through a call to __tls_get_addr (general dynamic) at every lookup,
+ * which the static library never paid.  The cost: the library's TLS must
+ * be in the static TLS block, which a library loaded at start or
+ * preloaded (mqs-run) always is; one dlopen()ed later draws on glibc's
+ * static-TLS surplus, which a pointer fits. */
+#define MQS__TLS_MODEL __attribute__((tls_model("initial-exec")))
+extern MQS__TLS_MODEL _Thread_local struct mqs_worker *mqs__tls_worker;
 static inline struct mqs_worker *mqs__worker_entry(void)
 {
     return mqs__tls_worker;
