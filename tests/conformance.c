@@ -10,10 +10,13 @@
  *   2. realtime order: priority order on one worker; on two workers an RT
  *      task waits for at most a bounded number of scheduling points of
  *      lower-priority tasks (one to finish, one balancing step), also
- *      when it is queued behind a busy worker
+ *      when it is queued behind a busy worker; the same order, and a
+ *      woken RT task running, when normal tasks spin and only a stop
+ *      lets it run
  *   3. no starvation, of tasks that yield and of tasks that spin (which
  *      only preemption stops), also against a pair of tasks that keep
- *      waking each other; nice weights give more CPU to lower nice
+ *      waking each other; nice weights give more CPU to lower nice,
+ *      to tasks that yield and to tasks that spin
  *   4. affinity masks respected
  *   5. shutdown waits, or reports every live task
  *   6. bad input returns an error and changes nothing
@@ -194,6 +197,20 @@ static uint64_t conf_seed(void)
     fprintf(stderr, "  policy %s, MQS_CONF_SEED=%llu\n", policy(),
             (unsigned long long)seed);
     return seed;
+}
+
+/* Whether tasks that never call the runtime (spinners) can be stopped:
+ * under TSan asynchronous signals wait until the thread calls into TSan,
+ * so spinners are never stopped there (docs/notes.md). */
+static bool spinners_stoppable(void)
+{
+#ifdef MQS_TSAN
+    fprintf(stderr, "  not checked under TSan: it holds asynchronous "
+                    "signals, so spinners are never stopped\n");
+    return false;
+#else
+    return true;
+#endif
 }
 
 /* Burn about ns nanoseconds of CPU without a scheduling point. */
@@ -900,6 +917,159 @@ TEST(rt_pulled_from_busy_worker)
     CHECK_LE(max, RT_STEP_BOUND);
 }
 
+/*
+ * Realtime order over spinners.  The cases above hold the worker with
+ * preemption disabled or let hogs yield; here the normal tasks spin
+ * without ever calling the runtime and without disabling preemption, so
+ * only a stop lets an RT task run (docs/design.md, preemption).  Each
+ * wait for an RT task is bounded by SPIN_RT_WAIT_NS, after which the
+ * spinners are released and the case fails instead of hanging.
+ */
+#define SPIN_RT_WAIT_NS 5000000000ull
+#define SPIN_RT_ROUNDS 100
+
+struct spinrt {
+    atomic_int release, spinning, rounds_done;
+    atomic_ullong spins[2];
+    mqs_sem_t wake;
+    mqs_task_t *queued[16];
+    int nqueued, ran_while_spinning, ran_on[2];
+};
+static struct spinrt sr;
+
+/* Computes until released: no call into the runtime, no disable. */
+static void *rt_spinner(void *arg)
+{
+    int w = (int)(intptr_t)arg;
+    atomic_fetch_add(&sr.spinning, 1);
+    while (!atomic_load(&sr.release))
+        atomic_fetch_add(&sr.spins[w & 1], 1);
+    log_event(w < 2 ? NORMAL_A : NORMAL_B);
+    return NULL;
+}
+
+/* Wait (outside the runtime) until *c reaches v or SPIN_RT_WAIT_NS has
+ * passed; false on the timeout. */
+static bool wait_count_bounded(atomic_int *c, int v)
+{
+    uint64_t end = mqs_now_ns() + SPIN_RT_WAIT_NS;
+    while (atomic_load(c) < v)
+        if (mqs_now_ns() > end)
+            return false;
+        else
+            sched_yield();
+    return true;
+}
+
+/* FIFO 99: runs only if the spinner is stopped; queues RT tasks in a
+ * scrambled priority order (three at one priority: FIFO among them) and
+ * a normal task, all below it, then ends.  Log value = priority * 10 +
+ * arrival, as in rt_order_one_worker. */
+static void *rt_gate(void *arg)
+{
+    mqs_runtime_t *rt = arg;
+    static const int prios[] = {30, 98, 1, 70, 40, 50, 40, 10, 40};
+    int seq40 = 0;
+    for (size_t i = 0; i < sizeof prios / sizeof prios[0]; i++) {
+        int v = prios[i] * 10 + (prios[i] == 40 ? seq40++ : 0);
+        sr.queued[sr.nqueued++] =
+            spawn_prio(rt, i % 2 ? MQS_CLASS_RR : MQS_CLASS_FIFO, prios[i],
+                       log_arg, (void *)(intptr_t)v);
+    }
+    sr.queued[sr.nqueued++] =
+        spawn(rt, rt_spinner, (void *)(intptr_t)2); /* logs NORMAL_B */
+    return NULL;
+}
+
+/* One worker held by a spinner: an RT task arriving from outside stops
+ * it, and the RT tasks it queues run in priority order before either
+ * normal task runs again. */
+TEST(rt_order_over_a_spinner_one_worker)
+{
+    if (!spinners_stoppable())
+        return;
+    mqs_runtime_t *rt = rt_new_policy(1);
+    mqs_task_t *s = spawn(rt, rt_spinner, (void *)(intptr_t)0);
+    wait_count(&sr.spinning, 1);
+    mqs_task_t *g = spawn_prio(rt, MQS_CLASS_FIFO, 99, rt_gate, rt);
+    bool ran = wait_count_bounded(&order_n, 9);
+    if (!ran)
+        fprintf(stderr, "  the RT tasks did not run while a normal task "
+                        "spun: %d of 9 logged\n", atomic_load(&order_n));
+    atomic_store(&sr.release, 1);
+    join(g);
+    join(s);
+    for (int i = 0; i < sr.nqueued; i++)
+        join(sr.queued[i]);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    print_log();
+    CHECK(ran);
+    static const int expect[] = {980, 700, 500, 400, 401, 402, 300, 100, 10};
+    CHECK_EQ(atomic_load(&order_n), 11);
+    for (int i = 0; i < 9; i++)
+        CHECK_EQ(order_log[i], expect[i]);
+    CHECK((order_log[9] == NORMAL_A && order_log[10] == NORMAL_B) ||
+          (order_log[9] == NORMAL_B && order_log[10] == NORMAL_A));
+}
+
+/* FIFO 10, free to run on either worker: counts the rounds it ran in
+ * while both spinners still spun. */
+static void *rt_woken_among_spinners(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < SPIN_RT_ROUNDS; i++) {
+        CHECK_OK(mqs_sem_wait(&sr.wake));
+        if (atomic_load(&sr.release))
+            break; /* released after a failed round */
+        int w = mqs_worker_self();
+        CHECK(w == 0 || w == 1);
+        sr.ran_on[w & 1]++;
+        sr.ran_while_spinning++;
+        atomic_store(&sr.rounds_done, i + 1);
+    }
+    return NULL;
+}
+
+/* Two workers, each held by a spinner pinned to it: an RT task woken from
+ * outside runs every time, while both still spin (the policy stops one of
+ * them; which one is its choice). */
+TEST(rt_woken_runs_while_every_worker_spins)
+{
+    if (!spinners_stoppable())
+        return;
+    mqs_runtime_t *rt = rt_new_policy(2);
+    CHECK_OK(mqs_sem_init(&sr.wake, 0));
+    mqs_task_t *s0 = spawn_on(rt, 0, rt_spinner, (void *)(intptr_t)0);
+    mqs_task_t *s1 = spawn_on(rt, 1, rt_spinner, (void *)(intptr_t)1);
+    mqs_task_t *r = spawn_prio(rt, MQS_CLASS_FIFO, 10,
+                               rt_woken_among_spinners, NULL);
+    wait_count(&sr.spinning, 2);
+    int rounds = 0;
+    bool ok = true;
+    for (; rounds < SPIN_RT_ROUNDS && ok; rounds++) {
+        CHECK_OK(mqs_sem_post(&sr.wake)); /* from outside the runtime */
+        ok = wait_count_bounded(&sr.rounds_done, rounds + 1);
+    }
+    unsigned long long spins[2] = {atomic_load(&sr.spins[0]),
+                                   atomic_load(&sr.spins[1])};
+    atomic_store(&sr.release, 1);
+    if (!ok)
+        CHECK_OK(mqs_sem_post(&sr.wake)); /* let R see the release */
+    join(r);
+    join(s0);
+    join(s1);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    CHECK_OK(mqs_sem_destroy(&sr.wake));
+    fprintf(stderr, "  RT ran %d of %d rounds while both workers spun "
+            "(on worker 0/1: %d/%d); spinner loops %llu / %llu\n",
+            sr.ran_while_spinning, rounds, sr.ran_on[0], sr.ran_on[1],
+            spins[0], spins[1]);
+    CHECK(ok);
+    CHECK_EQ(sr.ran_while_spinning, SPIN_RT_ROUNDS);
+    CHECK_GT(spins[0], 0);
+    CHECK_GT(spins[1], 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* 3. No starvation, weights                                           */
 /* ------------------------------------------------------------------ */
@@ -1293,16 +1463,6 @@ TEST(no_starvation_with_work_two_workers)
  * promises it.  Under TSan asynchronous signals wait until the thread
  * calls into TSan, so spinners are never stopped there (docs/notes.md).
  */
-static bool spinners_stoppable(void)
-{
-#ifdef MQS_TSAN
-    fprintf(stderr, "  not checked under TSan: it holds asynchronous "
-                    "signals, so spinners are never stopped\n");
-    return false;
-#else
-    return true;
-#endif
-}
 
 /* 20 000 steps of 10-20 us: a few hundred ms, many ticks, many slices. */
 TEST(no_starvation_spinners_one_worker)
@@ -1600,6 +1760,20 @@ TEST(nice_weights_three_levels)
     static const int nice[] = {-5, 0, 5};
     run_share_nice(3, nice, 30000, 20000);
     check_nice(3);
+}
+
+/* The nice order with spinners: only stops share the worker, so the
+ * weights hold for tasks that never call the runtime. */
+TEST(nice_weights_order_spinners)
+{
+    if (!spinners_stoppable())
+        return;
+    share_spin = true;
+    static const int nice[] = {0, 10};
+    run_share_nice(2, nice, 20000, 0);
+    fprintf(stderr, "  nice 0 / nice 10 = %.2f\n",
+            (double)sh.count[0] / (sh.count[1] ? sh.count[1] : 1));
+    check_nice(2);
 }
 
 /* ------------------------------------------------------------------ */

@@ -275,7 +275,13 @@ struct mqs_policy {
      * lock is released, with the number of tasks queued there and the
      * best level: workers park, thieves choose victims and placement
      * counts load by what was published, never by the queue itself.  A
-     * task returned by pick or yield is no longer queued.
+     * task returned by pick or yield is no longer queued.  The core
+     * compares the best level with the running task's own (se.prio):
+     * a lower one means a more urgent task waits, and preemption stops
+     * the running task at once.  So a policy that does not order normal
+     * tasks by nice publishes MQS_PRIO_IDLE - 1 ("a normal task waits")
+     * for them, as the fair policies and ws do: nice 0 would stop every
+     * running task of higher nice at once.
      *
      * Builds with MQS_CONTRACT_CHECKS (Debug, the sanitizer builds, the
      * mqs_checked library) assert these rules: the core checks that the

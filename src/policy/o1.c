@@ -224,7 +224,12 @@ static void o1_task_new(struct mqs_rq *rq, struct mqs_sched_entity *se,
 
 /* A spawned task (o1_task_new gave it its history): its priority and
  * slice, and maybe the head of the parent's worker (child runs first),
- * when the spawner is a task running on rq's worker. */
+ * when the spawner is a task running on rq's worker and the child a
+ * normal task.  2.6.0 queued the child just before its parent, at the
+ * parent's priority; here the child has its own class and priority,
+ * and a realtime one goes to the tail of its level as POSIX says: at
+ * the head, three FIFO siblings of one priority spawned by a task ran
+ * last first (conformance rt_order_over_a_spinner_one_worker). */
 static bool o1_new(struct mqs_rq *rq, struct mqs_sched_entity *se)
 {
     struct o1_rq *o = o1_state(rq);
@@ -232,7 +237,7 @@ static bool o1_new(struct mqs_rq *rq, struct mqs_sched_entity *se)
                 mqs_worker_self() == mqs_rq_worker(rq);
     se->p[O1_PRIO] = o1_effective_prio(o->tun, se);
     se->slice_ns = o1_timeslice(o->tun, se);
-    if (!(o->tun->child_first && here))
+    if (!(o->tun->child_first && here && se->cls == MQS_CLASS_NORMAL))
         return false;
     atomic_store_explicit(&o->child_pending, 1, memory_order_relaxed);
     return true;
