@@ -557,6 +557,25 @@ static inline uint64_t mqs__sched_time(const struct mqs_worker *w)
     return now;
 }
 
+/* The time a policy's tick op is given at a checkpoint or a stop on w
+ * (owner only), exact the time there: the clock se.exec_start_ns was
+ * taken from.  Under tick accounting that start is the coarse time, and
+ * comparing it with an exact read charged a run the time since the last
+ * tick before it began: mq's short slices then ran out at every
+ * checkpoint until the monitor's next look (a task making 2 KiB records
+ * with a checkpoint each switched about ten times as often as under
+ * exact accounting: 21 000 against 1 850 switches/s).  So the coarse
+ * time, which never falls behind w's last scheduling point. */
+static inline uint64_t mqs__tick_time(const struct mqs_worker *w,
+                                      uint64_t exact)
+{
+    if (!w->acct_tick)
+        return exact;
+    uint64_t j = atomic_load_explicit(&w->rt->pre.jiffy,
+                                      memory_order_relaxed);
+    return j > w->now ? j : w->now;
+}
+
 /* The same, as the time of the scheduling point starting on w.  Under
  * tick accounting every MQS__ACCT_EXACT_EVERY-th point reads the clock
  * anyway: the monitor is a normal thread, and on an overloaded host it

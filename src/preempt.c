@@ -271,7 +271,7 @@ static void preempt_point(struct mqs_worker *w, struct mqs_task *t, int why,
         /* A policy with no tick has no slice: a tick with others
          * waiting is the end of one (round robin at the tick). */
         MQS__CHK_UNLOCKED_OP(w->rt, "tick");
-        spent = !p->tick || p->tick(&w->rq, &t->se, now);
+        spent = !p->tick || p->tick(&w->rq, &t->se, mqs__tick_time(w, now));
     }
     if (!(stop || due || urgent || spent))
         return;

@@ -162,3 +162,70 @@ TEST(short_runs_are_charged_at_the_tick_or_exactly)
     measure("cfs", MQS_ACCOUNTING_POLICY, &r, &zero, &sum);
     CHECK_EQ(zero, 0);
 }
+
+/*
+ * A policy's tick op, asked at a checkpoint, must see time on the clock
+ * a run's start was read from.  Two tasks on one worker make short
+ * steps with a checkpoint after each; mq (tick accounting by default)
+ * gives each a slice of its latency over the two of them (2.5 ms), so a
+ * task gives the worker up about once a slice.  Comparing an exact read
+ * with a start taken from the coarse clock (up to a tick old) spent the
+ * end of a slice at every checkpoint until the monitor's next look: the
+ * two then alternated at nearly every step.  The count is of switches
+ * against checkpoints, which the host's speed does not change.
+ */
+#define CP_STEP_NS 2000
+#define CP_RUN_NS 300000000ull
+
+struct cp {
+    long checkpoints;
+    uint64_t switches;
+};
+
+static void *checkpoint_steps(void *arg)
+{
+    struct cp *c = arg;
+    uint64_t end = mono_ns() + CP_RUN_NS;
+    while (mono_ns() < end) {
+        uint64_t t0 = mono_ns();
+        while (mono_ns() - t0 < CP_STEP_NS)
+            ;
+        CHECK_OK(mqs_checkpoint());
+        c->checkpoints++;
+    }
+    mqs_task_stats_t s;
+    CHECK_OK(mqs_task_stats(mqs_self(), &s));
+    c->switches = s.switches;
+    return NULL;
+}
+
+static void checkpoint_switches(int acct, struct cp c[2])
+{
+    memset(c, 0, 2 * sizeof *c);
+    mqs_runtime_t *rt = rt_acct("mq", 1, acct);
+    mqs_task_t *a = spawn(rt, checkpoint_steps, &c[0]);
+    mqs_task_t *b = spawn(rt, checkpoint_steps, &c[1]);
+    join(a);
+    join(b);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    fprintf(stderr, "  mq, %s accounting: switched in %llu and %llu times "
+                    "in %ld and %ld checkpoints\n",
+            acct == MQS_ACCOUNTING_EXACT ? "exact" : "policy",
+            (unsigned long long)c[0].switches,
+            (unsigned long long)c[1].switches, c[0].checkpoints,
+            c[1].checkpoints);
+}
+
+/* A slice is 2.5 ms and a tick 1 ms: in a 300 ms run a task is
+ * switched in about 130 times (150 exactly accounted); 600 for the two
+ * is a switch every tick, four times what slices allow and far below
+ * the 11 000-12 000 a switch at nearly every step made. */
+TEST(checkpoints_give_up_the_worker_once_a_slice)
+{
+    static struct cp c[2];
+    checkpoint_switches(MQS_ACCOUNTING_EXACT, c);
+    CHECK_LT(c[0].switches + c[1].switches, 600);
+    checkpoint_switches(MQS_ACCOUNTING_POLICY, c);
+    CHECK_GT(c[0].checkpoints + c[1].checkpoints, 3000);
+    CHECK_LT(c[0].switches + c[1].switches, 600);
+}

@@ -363,7 +363,9 @@ struct mqs_policy {
     void (*put_prev)(struct mqs_rq *rq, struct mqs_sched_entity *se,
                      uint64_t ran_ns);
 
-    /* A scheduling point of the running task se at time now (ns).  rq's
+    /* A scheduling point of the running task se at time now (ns), read
+     * from the clock se->exec_start_ns was (under tick accounting the
+     * coarse one: a run that straddled no tick has used nothing).  rq's
      * owning worker, no lock held (take none: it runs on every
      * checkpoint).  Return true to have the task give up the worker (as
      * a yield) at this point.  Absent: false. */
