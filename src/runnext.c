@@ -243,6 +243,21 @@ bool mqs__wake_next(struct mqs_worker *w, struct mqs_task *t)
     return true;
 }
 
+/* May child run before prev, its spawner, goes on?  When it is more
+ * urgent; at the same level only when prev is not realtime: a FIFO or
+ * RR task runs until it yields or blocks, and a child at its priority
+ * waits at the tail of the level (a thread created at the same
+ * SCHED_FIFO priority does; conformance's
+ * rt_child_of_equal_priority_waits_for_its_parent, which ran the
+ * children first). */
+static bool child_before(const struct mqs_task *prev,
+                         const struct mqs_task *child)
+{
+    if (child->se.prio != prev->se.prio)
+        return child->se.prio < prev->se.prio;
+    return prev->se.cls != MQS_CLASS_FIFO && prev->se.cls != MQS_CLASS_RR;
+}
+
 /* The switch into the child: prev stops as at a scheduling point, but is
  * parked on the stack instead of queued (mqs__child_first pushed it). */
 bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
@@ -250,7 +265,7 @@ bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
 {
     return prev && w->curr == prev && !child->detached &&
            (w->rt->policy->flags & MQS_POLICY_CHILD_FIRST) &&
-           child->se.prio <= prev->se.prio &&
+           child_before(prev, child) &&
            mqs_se_allowed(&child->se, w->index) &&
            mqs_se_allowed(&prev->se, w->index) &&
            !atomic_load_explicit(&prev->pend_flags, memory_order_relaxed) &&

@@ -474,6 +474,36 @@ TEST(rt_order_one_worker)
     CHECK_OK(mqs_runtime_destroy(rt));
 }
 
+/* A realtime task runs until it yields or blocks (include/mqs.h): a
+ * child it spawns at its own priority goes to the tail of that level
+ * and waits, as a thread created at the same SCHED_FIFO priority does.
+ * Log: the parent's steps 0..2 (one after each spawn), children 10+i. */
+static void *rt_parent(void *arg)
+{
+    mqs_runtime_t *rt = arg;
+    mqs_task_t *c[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = spawn_prio(rt, i % 2 ? MQS_CLASS_RR : MQS_CLASS_FIFO, 40,
+                          log_arg, (void *)(intptr_t)(10 + i));
+        log_event(i);
+    }
+    for (int i = 0; i < 3; i++)
+        join(c[i]);
+    return NULL;
+}
+
+TEST(rt_child_of_equal_priority_waits_for_its_parent)
+{
+    mqs_runtime_t *rt = rt_new_policy(1);
+    join(spawn_prio(rt, MQS_CLASS_FIFO, 40, rt_parent, rt));
+    CHECK_OK(mqs_runtime_destroy(rt));
+    print_log();
+    static const int expect[] = {0, 1, 2, 10, 11, 12};
+    CHECK_EQ(atomic_load(&order_n), 6);
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ(order_log[i], expect[i]);
+}
+
 static atomic_int rt_yields_done;
 
 static void *rt_yielder(void *arg)

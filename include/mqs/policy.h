@@ -23,7 +23,9 @@
  * src/runnext.c): when a running task spawns a joinable child (a parent
  * that joins its children: detached ones are spread by placement as
  * before) that may run on its worker and is not less
- * urgent than the spawner nor than the best level queued anywhere
+ * urgent than the spawner (more urgent when the spawner is realtime: a
+ * FIFO or RR task runs until it yields or blocks) nor than the best
+ * level queued anywhere
  * (mqs_best_prio_anywhere), the core runs the child at once WITHOUT
  * enqueue(MQS_ENQ_NEW) or pick, after put_prev for the spawner, and
  * parks the spawner on a core stack of its own.  Parked spawners are
