@@ -94,7 +94,13 @@ TEST(fork_from_main_thread_old_runtime_refuses_new_one_works)
         mqs_task_t *t = NULL;
         CHECK_ERR(mqs_spawn(rt, &t, NULL, add_one, &r.spins), MQS_ESTATE);
         CHECK_ERR(mqs_runtime_destroy(rt), MQS_ESTATE);
-#if !defined(MQS_TSAN) /* TSan refuses threads after a threaded fork */
+/* TSan refuses threads after a threaded fork; ASan's allocator (clang
+ * 14) takes no lock around fork, so a parent's thread caught inside it
+ * leaves it locked in the child, whose new threads then wait in calloc
+ * forever (seen under load: 3 hangs in 40 runs, every thread of the
+ * child in SizeClassAllocator64::GetFromAllocator).  glibc's malloc
+ * is made safe across fork; the default build checks this part. */
+#if !defined(MQS_TSAN) && !defined(MQS_ASAN)
         /* qemu-user aborts (its plugin and vCPU asserts) when a child of
          * a threaded process starts threads: under emulation the fresh
          * runtime is left to fork_without_runtimes_... */
