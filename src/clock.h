@@ -5,7 +5,7 @@
  *
  * A scheduling point reads the clock once (run-time and wait-time
  * accounting, slices, timers), unless its policy charges at the tick
- * (mqs__sched_clock in internal.h).  clock_gettime through the vDSO costs
+ * (mqs__sched_clock in sched_clock.h).  clock_gettime through the vDSO costs
  * 15-40 ns, more than a whole yield is allowed; rdtsc costs a few.  The
  * counter is converted with a multiplier and shift calibrated against
  * CLOCK_MONOTONIC when a runtime is created, and kept in the runtime (and

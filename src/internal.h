@@ -1,7 +1,8 @@
 /*
- * internal.h - the core's data structures, and (through layers.h, which
- * it includes at the end) the internal calls between the core's files,
- * one section per layer.  Nothing here is public; policies see none of
+ * internal.h - the core's data structures, and (through the headers it
+ * includes at the end: sched_clock.h, gate.h, layers.h) the time of a
+ * scheduling point, the inside-the-runtime gate, and the internal calls
+ * between the core's files, one section per layer.  Nothing here is public; policies see none of
  * it (they include mqs/policy.h and their kit).
  *
  * Ownership in one paragraph: a runtime owns its workers; a worker owns
@@ -535,64 +536,6 @@ struct mqs_runtime {
 /* Internal calls                                                      */
 /* ------------------------------------------------------------------ */
 
-/*
- * The time of a scheduling point on w (owner only).  Exact (a clock read)
- * unless w does tick accounting (acct_tick != 0: the policy allows it,
- * preemption is on, MQS_ACCOUNTING is not "exact"); then the monitor's
- * time at its last look (pre.jiffy), never behind w's last exact read.
- * A run is then charged the ticks it straddles: 0 for most short runs, a
- * tick for some, right on average.  A timer of w that may come due
- * within a tick takes the exact read, so timers keep their precision.
- */
-static inline uint64_t mqs__sched_time(const struct mqs_worker *w)
-{
-    if (!w->acct_tick)
-        return mqs__clock_ns(&w->clock);
-    uint64_t j = atomic_load_explicit(&w->rt->pre.jiffy,
-                                      memory_order_relaxed);
-    uint64_t now = j > w->now ? j : w->now;
-    if (now + w->acct_tick >=
-        atomic_load_explicit(&w->timers.next, memory_order_relaxed))
-        now = mqs__clock_ns(&w->clock);
-    return now;
-}
-
-/* The time a policy's tick op is given at a checkpoint or a stop on w
- * (owner only), exact the time there: the clock se.exec_start_ns was
- * taken from.  Under tick accounting that start is the coarse time, and
- * comparing it with an exact read charged a run the time since the last
- * tick before it began: mq's short slices then ran out at every
- * checkpoint until the monitor's next look (a task making 2 KiB records
- * with a checkpoint each switched about ten times as often as under
- * exact accounting: 21 000 against 1 850 switches/s).  So the coarse
- * time, which never falls behind w's last scheduling point. */
-static inline uint64_t mqs__tick_time(const struct mqs_worker *w,
-                                      uint64_t exact)
-{
-    if (!w->acct_tick)
-        return exact;
-    uint64_t j = atomic_load_explicit(&w->rt->pre.jiffy,
-                                      memory_order_relaxed);
-    return j > w->now ? j : w->now;
-}
-
-/* The same, as the time of the scheduling point starting on w.  Under
- * tick accounting every MQS__ACCT_EXACT_EVERY-th point reads the clock
- * anyway: the monitor is a normal thread, and on an overloaded host it
- * can miss its looks for tens of milliseconds; timers and balancing of a
- * worker that never parks must not wait for it.  (A prime: in a round of
- * n tasks the read, and the lump of time it charges the run it ends,
- * goes to a different task each time.) */
-#define MQS__ACCT_EXACT_EVERY 61
-static inline uint64_t mqs__sched_clock(struct mqs_worker *w)
-{
-    if (w->acct_tick && ++w->acct_points == MQS__ACCT_EXACT_EVERY) {
-        w->acct_points = 0;
-        return w->now = mqs__clock_ns(&w->clock);
-    }
-    return w->now = mqs__sched_time(w);
-}
-
 /* The calling thread's worker, or NULL.  Never inlined: a task may resume
  * on another OS thread, so a cached TLS address would be wrong. */
 struct mqs_worker *mqs__worker_self(void);
@@ -615,92 +558,8 @@ static inline struct mqs_worker *mqs__worker_entry(void)
     return mqs__tls_worker;
 }
 
-/*
- * Inside the runtime.  A worker's context is "inside" while in_runtime is
- * non-zero: a scheduling point (from entry to the return into task code;
- * each context carries its own depth across the switch, sched.c), the
- * worker loop, a wait-queue critical section, a wake-up's or spawn's run
- * queue and stack-cache work.  A signal handler that interrupted such a
- * section must not switch or take a runtime lock: the public calls that
- * would (yield, checkpoint, sleep, spawn, join, every call that takes a
- * wait-queue lock) return MQS_ESIGNAL instead.  Preemption will read the
- * same count: never stop a task inside the runtime.
- */
-static inline void mqs__rt_enter(struct mqs_worker *w)
-{
-    w->in_runtime++;
-    atomic_signal_fence(memory_order_seq_cst);
-}
-static inline void mqs__rt_leave(struct mqs_worker *w)
-{
-    atomic_signal_fence(memory_order_seq_cst);
-    w->in_runtime--;
-}
-/* In a child of fork() the forking thread's worker (if it was one) is
- * raised by this much for good (runtime.c): its calls then fail with
- * MQS_ESTATE through the same check, at no cost to the yield path. */
-#define MQS__RT_FORKED (1u << 30)
-static inline int mqs__rt_refused(unsigned depth)
-{
-    return depth >= MQS__RT_FORKED ? MQS_ESTATE : MQS_ESIGNAL;
-}
-/* MQS_ESIGNAL when the caller is a signal handler that interrupted its
- * worker inside the runtime, MQS_ESTATE in a child of fork() (w NULL:
- * not a worker thread, never). */
-static inline int mqs__rt_gate(const struct mqs_worker *w)
-{
-    return w && MQS__UNLIKELY(w->in_runtime) ? mqs__rt_refused(w->in_runtime)
-                                             : 0;
-}
-
-/* fork(): a process-wide generation, bumped in every child (runtime.c).
- * A runtime whose fork_gen differs was created by an ancestor process:
- * its threads do not exist here. */
-extern atomic_uint mqs__fork_gen;
-static inline bool mqs__forked(const mqs_runtime_t *rt)
-{
-    return atomic_load_explicit(&mqs__fork_gen, memory_order_relaxed) !=
-           rt->fork_gen;
-}
-
-/* A wait queue's lock.  On a worker's thread the runtime count is raised
- * while it is held.  The gated form fails (MQS_ESIGNAL, nothing taken)
- * when the caller's context is already inside the runtime: public calls
- * use it; the core's own nested locks (a timer firing during a
- * scheduling point, an exit) use mqs__waitq_lock_in. */
-static inline void mqs__waitq_lock_in(struct mqs__waitq *q)
-{
-    struct mqs_worker *w = mqs__worker_self();
-    if (w)
-        mqs__rt_enter(w);
-    mqs__spin_lock(&q->lock);
-}
-MQS__MUST_USE static inline int mqs__waitq_lock(struct mqs__waitq *q)
-{
-    struct mqs_worker *w = mqs__worker_self();
-    if (w) {
-        if (MQS__UNLIKELY(w->in_runtime))
-            return mqs__rt_refused(w->in_runtime);
-        mqs__rt_enter(w);
-    }
-    mqs__spin_lock(&q->lock);
-    return 0;
-}
-/* The gated lock in a call returning int: returns its error. */
-#define MQS__WAITQ_LOCK(q)                                                   \
-    do {                                                                     \
-        int mqs__gate_rc = mqs__waitq_lock(q);                               \
-        if (MQS__UNLIKELY(mqs__gate_rc))                                     \
-            return mqs__gate_rc;                                             \
-    } while (0)
-static inline void mqs__waitq_unlock(struct mqs__waitq *q)
-{
-    mqs__spin_unlock(&q->lock);
-    struct mqs_worker *w = mqs__worker_self();
-    if (w)
-        mqs__rt_leave(w);
-}
-
+#include "sched_clock.h"
+#include "gate.h"
 #include "layers.h"
 
 /* Abort with a message naming the task and the broken invariant. */
