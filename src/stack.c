@@ -238,6 +238,19 @@ static void stack_unmap(void *base, size_t size)
     munmap(base, size);
 }
 
+/* Zero n bytes at p (n a constant) in 64-byte pieces: gcc stores each
+ * piece with vector registers, where one memset of the struct's ~700
+ * bytes became `rep stos`, whose start-up was two thirds of a warm
+ * stack's reuse (perf, AMD EPYC VM, the 10^4 spawn tree). */
+static inline void clear_struct(void *p, size_t n)
+{
+    char *c = p;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        memset(c + i, 0, 64);
+    memset(c + i, 0, n - i);
+}
+
 /* Carve a slot into guard | stack | struct, struct placed at `top`. */
 static struct mqs_task *layout(void *base, size_t map_size, size_t guard,
                                size_t stack_size, uintptr_t top)
@@ -249,7 +262,7 @@ static struct mqs_task *layout(void *base, size_t map_size, size_t guard,
 #endif
     struct mqs_task *t = (struct mqs_task *)top;
     /* Keys are zero already: fresh pages, or cleared by the exit. */
-    memset(t, 0, offsetof(struct mqs_task, keys_set));
+    clear_struct(t, offsetof(struct mqs_task, keys_set));
     t->map_base = base;
     t->map_size = map_size;
     t->stack_size = stack_size;

@@ -752,6 +752,29 @@ TEST(self_name_id)
     CHECK_OK(mqs_runtime_destroy(rt));
 }
 
+static void *nothing(void *arg) { return arg; }
+
+/* Every default name is "task-<id>", across the lengths of an id (one to
+ * five digits, each power of ten and its neighbours). */
+TEST(default_names_spell_the_id)
+{
+    mqs_runtime_t *rt = rt_new(1);
+    uint64_t last = 0;
+    while (last < 10050) {
+        mqs_task_t *t = spawn(rt, nothing, NULL);
+        last = mqs_task_id(t);
+        char expect[64];
+        snprintf(expect, sizeof expect, "task-%" PRIu64, last);
+        if (strcmp(mqs_task_name(t), expect) != 0) {
+            fprintf(stderr, "  id %" PRIu64 ": %s\n", last,
+                    mqs_task_name(t));
+            CHECK(false);
+        }
+        join(t);
+    }
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
 static void *add_one(void *arg) { return (char *)arg + 1; }
 
 static void *child_joiner(void *arg)
