@@ -25,6 +25,10 @@
  *           window); kernel: /proc/self/task/<tid>/schedstat field 2.
  *           migr/s: times a task ran on another worker than the time
  *           before (kernel: se.nr_migrations from /proc/.../sched).
+ *           stops/s: tasks stopped against their will, summed over the
+ *           workers: mqs: the preemption signal's stops
+ *           (mqs_runtime_stats().preemptions); kernel: the threads'
+ *           nr_involuntary_switches from /proc/.../sched.
  *           idle/s, newidle/s, periodic/s, prio/s: tasks pulled by a
  *           worker while idle, when its queue just ran empty, by the
  *           periodic balancer, and because a remote task was more urgent
@@ -68,6 +72,7 @@
 enum {
     MIXED_X_WAIT,
     MIXED_X_MIGR,
+    MIXED_X_STOPS,
     MIXED_X_IDLE,
     MIXED_X_NEWIDLE,
     MIXED_X_PERIODIC,
@@ -85,6 +90,7 @@ enum {
 static const bench_extra_col_t mixed_extras[MIXED_X_COUNT] = {
     [MIXED_X_WAIT] = {"wait_ms_per_s", "wait ms/s", 1, BENCH_FOLD_MEAN},
     [MIXED_X_MIGR] = {"migrations_per_s", "migr/s", 1, BENCH_FOLD_MEAN},
+    [MIXED_X_STOPS] = {"stops_per_s", "stops/s", 1, BENCH_FOLD_MEAN},
     [MIXED_X_IDLE] = {"pulls_idle_per_s", "idle/s", 1, BENCH_FOLD_MEAN},
     [MIXED_X_NEWIDLE] = {"pulls_newidle_per_s", "newidle/s", 1,
                          BENCH_FOLD_MEAN},
@@ -121,12 +127,15 @@ static const bench_cli_t mixed_cli = {
         "--tasks is not used.\n"
         "records/s over the window; wait ms/s = runnable-not-running time "
         "summed\n"
-        "over tasks per second; migr/s = task migrations; idle/s, "
-        "newidle/s,\n"
-        "periodic/s, prio/s = pulls by kind: idle, queue just emptied, "
-        "periodic\n"
-        "balancer, a more urgent remote task (runtime statistics; kernel: "
-        "n/a);\n"
+        "over tasks per second; migr/s = task migrations; stops/s = tasks "
+        "stopped\n"
+        "against their will (mqs: by preemption; kernel: involuntary "
+        "switches);\n"
+        "idle/s, newidle/s, periodic/s, prio/s = pulls by kind: idle, queue "
+        "just\n"
+        "emptied, periodic balancer, a more urgent remote task (runtime "
+        "statistics;\n"
+        "kernel: n/a);\n"
         "short/long min, mean = records/s of the slowest and of the mean "
         "task of each\n"
         "kind; starved = tasks without a record in the window.\n\n"
@@ -163,11 +172,13 @@ static int mixed_schedstat_wait(const char *line, uint64_t *wait)
     return 0;
 }
 
-/* se.nr_migrations from the text of /proc/<pid>/task/<tid>/sched; -1
- * when absent (a kernel without CONFIG_SCHED_DEBUG). */
-static int mixed_sched_migrations(const char *text, uint64_t *out)
+/* A counter ("se.nr_migrations", "nr_involuntary_switches") from the
+ * text of /proc/<pid>/task/<tid>/sched; -1 when absent (a kernel without
+ * CONFIG_SCHED_DEBUG). */
+static int mixed_sched_field(const char *text, const char *name,
+                             uint64_t *out)
 {
-    const char *p = strstr(text, "se.nr_migrations");
+    const char *p = strstr(text, name);
     unsigned long long v;
     if (!p || !(p = strchr(p, ':')) || sscanf(p + 1, "%llu", &v) != 1)
         return -1;
@@ -299,9 +310,9 @@ static long mixed_calibrate(void)
 /* Counters at one edge of the window. */
 struct mixed_snap {
     uint64_t t;
-    uint64_t records, wait, migr;
+    uint64_t records, wait, migr, stops;
     mqs_worker_stats_t rs;
-    bool wait_ok, migr_ok;
+    bool wait_ok, migr_ok, stops_ok;
 };
 
 struct mixed_point {
@@ -336,7 +347,7 @@ static void mixed_reset(struct mixed_point *mp)
 static void mixed_proc_snap(const struct mixed_point *mp, struct mixed_snap *s)
 {
     char path[96], *text;
-    s->wait_ok = s->migr_ok = true;
+    s->wait_ok = s->migr_ok = s->stops_ok = true;
     for (int i = 0; i < mp->n; i++) {
         int tid = atomic_load(&mp->slots[i].tid);
         uint64_t v = 0;
@@ -347,12 +358,16 @@ static void mixed_proc_snap(const struct mixed_point *mp, struct mixed_snap *s)
         free(text);
         s->wait += v;
         v = 0;
+        uint64_t stops = 0;
         snprintf(path, sizeof path, "/proc/self/task/%d/sched", tid);
-        if (!(text = bench_read_file(path, 0)) ||
-            mixed_sched_migrations(text, &v))
+        text = bench_read_file(path, 0);
+        if (!text || mixed_sched_field(text, "se.nr_migrations", &v))
             s->migr_ok = false;
+        if (!text || mixed_sched_field(text, "nr_involuntary_switches", &stops))
+            s->stops_ok = false;
         free(text);
         s->migr += v;
+        s->stops += stops;
     }
 }
 
@@ -366,7 +381,8 @@ static void mixed_mq_snap(const struct mixed_point *mp, struct mixed_snap *s)
         }
     }
     mqs_runtime_stats(mp->g.rt, &s->rs);
-    s->wait_ok = s->migr_ok = true;
+    s->stops = s->rs.preemptions;
+    s->wait_ok = s->migr_ok = s->stops_ok = true;
 }
 
 /* The counters at one edge of the window; each task's records into rec[]. */
@@ -394,6 +410,9 @@ static void mixed_extras_of(const struct mixed_snap *a,
     bool wait = a->wait_ok && b->wait_ok, migr = a->migr_ok && b->migr_ok;
     extra[MIXED_X_WAIT] = wait ? mixed_rate(a->wait, b->wait, ns) / 1e6 : NAN;
     extra[MIXED_X_MIGR] = migr ? mixed_rate(a->migr, b->migr, ns) : NAN;
+    extra[MIXED_X_STOPS] = a->stops_ok && b->stops_ok
+                               ? mixed_rate(a->stops, b->stops, ns)
+                               : NAN;
     if (kernel)
         return;
     extra[MIXED_X_IDLE] = mixed_rate(a->rs.pulls_idle, b->rs.pulls_idle, ns);

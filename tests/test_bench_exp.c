@@ -149,10 +149,15 @@ TEST(mixed_proc_parsers)
     const char *sched = "x (1, #threads: 1)\n---\n"
                         "se.sum_exec_runtime      :   1.0\n"
                         "se.nr_migrations         :   17\n"
-                        "nr_switches              :   3\n";
-    CHECK_EQ(mixed_sched_migrations(sched, &v), 0);
+                        "nr_switches              :   3\n"
+                        "nr_voluntary_switches    :   1\n"
+                        "nr_involuntary_switches  :   2\n";
+    CHECK_EQ(mixed_sched_field(sched, "se.nr_migrations", &v), 0);
     CHECK_EQ(v, 17);
-    CHECK_EQ(mixed_sched_migrations("nr_switches : 3\n", &v), -1);
+    CHECK_EQ(mixed_sched_field(sched, "nr_involuntary_switches", &v), 0);
+    CHECK_EQ(v, 2);
+    CHECK_EQ(mixed_sched_field("nr_switches : 3\n", "se.nr_migrations", &v),
+             -1);
 }
 
 TEST(mixed_rates_and_window_extras)
@@ -162,12 +167,15 @@ TEST(mixed_rates_and_window_extras)
     struct mixed_snap a = {.t = 1000000000u,
                            .wait = 0,
                            .migr = 10,
+                           .stops = 100,
                            .wait_ok = true,
-                           .migr_ok = true};
+                           .migr_ok = true,
+                           .stops_ok = true};
     struct mixed_snap b = a;
     b.t += 500000000u;   /* half a second */
     b.wait = 250000000u; /* 250 ms of waiting */
     b.migr = 20;
+    b.stops = 150;
     b.rs.pulls_idle = 3;
     b.rs.pulls_newidle = 4;
     b.rs.pulls_periodic = 5;
@@ -177,6 +185,7 @@ TEST(mixed_rates_and_window_extras)
     mixed_extras_of(&a, &b, false, x);
     CHECK_NEAR(x[MIXED_X_WAIT], 500.0, 1e-9); /* ms per second */
     CHECK_NEAR(x[MIXED_X_MIGR], 20.0, 1e-9);
+    CHECK_NEAR(x[MIXED_X_STOPS], 100.0, 1e-9);
     CHECK_NEAR(x[MIXED_X_IDLE], 6.0, 1e-9);
     CHECK_NEAR(x[MIXED_X_NEWIDLE], 8.0, 1e-9);
     CHECK_NEAR(x[MIXED_X_PERIODIC], 10.0, 1e-9);
@@ -186,7 +195,12 @@ TEST(mixed_rates_and_window_extras)
     mixed_extras_of(&a, &b, true, x);
     CHECK(isnan(x[MIXED_X_WAIT]));
     CHECK_NEAR(x[MIXED_X_MIGR], 20.0, 1e-9);
+    CHECK_NEAR(x[MIXED_X_STOPS], 100.0, 1e-9); /* the kernel's too */
     CHECK(isnan(x[MIXED_X_IDLE]));
+    point_preset(x, MIXED_X_COUNT);
+    b.stops_ok = false;
+    mixed_extras_of(&a, &b, true, x);
+    CHECK(isnan(x[MIXED_X_STOPS]));
 }
 
 /* Two short tasks and three long ones over half a second; one long task
