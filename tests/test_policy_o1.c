@@ -70,7 +70,7 @@ TEST(sleep_avg_gives_bonus_minus5_to_plus5)
 {
     h_init(&h, "o1", 1);
     wake(0, 0);
-    wake(1, SEC / 2);
+    wake(1, SEC / 20); /* counted ten times from a sleep_avg of 0 */
     wake(2, 5 * SEC); /* capped at max_sleep_avg_ns */
     CHECK_EQ(task(0)->p[PRIO], 125);
     CHECK_EQ(task(1)->p[PRIO], 120);
@@ -80,6 +80,37 @@ TEST(sleep_avg_gives_bonus_minus5_to_plus5)
     CHECK(h_pick(&h, 0) == task(2));
     CHECK(h_pick(&h, 0) == task(1));
     CHECK(h_pick(&h, 0) == task(0));
+    h_destroy(&h);
+}
+
+/* A sleep counts (10 - bonus) times, at least once (2.6's
+ * recalc_task_prio): the lower the sleep_avg, the faster it rises. */
+TEST(sleep_raises_a_low_sleep_avg_faster)
+{
+    h_init(&h, "o1", 1);
+    struct mqs_sched_entity *x = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    uint64_t avg[] = {0, 450 * MS, 950 * MS};
+    uint64_t want[] = {90 * MS, 450 * MS + 9 * MS * 6, 959 * MS};
+    for (int i = 0; i < 3; i++) {
+        x->p[SLEEP_AVG] = avg[i];
+        x->slept_at_ns = 1000;
+        x->woke_at_ns = 1000 + 9 * MS;
+        h_enqueue(&h, 0, x, MQS_ENQ_WAKEUP);
+        CHECK_EQ(x->p[SLEEP_AVG], want[i]);
+        CHECK(h_pick(&h, 0) == x);
+        h_stop(&h, 0, x, 0, false);
+    }
+    /* A task sleeping 9 ms of every 10 (a 1 ms run) earns the bonus that
+     * puts it ahead of a spinner (prio 125) at its second wake-up. */
+    x->p[SLEEP_AVG] = 0;
+    for (int i = 0; i < 2; i++) {
+        x->slept_at_ns = 1000;
+        x->woke_at_ns = 1000 + 9 * MS;
+        h_enqueue(&h, 0, x, MQS_ENQ_WAKEUP);
+        CHECK(h_pick(&h, 0) == x);
+        h_stop(&h, 0, x, MS, false);
+    }
+    CHECK_LT(x->p[PRIO], 125);
     h_destroy(&h);
 }
 
