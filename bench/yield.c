@@ -13,6 +13,10 @@
  *             physical limit of a yield with N tasks (cache footprint of
  *             N stacks included).  A ring of one would be no switch at
  *             all, so tasks=1 measures a ring of two.
+ *   floorclock  the same ring with one read of the runtime's clock
+ *             (mqs__clock_ns: the cycle counter, scaled) per switch: the
+ *             limit of a yield under a policy that charges exact run
+ *             time, as every switch of cfs, eevdf, ule and bfs reads it.
  *   go, fiber the same loop in a peer runtime (goroutines calling
  *             runtime.Gosched, Boost.Fiber fibers calling
  *             this_fiber::yield), one peer process per measurement
@@ -60,6 +64,7 @@
 #include <sys/mman.h>
 
 #include "common.h"
+#include "clock.h"
 #include "ctx.h"
 #include "expkit.h"
 #include "fiber.h" /* the sanitizers' view of a switch, as the core's */
@@ -73,7 +78,8 @@
  * past it the window starts anyway and zero_work_tasks shows who waits. */
 #define SETTLE_ALL_MAX_NS 10000000000ull
 
-static const char *const yield_pseudo[] = {"kernel", "floor", "go", "fiber",
+static const char *const yield_pseudo[] = {"kernel", "floor", "floorclock",
+                                           "go", "fiber",
                                            "go1",    "fiber1", NULL};
 
 /* Fairness is the worst seen over the repeats: a policy that starves a
@@ -101,6 +107,9 @@ static const bench_cli_t yield_cli = {
                "switching with no\n"
                "               scheduler, the physical limit (tasks=1 is "
                "a ring of 2)\n"
+               "       floorclock  the same ring reading the runtime's clock "
+               "once per switch:\n"
+               "               the limit under exact accounting\n"
                "       go      goroutines calling runtime.Gosched "
                "(mqs-peer-go)\n"
                "       fiber   Boost.Fiber fibers calling this_fiber::yield "
@@ -340,6 +349,7 @@ struct ring;
 struct ring_ctx {
     struct fiber f;
     uint64_t count; /* switches it made */
+    uint64_t sink;  /* floorclock: the clock reads, summed (kept) */
     struct ring_ctx *next;
     struct ring *ring;
 } __attribute__((aligned(BENCH_CACHELINE)));
@@ -352,6 +362,7 @@ struct ring {
     struct ring_ctx *ctx;
     int n;
     double seconds;
+    mqs__clock_t clock; /* floorclock */
 };
 
 /* Switch from one fiber to another, telling the sanitizers in their
@@ -366,11 +377,11 @@ static void ring_switch(struct fiber *from, struct fiber *to, bool dying)
     mqs__switch_leave(fake);
 }
 
-static void ring_entry(void *arg, void *pass)
+/* A context's life; `clock` is a constant in each caller, so the floor's
+ * loop is the bare one. */
+static inline void ring_run(struct ring_ctx *c, bool clock)
 {
-    struct ring_ctx *c = arg;
     struct ring *r = c->ring;
-    (void)pass;
     mqs__switch_leave(NULL);
     if (c == r->ctx) {
         r->t0 = bench_now_ns();
@@ -378,11 +389,25 @@ static void ring_entry(void *arg, void *pass)
     }
     while (!bench_flag(&r->stop)) {
         c->count++;
+        if (clock)
+            c->sink += mqs__clock_ns(&r->clock);
         ring_switch(&c->f, &c->next->f, false);
     }
     r->t1 = bench_now_ns();
     ring_switch(&c->f, &r->main, true);
     abort(); /* never resumed: the next measurement remakes every context */
+}
+
+static void ring_entry(void *arg, void *pass)
+{
+    (void)pass;
+    ring_run(arg, false);
+}
+
+static void ring_entry_clock(void *arg, void *pass)
+{
+    (void)pass;
+    ring_run(arg, true);
 }
 
 /* The period starts with the ring (bench_window): on a loaded host the
@@ -420,7 +445,7 @@ static int floor_open(bench_point_t *p)
 /* Build the ring on fresh stacks, tops staggered by (i % 64) * 64 bytes
  * as the runtime staggers task stacks, so that N contexts do not all
  * collide in the same cache sets. */
-static void ring_make(struct point *pt, struct ring *r)
+static void ring_make(struct point *pt, struct ring *r, bool clock)
 {
     for (int i = 0; i < r->n; i++) {
         struct ring_ctx *c = &r->ctx[i];
@@ -429,8 +454,9 @@ static void ring_make(struct point *pt, struct ring *r)
         c->count = 0;
         c->ring = r;
         c->next = &r->ctx[(i + 1) % r->n];
+        c->sink = 0;
         c->f.sp = mqs__ctx_make(lo + FLOOR_STACK - (size_t)(i % 64) * 64,
-                                ring_entry, c);
+                                clock ? ring_entry_clock : ring_entry, c);
         c->f.tsan = mqs__fiber_create();
     }
 }
@@ -468,8 +494,11 @@ static int floor_measure(bench_point_t *p, double *ns, double *extra)
     r.ctx = aligned_alloc(BENCH_CACHELINE, (size_t)r.n * sizeof *r.ctx);
     if (!r.ctx)
         return -1;
+    bool clock = strcmp(p->row->spec, "floorclock") == 0;
+    if (clock)
+        mqs__clock_init(&r.clock);
     ring_main(&r);
-    ring_make(pt, &r);
+    ring_make(pt, &r, clock);
     pthread_t timer;
     int rc = pthread_create(&timer, NULL, ring_timer, &r);
     if (rc == 0) {
@@ -527,6 +556,7 @@ static int yield_setup(bench_sweep_t *sw, int i, bench_point_t *p)
 }
 
 static const bench_row_kind_t yield_kinds[] = {{"floor", &kind_floor},
+                                               {"floorclock", &kind_floor},
                                                {NULL, NULL}};
 
 const bench_exp_t bench_yield_exp = {
