@@ -87,8 +87,7 @@ static const bench_cli_t chat_cli = {
         "       go1, fiber1  the same on one thread\n\n"
         "example: mqs-bench chat --policy mq,kernel --rooms 10\n",
     .default_tasks = "1",
-    .default_policy = "mq,kernel,go,fiber",
-    .pseudo = bench_kernel_and_peers,
+    BENCH_PEER_ROWS,
     .default_seconds = 1,
     .default_repeats = 5,
 };

@@ -25,10 +25,8 @@
  *           window); kernel: /proc/self/task/<tid>/schedstat field 2.
  *           migr/s: times a task ran on another worker than the time
  *           before (kernel: se.nr_migrations from /proc/.../sched).
- *           stops/s: tasks stopped against their will, summed over the
- *           workers: mqs: the preemption signal's stops
- *           (mqs_runtime_stats().preemptions); kernel: the threads'
- *           nr_involuntary_switches from /proc/.../sched.
+ *           stops/s: mqs_runtime_stats().preemptions (kernel: the
+ *           threads' nr_involuntary_switches from /proc/.../sched).
  *           idle/s, newidle/s, periodic/s, prio/s: tasks pulled by a
  *           worker while idle, when its queue just ran empty, by the
  *           periodic balancer, and because a remote task was more urgent
@@ -127,15 +125,13 @@ static const bench_cli_t mixed_cli = {
         "--tasks is not used.\n"
         "records/s over the window; wait ms/s = runnable-not-running time "
         "summed\n"
-        "over tasks per second; migr/s = task migrations; stops/s = tasks "
-        "stopped\n"
-        "against their will (mqs: by preemption; kernel: involuntary "
-        "switches);\n"
-        "idle/s, newidle/s, periodic/s, prio/s = pulls by kind: idle, queue "
-        "just\n"
-        "emptied, periodic balancer, a more urgent remote task (runtime "
-        "statistics;\n"
-        "kernel: n/a);\n"
+        "over tasks per second; migr/s = task migrations; stops/s = "
+        "preemptions\n"
+        "(kernel: involuntary switches); idle/s, newidle/s, periodic/s, "
+        "prio/s =\n"
+        "pulls by kind: idle, queue just emptied, periodic balancer, a more "
+        "urgent\n"
+        "remote task (runtime statistics; kernel: n/a);\n"
         "short/long min, mean = records/s of the slowest and of the mean "
         "task of each\n"
         "kind; starved = tasks without a record in the window.\n\n"
@@ -147,8 +143,7 @@ static const bench_cli_t mixed_cli = {
         "       go1, fiber1  the same on one thread\n\n"
         "example: mqs-bench mixed --policy all --short 5 --long 5 --csv\n",
     .default_tasks = "1",
-    .default_policy = "mq,kernel,go,fiber",
-    .pseudo = bench_kernel_and_peers,
+    BENCH_PEER_ROWS,
     .default_seconds = 0.5,
     .default_repeats = 3,
 };
@@ -172,9 +167,8 @@ static int mixed_schedstat_wait(const char *line, uint64_t *wait)
     return 0;
 }
 
-/* A counter ("se.nr_migrations", "nr_involuntary_switches") from the
- * text of /proc/<pid>/task/<tid>/sched; -1 when absent (a kernel without
- * CONFIG_SCHED_DEBUG). */
+/* A counter from the text of /proc/<pid>/task/<tid>/sched; -1 when
+ * absent (a kernel without CONFIG_SCHED_DEBUG). */
 static int mixed_sched_field(const char *text, const char *name,
                              uint64_t *out)
 {
@@ -312,7 +306,7 @@ struct mixed_snap {
     uint64_t t;
     uint64_t records, wait, migr, stops;
     mqs_worker_stats_t rs;
-    bool wait_ok, migr_ok, stops_ok;
+    bool wait_ok, migr_ok; /* migr_ok: /proc/.../sched's counters, stops too */
 };
 
 struct mixed_point {
@@ -347,10 +341,10 @@ static void mixed_reset(struct mixed_point *mp)
 static void mixed_proc_snap(const struct mixed_point *mp, struct mixed_snap *s)
 {
     char path[96], *text;
-    s->wait_ok = s->migr_ok = s->stops_ok = true;
+    s->wait_ok = s->migr_ok = true;
     for (int i = 0; i < mp->n; i++) {
         int tid = atomic_load(&mp->slots[i].tid);
-        uint64_t v = 0;
+        uint64_t v = 0, stops = 0;
         snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
         if (!(text = bench_read_file(path, 0)) ||
             mixed_schedstat_wait(text, &v))
@@ -358,13 +352,11 @@ static void mixed_proc_snap(const struct mixed_point *mp, struct mixed_snap *s)
         free(text);
         s->wait += v;
         v = 0;
-        uint64_t stops = 0;
         snprintf(path, sizeof path, "/proc/self/task/%d/sched", tid);
         text = bench_read_file(path, 0);
-        if (!text || mixed_sched_field(text, "se.nr_migrations", &v))
+        if (!text || mixed_sched_field(text, "se.nr_migrations", &v) ||
+            mixed_sched_field(text, "nr_involuntary_switches", &stops))
             s->migr_ok = false;
-        if (!text || mixed_sched_field(text, "nr_involuntary_switches", &stops))
-            s->stops_ok = false;
         free(text);
         s->migr += v;
         s->stops += stops;
@@ -382,7 +374,7 @@ static void mixed_mq_snap(const struct mixed_point *mp, struct mixed_snap *s)
     }
     mqs_runtime_stats(mp->g.rt, &s->rs);
     s->stops = s->rs.preemptions;
-    s->wait_ok = s->migr_ok = s->stops_ok = true;
+    s->wait_ok = s->migr_ok = true;
 }
 
 /* The counters at one edge of the window; each task's records into rec[]. */
@@ -410,9 +402,7 @@ static void mixed_extras_of(const struct mixed_snap *a,
     bool wait = a->wait_ok && b->wait_ok, migr = a->migr_ok && b->migr_ok;
     extra[MIXED_X_WAIT] = wait ? mixed_rate(a->wait, b->wait, ns) / 1e6 : NAN;
     extra[MIXED_X_MIGR] = migr ? mixed_rate(a->migr, b->migr, ns) : NAN;
-    extra[MIXED_X_STOPS] = a->stops_ok && b->stops_ok
-                               ? mixed_rate(a->stops, b->stops, ns)
-                               : NAN;
+    extra[MIXED_X_STOPS] = migr ? mixed_rate(a->stops, b->stops, ns) : NAN;
     if (kernel)
         return;
     extra[MIXED_X_IDLE] = mixed_rate(a->rs.pulls_idle, b->rs.pulls_idle, ns);
@@ -449,7 +439,7 @@ static int mixed_window(bench_point_t *p, double *value, double *extra)
     extra[MIXED_X_BURST] = (double)mp->burst;
     if (kernel && (!a.wait_ok || !b.wait_ok || !a.migr_ok || !b.migr_ok))
         snprintf(p->note, sizeof p->note, "%s unreadable in /proc",
-                 a.wait_ok && b.wait_ok ? "migrations" : "wait");
+                 a.wait_ok && b.wait_ok ? "migrations/stops" : "wait");
     return 0;
 }
 

@@ -51,8 +51,11 @@ bool bench_peer_is(const char *row);
 /* Is it a one-thread peer row (go1, fiber1)? */
 bool bench_peer_one_thread(const char *row);
 /* The pseudo rows of every experiment with a kernel row but no other:
- * "kernel" and the peers (for bench_cli_t.pseudo). */
+ * "kernel" and the peers (for bench_cli_t.pseudo), and such a CLI's
+ * default rows and pseudo rows (BENCH_PEER_ROWS in its initializer). */
 extern const char *const bench_kernel_and_peers[];
+#define BENCH_PEER_ROWS                                                      \
+    .default_policy = "mq,kernel,go,fiber", .pseudo = bench_kernel_and_peers
 
 /*
  * Run one measurement: mqs-peer-<peer> <experiment> args[0] args[1] ...

@@ -70,8 +70,7 @@ static const bench_cli_t pipe_cli = {
         "       go1, fiber1  the same on one thread\n\n"
         "example: mqs-bench pipe --policy mq,kernel --csv\n",
     .default_tasks = "1",
-    .default_policy = "mq,kernel,go,fiber",
-    .pseudo = bench_kernel_and_peers,
+    BENCH_PEER_ROWS,
     .default_seconds = 0.2,
     .default_repeats = 5,
 };

@@ -69,8 +69,7 @@ static const bench_cli_t ring_cli = {
         "example: mqs-bench ring --policy mq,kernel --tasks 2,16 --size "
         "16\n",
     .default_tasks = "2,4,8,16,64",
-    .default_policy = "mq,kernel,go,fiber",
-    .pseudo = bench_kernel_and_peers,
+    BENCH_PEER_ROWS,
     .default_seconds = 0.2,
     .default_repeats = 5,
 };

@@ -127,8 +127,7 @@ static const bench_cli_t spawn_cli = {
         "         mqs-bench spawn --live 1000000 --policy mq --workers 2 "
         "--repeats 1\n",
     .default_tasks = "10000,1000000",
-    .default_policy = "mq,kernel,go,fiber",
-    .pseudo = bench_kernel_and_peers,
+    BENCH_PEER_ROWS,
     .default_seconds = 1,
     .default_repeats = 5,
 };

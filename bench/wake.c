@@ -94,8 +94,7 @@ static const bench_cli_t wake_cli = {
         "recorded.\n\n"
         "example: mqs-bench wake --policy mq,kernel --hogs 2 --csv\n",
     .default_tasks = "1",
-    .default_policy = "mq,kernel,go,fiber",
-    .pseudo = bench_kernel_and_peers,
+    BENCH_PEER_ROWS,
     .default_seconds = 0.5,
     .default_repeats = 5,
 };

@@ -13,10 +13,8 @@
  *             physical limit of a yield with N tasks (cache footprint of
  *             N stacks included).  A ring of one would be no switch at
  *             all, so tasks=1 measures a ring of two.
- *   floorclock  the same ring with one read of the runtime's clock
- *             (mqs__clock_ns: the cycle counter, scaled) per switch: the
- *             limit of a yield under a policy that charges exact run
- *             time, as every switch of cfs, eevdf, ule and bfs reads it.
+ *   floorclock  the floor and one mqs__clock_ns per switch, as cfs, eevdf,
+ *             ule and bfs read it: the limit under exact accounting.
  *   go, fiber the same loop in a peer runtime (goroutines calling
  *             runtime.Gosched, Boost.Fiber fibers calling
  *             this_fiber::yield), one peer process per measurement
@@ -107,9 +105,7 @@ static const bench_cli_t yield_cli = {
                "switching with no\n"
                "               scheduler, the physical limit (tasks=1 is "
                "a ring of 2)\n"
-               "       floorclock  the same ring reading the runtime's clock "
-               "once per switch:\n"
-               "               the limit under exact accounting\n"
+               "       floorclock  the floor and a clock read per switch\n"
                "       go      goroutines calling runtime.Gosched "
                "(mqs-peer-go)\n"
                "       fiber   Boost.Fiber fibers calling this_fiber::yield "
@@ -362,7 +358,7 @@ struct ring {
     struct ring_ctx *ctx;
     int n;
     double seconds;
-    mqs__clock_t clock; /* floorclock */
+    mqs__clock_t clock; /* floorclock; zero (uncalibrated) for floor */
 };
 
 /* Switch from one fiber to another, telling the sanitizers in their
@@ -377,8 +373,8 @@ static void ring_switch(struct fiber *from, struct fiber *to, bool dying)
     mqs__switch_leave(fake);
 }
 
-/* A context's life; `clock` is a constant in each caller, so the floor's
- * loop is the bare one. */
+/* A context's life; `clock` is a constant at each call (ring_entry), so
+ * the floor's loop is the bare one. */
 static inline void ring_run(struct ring_ctx *c, bool clock)
 {
     struct ring *r = c->ring;
@@ -397,21 +393,17 @@ static inline void ring_run(struct ring_ctx *c, bool clock)
     ring_switch(&c->f, &r->main, true);
 }
 
-/* The abort is here, not in ring_run: a call to a function that cannot
- * return gets ASan's no-return hook before it, which on a ring's own
- * stack (not the thread's) fails ASan's check. */
+/* The abort is here, not in ring_run: ASan's no-return hook before a
+ * call that cannot return fails its check on a ring's own stack. */
 static void ring_entry(void *arg, void *pass)
 {
+    struct ring_ctx *c = arg;
     (void)pass;
-    ring_run(arg, false);
+    if (c->ring->clock.base_ns) /* floorclock calibrated it */
+        ring_run(c, true);
+    else
+        ring_run(c, false);
     abort(); /* never resumed: the next measurement remakes every context */
-}
-
-static void ring_entry_clock(void *arg, void *pass)
-{
-    (void)pass;
-    ring_run(arg, true);
-    abort();
 }
 
 /* The period starts with the ring (bench_window): on a loaded host the
@@ -449,7 +441,7 @@ static int floor_open(bench_point_t *p)
 /* Build the ring on fresh stacks, tops staggered by (i % 64) * 64 bytes
  * as the runtime staggers task stacks, so that N contexts do not all
  * collide in the same cache sets. */
-static void ring_make(struct point *pt, struct ring *r, bool clock)
+static void ring_make(struct point *pt, struct ring *r)
 {
     for (int i = 0; i < r->n; i++) {
         struct ring_ctx *c = &r->ctx[i];
@@ -460,7 +452,7 @@ static void ring_make(struct point *pt, struct ring *r, bool clock)
         c->next = &r->ctx[(i + 1) % r->n];
         c->sink = 0;
         c->f.sp = mqs__ctx_make(lo + FLOOR_STACK - (size_t)(i % 64) * 64,
-                                clock ? ring_entry_clock : ring_entry, c);
+                                ring_entry, c);
         c->f.tsan = mqs__fiber_create();
     }
 }
@@ -498,11 +490,10 @@ static int floor_measure(bench_point_t *p, double *ns, double *extra)
     r.ctx = aligned_alloc(BENCH_CACHELINE, (size_t)r.n * sizeof *r.ctx);
     if (!r.ctx)
         return -1;
-    bool clock = strcmp(p->row->spec, "floorclock") == 0;
-    if (clock)
+    if (strcmp(p->row->spec, "floorclock") == 0)
         mqs__clock_init(&r.clock);
     ring_main(&r);
-    ring_make(pt, &r, clock);
+    ring_make(pt, &r);
     pthread_t timer;
     int rc = pthread_create(&timer, NULL, ring_timer, &r);
     if (rc == 0) {

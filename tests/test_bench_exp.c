@@ -169,8 +169,7 @@ TEST(mixed_rates_and_window_extras)
                            .migr = 10,
                            .stops = 100,
                            .wait_ok = true,
-                           .migr_ok = true,
-                           .stops_ok = true};
+                           .migr_ok = true};
     struct mixed_snap b = a;
     b.t += 500000000u;   /* half a second */
     b.wait = 250000000u; /* 250 ms of waiting */
@@ -198,8 +197,9 @@ TEST(mixed_rates_and_window_extras)
     CHECK_NEAR(x[MIXED_X_STOPS], 100.0, 1e-9); /* the kernel's too */
     CHECK(isnan(x[MIXED_X_IDLE]));
     point_preset(x, MIXED_X_COUNT);
-    b.stops_ok = false;
+    b.migr_ok = false;
     mixed_extras_of(&a, &b, true, x);
+    CHECK(isnan(x[MIXED_X_MIGR]));
     CHECK(isnan(x[MIXED_X_STOPS]));
 }
 
