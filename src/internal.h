@@ -2,8 +2,9 @@
  * internal.h - the core's data structures, and (through the headers it
  * includes at the end: sched_clock.h, gate.h, layers.h) the time of a
  * scheduling point, the inside-the-runtime gate, and the internal calls
- * between the core's files, one section per layer.  Nothing here is public; policies see none of
- * it (they include mqs/policy.h and their kit).
+ * between the core's files, one section per layer.  Nothing here is
+ * public; policies see none of it (they include mqs/policy.h and their
+ * kit).
  *
  * Ownership in one paragraph: a runtime owns its workers; a worker owns
  * its run queue (struct mqs_rq, lock-protected, since other workers
