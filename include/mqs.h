@@ -740,6 +740,9 @@ typedef struct mqs_worker_stats {
     uint64_t exits;
     uint64_t preemptions;     /* tasks stopped by the preemption signal */
     uint64_t preempt_deferred; /* stops asked at an unsafe point (retried) */
+    uint64_t preempt_signals; /* preemption signals taken: every stop and
+                                 deferral, and each tick that found the
+                                 slice not spent (the mechanism's cost) */
 } mqs_worker_stats_t;
 
 /* Counters of one task. */

@@ -237,13 +237,14 @@ static inline void mqs__fair_class_put_prev(struct mqs_sched_entity *se,
 }
 
 /* Every class but FIFO gives up the worker when its slice is spent. */
-static inline bool mqs__fair_tick(struct mqs_rq *rq,
-                                  struct mqs_sched_entity *se, uint64_t now)
+static inline int64_t mqs__fair_tick(struct mqs_rq *rq,
+                                     struct mqs_sched_entity *se,
+                                     uint64_t now)
 {
     (void)rq;
     if (se->cls == MQS_CLASS_FIFO)
-        return false;
-    return (int64_t)(now - se->exec_start_ns) >= se->slice_ns;
+        return MQS_SLICE_NONE;
+    return se->slice_ns - (int64_t)(now - se->exec_start_ns);
 }
 
 /* Is a realtime task queued here, or (by the runtime-wide hint) on any

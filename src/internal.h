@@ -312,7 +312,7 @@ struct mqs__worker_counters {
     _Atomic uint64_t run_ns, idle_ns, switches, yields, wakeups_local,
         wakeups_remote, migrations, pulls_idle, pulls_newidle,
         pulls_periodic, pulls_priority, parks, spawns, exits, preemptions,
-        preempt_deferred;
+        preempt_deferred, preempt_signals;
 };
 
 /* The preemption signal: SIGURG, as Go's runtime uses, because nothing
@@ -342,6 +342,12 @@ struct mqs__preempt_worker {
      * taken once on the worker's thread.  TSan builds set it at every
      * switch (switch.h). */
     sigset_t mask;
+    /* The policy's answer at the last tick that found the slice not
+     * spent: no tick is worth asking before quiet_until (the worker's
+     * clock), while the switch count is still quiet_sw.  Written by the
+     * handler on the worker, read by the monitor: a hint, so a pair torn
+     * by a switch costs at most one early or late look. */
+    _Atomic uint64_t quiet_until, quiet_sw;
     /* Monitor-only: switches seen at its last scan, since when, and
      * requests sent since (a deferred stop is retried soon, a few times);
      * the hand-off slot's task at that scan (runnext.c). */

@@ -15,8 +15,10 @@
  * Who asks.  The monitor thread (Go's sysmon shape), every tick
  * (MQS_PREEMPT_TICK_NS, 1 ms by default) while some worker runs a task:
  * TICK for a task that ran a whole tick while others wait (the policy's
- * tick op then says whether its slice is spent: the kernel's tick, only
- * where it can matter), URGENT when a more urgent level is queued than
+ * tick op then says how long its slice has left: the kernel's tick, only
+ * where it can matter; with time left the handler stores the end in
+ * pre.quiet_until and no TICK is asked before it), URGENT when a more
+ * urgent level is queued than
  * the one running, TIMER when one of the worker's timers is due, STOP
  * when the runtime stops.  A wake-up onto another worker whose task is
  * less urgent asks at once (URGENT), and one onto a worker whose task of
@@ -103,6 +105,8 @@ extern const char mqs__text_end[] __attribute__((visibility("hidden")));
 
 #define RETRY_NS 50000 /* a deferred stop is asked again this soon       */
 #define RETRY_STREAK 4 /* ... this many times in a row, then at ticks    */
+#define QUIET_TICKS 4  /* the longest look apart while every slice lasts */
+#define QUIET_SLACK_NS 20000 /* a look this late after a slice's end   */
 
 /* ------------------------------------------------------------------ */
 /* Where a task may be stopped                                          */
@@ -269,9 +273,21 @@ static void preempt_point(struct mqs_worker *w, struct mqs_task *t, int why,
     bool spent = false;
     if ((why & MQS__PRE_TICK) && !(stop || due || urgent)) {
         /* A policy with no tick has no slice: a tick with others
-         * waiting is the end of one (round robin at the tick). */
+         * waiting is the end of one (round robin at the tick).  One
+         * with a slice left tells the monitor when to ask again. */
         MQS__CHK_UNLOCKED_OP(w->rt, "tick");
-        spent = !p->tick || p->tick(&w->rq, &t->se, mqs__tick_time(w, now));
+        uint64_t at = mqs__tick_time(w, now);
+        int64_t left = p->tick ? p->tick(&w->rq, &t->se, at) : 0;
+        spent = left <= 0;
+        if (!spent) {
+            uint64_t until = left == MQS_SLICE_NONE ? UINT64_MAX
+                                                    : at + (uint64_t)left;
+            atomic_store_explicit(&w->pre.quiet_until, until,
+                                  memory_order_relaxed);
+            atomic_store_explicit(&w->pre.quiet_sw,
+                                  MQS__STAT_GET(w->stats.switches),
+                                  memory_order_release);
+        }
     }
     if (!(stop || due || urgent || spent))
         return;
@@ -310,6 +326,7 @@ static void on_preempt(int sig, siginfo_t *si, void *uc)
         return;
     }
     int err = errno;
+    MQS__STAT_ADD(w->stats.preempt_signals, 1);
     struct mqs_task *t = w->curr;
     if (w->in_runtime || !t) {
         /* Inside the runtime (or its loop): it reaches a scheduling
@@ -352,11 +369,18 @@ static void preempt_install(void)
 /* ------------------------------------------------------------------ */
 
 /* One look at every worker; returns how long to sleep until the next,
- * and whether any worker was awake. */
+ * and whether any worker was awake.  The next look is a tick away,
+ * unless every awake worker runs a task whose policy said, at its last
+ * tick, that its slice has longer left (the quiet hint): then the
+ * earliest of those ends, at most QUIET_TICKS ticks.  Only under exact
+ * accounting (the coarse clock of tick accounting advances at each
+ * look), and a task switched in meanwhile is first asked up to that
+ * late. */
 static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
 {
     struct mqs__preempt_rt *p = &rt->pre;
-    uint64_t sleep = p->tick_ns;
+    bool exact = !rt->workers[0]->acct_tick;
+    uint64_t sleep = exact ? p->tick_ns * QUIET_TICKS : p->tick_ns;
     bool stopping = atomic_load_explicit(&rt->stopping, memory_order_relaxed);
     /* What waits, from each queue's published best, not from the level
      * hint: the hint keeps an emptied queue's level until its owner
@@ -385,8 +409,12 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
         uint64_t sw = MQS__STAT_GET(w->stats.switches);
         bool switched = sw != w->pre.seen;
         if (switched) {
+            /* Under exact accounting the switch's own time: the look
+             * that saw it may come QUIET_TICKS after it. */
+            uint64_t at = atomic_load_explicit(&w->rq.curr_since,
+                                               memory_order_relaxed);
             w->pre.seen = sw;
-            w->pre.since = now;
+            w->pre.since = exact && at < now ? at : now;
             w->pre.streak = 0;
         }
         if (atomic_load(&w->parked))
@@ -394,8 +422,12 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
         *awake = true;
         unsigned level = atomic_load_explicit(&w->rq.curr_level,
                                               memory_order_relaxed);
-        if (level == MQS_PRIO_NONE)
-            continue; /* in its loop: a scheduling point by itself */
+        if (level == MQS_PRIO_NONE) {
+            /* in its loop: a scheduling point by itself, and then a
+             * task that may need a tick */
+            sleep = sleep < p->tick_ns ? sleep : p->tick_ns;
+            continue;
+        }
         int why = atomic_exchange(&w->pre.missed, 0);
         if (stopping)
             why |= MQS__PRE_STOP;
@@ -413,10 +445,26 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
             atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed) ||
             mqs__runnext_any(&w->runnext) ||
             (best_at == i ? best2 : best) <= level;
-        if (others && now - w->pre.since >= p->tick_ns) {
+        uint64_t quiet = atomic_load_explicit(&w->pre.quiet_sw,
+                                              memory_order_acquire) == sw
+                             ? atomic_load_explicit(&w->pre.quiet_until,
+                                                    memory_order_relaxed)
+                             : 0;
+        /* A tick once the slice the policy gave is over (once: a stop
+         * deferred comes back through missed), or a tick after the
+         * last while it gave none. */
+        if (others && quiet <= now &&
+            (quiet > w->pre.since || now - w->pre.since >= p->tick_ns)) {
             why |= MQS__PRE_TICK;
             w->pre.since = now;
         }
+        /* Never sooner than a tick: an extra look costs more than a
+         * slice that ends at the next regular one, as without the hint. */
+        uint64_t look = p->tick_ns;
+        if (exact && others && quiet > now && quiet - now > look &&
+            quiet - now < sleep)
+            look = quiet - now + QUIET_SLACK_NS;
+        sleep = look < sleep ? look : sleep;
         /* A hand-off whose waker did not block (the same task in the
          * slot, no switch since the last look): the policy chooses
          * between the two (runnext.c). */
@@ -425,6 +473,8 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
         if (handoff && handoff == w->pre.handoff_seen && !switched)
             why |= MQS__PRE_WAKE;
         w->pre.handoff_seen = handoff;
+        if (handoff && p->tick_ns < sleep)
+            sleep = p->tick_ns;
         if (!why)
             continue;
         mqs__preempt_request(w, why);

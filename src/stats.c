@@ -34,6 +34,7 @@ static void worker_read(const struct mqs_worker *w, mqs_worker_stats_t *o)
     o->exits = MQS__STAT_GET(c->exits);
     o->preemptions = MQS__STAT_GET(c->preemptions);
     o->preempt_deferred = MQS__STAT_GET(c->preempt_deferred);
+    o->preempt_signals = MQS__STAT_GET(c->preempt_signals);
 }
 
 int mqs_worker_stats(const mqs_runtime_t *rt, int worker,
@@ -89,7 +90,7 @@ static void dump_worker(FILE *f, int i, const mqs_worker_stats_t *s)
             "wakeups_local=%llu wakeups_remote=%llu migrations=%llu "
             "pulls_idle=%llu pulls_newidle=%llu pulls_periodic=%llu "
             "pulls_priority=%llu parks=%llu spawns=%llu exits=%llu "
-            "preemptions=%llu preempt_deferred=%llu\n",
+            "preemptions=%llu preempt_deferred=%llu preempt_signals=%llu\n",
             i, (unsigned long long)s->run_ns, (unsigned long long)s->idle_ns,
             (unsigned long long)s->switches, (unsigned long long)s->yields,
             (unsigned long long)s->wakeups_local,
@@ -102,7 +103,8 @@ static void dump_worker(FILE *f, int i, const mqs_worker_stats_t *s)
             (unsigned long long)s->parks, (unsigned long long)s->spawns,
             (unsigned long long)s->exits,
             (unsigned long long)s->preemptions,
-            (unsigned long long)s->preempt_deferred);
+            (unsigned long long)s->preempt_deferred,
+            (unsigned long long)s->preempt_signals);
 }
 
 static void dump_task(struct mqs_task *t, void *ctx)

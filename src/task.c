@@ -377,7 +377,7 @@ int mqs_checkpoint(void)
         MQS__CHK_UNLOCKED_OP(w->rt, "tick");
 #endif
     if (due || urgent || shuffled ||
-        (p->tick && p->tick(&w->rq, &t->se, mqs__tick_time(w, now))))
+        (p->tick && p->tick(&w->rq, &t->se, mqs__tick_time(w, now)) <= 0))
         mqs__schedule(w, t, MQS__SW_YIELD);
     return 0;
 }

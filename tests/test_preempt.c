@@ -227,6 +227,50 @@ static void spin_pair(const char *policy, mqs_class_t ca, int pa,
     *rb = sb.run_ns;
 }
 
+/* A tick that finds the slice not spent learns how long it has left
+ * (the policy's tick op), and the monitor asks no tick before then: a
+ * FIFO spinner with another FIFO task of its priority queued behind it
+ * (no slice ends its run) is signalled once, not once a tick; two
+ * normal spinners with 20 ms slices about twice a slice, not 20 times.
+ * Every signal the handler takes is counted (preempt_signals). */
+static mqs_worker_stats_t spin_window(const char *policy, mqs_class_t cls,
+                                      int prio, uint64_t ms)
+{
+    mqs_runtime_t *rt = rt_preempt(1, policy, -1);
+    struct window w = {0};
+    mqs_task_t *a = spawn_prio(rt, cls, prio, window_spinner, &w);
+    mqs_task_t *b = spawn_prio(rt, cls, prio, window_spinner, &w);
+    struct timespec ts = {0, (long)(ms * 1000000)};
+    nanosleep(&ts, NULL);
+    mqs_worker_stats_t st;
+    CHECK_OK(mqs_runtime_stats(rt, &st));
+    atomic_store(&w.stop, 1);
+    join(a);
+    join(b);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    return st;
+}
+
+TEST(a_tick_is_asked_only_when_the_slice_can_be_over)
+{
+    for (const struct mqs_policy *const *p = mqs_policy_list(); *p; p++) {
+        mqs_worker_stats_t st =
+            spin_window((*p)->name, MQS_CLASS_FIFO, 10, 300);
+        fprintf(stderr, "  %s FIFO: %llu signals, %llu stops\n", (*p)->name,
+                (unsigned long long)st.preempt_signals,
+                (unsigned long long)st.preemptions);
+        CHECK_LT(st.preempt_signals, 30); /* 300 at a signal a tick */
+    }
+    mqs_worker_stats_t st =
+        spin_window("mq:slice_ns=20000000,latency_ns=100000000",
+                    MQS_CLASS_NORMAL, 0, 300);
+    fprintf(stderr, "  mq 20 ms slices: %llu signals, %llu stops\n",
+            (unsigned long long)st.preempt_signals,
+            (unsigned long long)st.preemptions);
+    CHECK_GT(st.preemptions, 4);
+    CHECK_LT(st.preempt_signals, 3 * st.preemptions + 10);
+}
+
 /* Nice weights hold for tasks that never yield: nice 0 against nice 5 is
  * 1024:335 under the weighted policies (about 3:1). */
 TEST(nice_weights_hold_for_spinners)

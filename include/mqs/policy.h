@@ -62,6 +62,9 @@ extern "C" {
 #define MQS_PRIO_LEVELS 141
 #define MQS_PRIO_NONE 255 /* published by an empty queue */
 
+/* The tick op's answer for a run that no slice ends (FIFO). */
+#define MQS_SLICE_NONE INT64_MAX
+
 /* Nice to weight, as Linux sched_prio_to_weight: each step ~1.25x. */
 extern const uint32_t mqs_nice_weight[40];
 
@@ -369,9 +372,18 @@ struct mqs_policy {
      * from the clock se->exec_start_ns was (under tick accounting the
      * coarse one: a run that straddled no tick has used nothing).  rq's
      * owning worker, no lock held (take none: it runs on every
-     * checkpoint).  Return true to have the task give up the worker (as
-     * a yield) at this point.  Absent: false. */
-    bool (*tick)(struct mqs_rq *rq, struct mqs_sched_entity *se, uint64_t now);
+     * checkpoint).  Return how long se's slice has left, in ns: 0 or
+     * less has the task give up the worker (as a yield) at this point;
+     * MQS_SLICE_NONE when nothing but a more urgent task ends this run
+     * (FIFO).  The answer is read with the queue as it is now: the
+     * preemption monitor asks this worker no tick before it has passed
+     * (a wake-up, a more urgent task or a due timer still ask at once),
+     * so a slice that a later queued task would shorten without a
+     * wake-up (a spawn, a migration) ends at most that answer late.
+     * Absent: at a preemption tick with others waiting the slice is
+     * spent (round robin at the tick); at a checkpoint never. */
+    int64_t (*tick)(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                    uint64_t now);
 
     /* A task woken onto rq while curr runs there: return true if woken
      * should run before curr continues.  The waking thread, on rq's

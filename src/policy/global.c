@@ -362,17 +362,17 @@ static void global_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
 }
 
 /* The counter ran out (2.4's update_process_times set need_resched). */
-static bool global_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
-                        uint64_t now)
+static int64_t global_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                           uint64_t now)
 {
     if (se->cls == MQS_CLASS_FIFO)
-        return false;
+        return MQS_SLICE_NONE;
     uint64_t tick = (uint64_t)global_rq(rq)->g->tun.tick_ns;
     uint64_t ran = now - se->exec_start_ns + se->p[GLOBAL_RESIDUE];
     if (se->p[GLOBAL_COUNTER] * tick > ran)
-        return false;
+        return (int64_t)(se->p[GLOBAL_COUNTER] * tick - ran);
     se->p[GLOBAL_TICKED] = 1;
-    return true;
+    return 0;
 }
 
 /* 2.4's preemption_goodness() > 0, on this worker. */

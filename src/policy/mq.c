@@ -478,13 +478,13 @@ static void mq_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
         se->slice_ns = cap;
 }
 
-static bool mq_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
-                    uint64_t now)
+static int64_t mq_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                       uint64_t now)
 {
     (void)rq;
     if (se->cls == MQS_CLASS_FIFO)
-        return false;
-    return (int64_t)(now - se->exec_start_ns) >= se->slice_ns;
+        return MQS_SLICE_NONE;
+    return se->slice_ns - (int64_t)(now - se->exec_start_ns);
 }
 
 /* ----- balancing ----- */

@@ -394,15 +394,15 @@ static void o1_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     se->p[O1_SLEEP_AVG] = avg > ran_ns ? avg - ran_ns : 0;
 }
 
-static bool o1_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
-                    uint64_t now)
+static int64_t o1_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                       uint64_t now)
 {
     if (atomic_load_explicit(&o1_state(rq)->child_pending,
                              memory_order_relaxed))
-        return true;
+        return 0;
     if (se->cls == MQS_CLASS_FIFO)
-        return false;
-    return (int64_t)(now - se->exec_start_ns) >= se->slice_ns;
+        return MQS_SLICE_NONE;
+    return se->slice_ns - (int64_t)(now - se->exec_start_ns);
 }
 
 /* TASK_PREEMPTS_CURR, except after a sync wake-up of a normal task. */

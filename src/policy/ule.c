@@ -395,13 +395,13 @@ static void ule_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     }
 }
 
-static bool ule_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
-                     uint64_t now)
+static int64_t ule_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                        uint64_t now)
 {
     (void)rq;
     if (se->cls == MQS_CLASS_FIFO)
-        return false;
-    return (int64_t)(now - se->exec_start_ns) >= se->slice_ns;
+        return MQS_SLICE_NONE;
+    return se->slice_ns - (int64_t)(now - se->exec_start_ns);
 }
 
 /* preempt_thresh: only realtime wake-ups preempt. */

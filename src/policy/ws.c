@@ -525,16 +525,16 @@ static int ws_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
     return mqs_select_default(rt, se, waker, flags);
 }
 
-static bool ws_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
-                    uint64_t now)
+static int64_t ws_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                       uint64_t now)
 {
     const struct ws_global *g = ws_state(rq)->g;
     int64_t ran = (int64_t)(now - se->exec_start_ns);
     if (se->cls == MQS_CLASS_FIFO)
-        return false;
+        return MQS_SLICE_NONE;
     if (se->cls == MQS_CLASS_RR)
-        return ran >= g->rr_slice_ns;
-    return g->preempt_ns > 0 && ran >= g->preempt_ns;
+        return g->rr_slice_ns - ran;
+    return g->preempt_ns > 0 ? g->preempt_ns - ran : MQS_SLICE_NONE;
 }
 
 /* Class order only: nice means nothing here. */
