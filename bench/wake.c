@@ -31,9 +31,9 @@
  * client later finds.  Without hogs, on an idle machine, the figure is
  * mostly the cost of waking an idle worker (a futex wake, the analogue
  * of an IPI); with hogs it is how long a woken task waits behind running
- * ones: behind a spinning hog of its own level a client waits until the
- * hog's slice is spent (the policy's tick) or another worker takes it;
- * an rt client stops the hog at once.
+ * ones: a kernel client waits behind a hog of its level until its slice
+ * ends; mqs puts it on the waker's worker (not o1, ule: their own rules),
+ * where it runs as the waker sleeps.  An rt client stops a hog at once.
  */
 #include <errno.h>
 #include <math.h>

@@ -133,7 +133,14 @@ int mqs_select_default(mqs_runtime_t *rt, struct mqs_sched_entity *se,
     int idle = claim_idle_allowed(rt, se);
     if (idle >= 0)
         return idle;
-    if ((flags & MQS_ENQ_SYNC) && waker >= 0 && mqs_se_allowed(se, waker))
+    /* No idle worker: the woken task goes where its data is, the
+     * waker's worker (Go's runnext, ws's slot); a realtime one keeps its
+     * last worker, where it preempts any normal task at once instead of
+     * waiting behind a waker of its own priority. */
+    bool by_task = (flags & MQS_ENQ_TASK) && se->cls != MQS_CLASS_FIFO &&
+                   se->cls != MQS_CLASS_RR;
+    if ((flags & MQS_ENQ_SYNC || by_task) && waker >= 0 &&
+        mqs_se_allowed(se, waker))
         return waker;
     if (last >= 0 && mqs_se_allowed(se, last))
         return last;

@@ -293,6 +293,7 @@ void mqs__wake_flags(struct mqs_task *t, int flags)
     atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
     struct mqs_worker *self = mqs__worker_self();
     if (self && self->rt == rt && self->curr) {
+        flags |= MQS_ENQ_TASK;
         t->se.woke_at_ns = self->now;
         /* A partner about to block: t runs when it does (runnext.c). */
         if ((flags & MQS_ENQ_SYNC) && mqs__wake_next(self, t)) {

@@ -2,9 +2,10 @@
  * test_placement.c - the core's default wake placement
  * (mqs_select_default), the rule of issue 2: an idle allowed worker
  * first (the task's last worker if it is idle), else the waker's worker
- * for a synchronous wake-up (MQS_ENQ_SYNC: pipe and channel partners),
- * else the task's last worker.  Driven on the policy harness, where no
- * worker is idle until a case marks one.
+ * for a synchronous wake-up (MQS_ENQ_SYNC: pipe and channel partners)
+ * or a normal task's wake-up by a task (MQS_ENQ_TASK), else the task's
+ * last worker.  Driven on the policy harness, where no worker is idle
+ * until a case marks one, and on a runtime.
  */
 #include "policy_harness.h"
 #include "helpers.h"
@@ -37,6 +38,26 @@ TEST(plain_wake_goes_back_to_the_last_worker)
     struct mqs_sched_entity *se = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
     se->last_worker = 2;
     CHECK_EQ(place(&h, se, 0, 0), 2);
+}
+
+/* A wake-up by a task (a post, not a sync hand-off) also goes to the
+ * waker's worker when none is idle; a realtime task's keeps its last
+ * worker, where it stops a normal task at once. */
+TEST(task_wake_goes_to_the_wakers_worker)
+{
+    struct harness h;
+    h_init(&h, "mq", 3);
+    struct mqs_sched_entity *se = h_task(&h, 0, MQS_CLASS_NORMAL, 0);
+    se->last_worker = 2;
+    CHECK_EQ(place(&h, se, 0, MQS_ENQ_TASK), 0);
+    CHECK_EQ(place(&h, se, 1, MQS_ENQ_TASK), 1);
+    CHECK_EQ(place(&h, se, -1, MQS_ENQ_TASK), 2); /* no waker worker */
+    mark_idle(&h, 1);
+    CHECK_EQ(place(&h, se, 0, MQS_ENQ_TASK), 1); /* an idle one first */
+    struct mqs_sched_entity *rt = h_task(&h, 1, MQS_CLASS_RR, 10);
+    rt->last_worker = 2;
+    CHECK_EQ(place(&h, rt, 0, MQS_ENQ_TASK), 2);
+    h_destroy(&h);
 }
 
 TEST(an_idle_allowed_worker_comes_first)
@@ -216,6 +237,57 @@ TEST(channel_partner_is_woken_onto_the_senders_worker)
     CHECK_EQ(p.ran_by_yields, 1);
     CHECK_EQ(p.woke_on, 0);
     mqs_chan_destroy(p.ch);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* A semaphore post is no sync hand-off (its poster usually goes on),
+ * but the waiter it wakes still comes to the poster's worker when its
+ * last one is busy: the core marks a wake-up by a task MQS_ENQ_TASK. */
+struct posted {
+    mqs_sem_t sem;
+    atomic_int ready;
+    struct busy b;
+    int woke_on;
+    int ran_by_yields;
+};
+
+static void *sem_waiter(void *arg)
+{
+    struct posted *p = arg;
+    allow_both_workers();
+    atomic_store(&p->ready, 1);
+    CHECK_OK(mqs_sem_wait(&p->sem));
+    p->woke_on = mqs_worker_self();
+    atomic_store(&p->b.release, 1);
+    return NULL;
+}
+
+static void *sem_poster(void *arg)
+{
+    struct posted *p = arg;
+    CHECK_OK(mqs_sem_post(&p->sem));
+    for (int i = 0; i < 100 && !atomic_load(&p->b.release); i++)
+        mqs_yield();
+    p->ran_by_yields = atomic_load(&p->b.release);
+    atomic_store(&p->b.release, 1);
+    return NULL;
+}
+
+TEST(a_posted_waiter_comes_to_the_posters_worker)
+{
+    mqs_runtime_t *rt = rt_new_coop(2);
+    struct posted p = {.woke_on = -1};
+    CHECK_OK(mqs_sem_init(&p.sem, 0));
+    mqs_task_t *r = spawn_on(rt, 1, sem_waiter, &p);
+    wait_blocked(r, &p.ready);
+    mqs_task_t *s1 = busy_start(rt, &p.b);
+    mqs_task_t *s0 = spawn_on(rt, 0, sem_poster, &p);
+    CHECK_OK(mqs_join(s0, NULL));
+    CHECK_OK(mqs_join(r, NULL));
+    CHECK_OK(mqs_join(s1, NULL));
+    CHECK_EQ(p.ran_by_yields, 1);
+    CHECK_EQ(p.woke_on, 0);
+    CHECK_OK(mqs_sem_destroy(&p.sem));
     CHECK_OK(mqs_runtime_destroy(rt));
 }
 

@@ -170,6 +170,9 @@ enum mqs_enqueue_flags {
     MQS_ENQ_MIGRATED = 1 << 4,  /* moved here from another queue           */
     MQS_ENQ_SYNC = 1 << 5,      /* wake-up by a task about to block (pipe) */
     MQS_ENQ_RESTORE = 1 << 6,   /* re-queued after a priority/affinity change */
+    MQS_ENQ_TASK = 1 << 7,      /* wake-up by the task running on the waker's
+                                   worker (a post, a send, an unlock), not by
+                                   a timer, a balancer or a thread outside */
 };
 enum mqs_dequeue_flags {
     MQS_DEQ_SAVE = 1 << 0,      /* removed to change priority or move it   */
@@ -459,7 +462,10 @@ struct mqs_sched_entity *mqs_rq_curr(struct mqs_rq *rq);
 
 /* The default placement: an idle worker the task may use (its last one
  * first; the idle mark is claimed), else the waker's worker for a SYNC
- * wake-up, else the last worker (cache affinity), else the less loaded of
+ * wake-up or a normal or idle-class task's wake-up by a task
+ * (MQS_ENQ_TASK: the data it was woken for is there, and it runs when the
+ * waker blocks or its slice ends, not behind whatever its last worker
+ * runs), else the last worker (cache affinity), else the less loaded of
  * two candidates: the waker's worker (with no waker, the next in turn,
  * which the other must undercut by two tasks) and a hashed one.
  * Policies may call it and adjust; no lock held (it may claim an idle

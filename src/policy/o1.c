@@ -427,7 +427,8 @@ static int o1_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
     if (near && waker >= 0 && mqs_se_allowed(se, waker) &&
         mqs_worker_self() >= 0)
         return waker;
-    return mqs_select_default(rt, se, waker, flags & ~MQS_ENQ_SYNC);
+    return mqs_select_default(rt, se, waker,
+                              flags & ~(MQS_ENQ_SYNC | MQS_ENQ_TASK));
 }
 
 /* ----- load balancing ----- */
