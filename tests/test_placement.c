@@ -188,6 +188,7 @@ static void allow_both_workers(void)
 
 struct partner {
     mqs_chan_t *ch;
+    mqs_sem_t sem;
     atomic_int ready;
     struct busy b;
     int woke_on;
@@ -221,39 +222,42 @@ static void *sender(void *arg)
     return NULL;
 }
 
-TEST(channel_partner_is_woken_onto_the_senders_worker)
+/* The waiter blocks on worker 1 (allowed both), worker 1 gets busy,
+ * and the waker runs on worker 0: the waiter must run there within the
+ * waker's yields. */
+static void woken_onto_the_wakers_worker(struct partner *p,
+                                         mqs_task_fn waiter,
+                                         mqs_task_fn waker)
 {
     mqs_runtime_t *rt = rt_new_coop(2);
-    struct partner p = {.woke_on = -1};
-    CHECK_OK(mqs_chan_create(&p.ch, sizeof(int), 0));
-    mqs_task_t *r = spawn_on(rt, 1, receiver, &p);
-    wait_blocked(r, &p.ready);
-    mqs_task_t *s1 = busy_start(rt, &p.b);
-    mqs_task_t *s0 = spawn_on(rt, 0, sender, &p);
+    p->woke_on = -1;
+    mqs_task_t *r = spawn_on(rt, 1, waiter, p);
+    wait_blocked(r, &p->ready);
+    mqs_task_t *s1 = busy_start(rt, &p->b);
+    mqs_task_t *s0 = spawn_on(rt, 0, waker, p);
     CHECK_OK(mqs_join(s0, NULL));
     CHECK_OK(mqs_join(r, NULL));
     CHECK_OK(mqs_join(s1, NULL));
-    /* last worker 1 was busy and 0 the sender's: a sync wake-up */
-    CHECK_EQ(p.ran_by_yields, 1);
-    CHECK_EQ(p.woke_on, 0);
-    mqs_chan_destroy(p.ch);
+    CHECK_EQ(p->ran_by_yields, 1);
+    CHECK_EQ(p->woke_on, 0);
     CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+TEST(channel_partner_is_woken_onto_the_senders_worker)
+{
+    struct partner p = {0};
+    CHECK_OK(mqs_chan_create(&p.ch, sizeof(int), 0));
+    /* last worker 1 was busy and 0 the sender's: a sync wake-up */
+    woken_onto_the_wakers_worker(&p, receiver, sender);
+    mqs_chan_destroy(p.ch);
 }
 
 /* A semaphore post is no sync hand-off (its poster usually goes on),
  * but the waiter it wakes still comes to the poster's worker when its
  * last one is busy: the core marks a wake-up by a task MQS_ENQ_TASK. */
-struct posted {
-    mqs_sem_t sem;
-    atomic_int ready;
-    struct busy b;
-    int woke_on;
-    int ran_by_yields;
-};
-
 static void *sem_waiter(void *arg)
 {
-    struct posted *p = arg;
+    struct partner *p = arg;
     allow_both_workers();
     atomic_store(&p->ready, 1);
     CHECK_OK(mqs_sem_wait(&p->sem));
@@ -264,7 +268,7 @@ static void *sem_waiter(void *arg)
 
 static void *sem_poster(void *arg)
 {
-    struct posted *p = arg;
+    struct partner *p = arg;
     CHECK_OK(mqs_sem_post(&p->sem));
     for (int i = 0; i < 100 && !atomic_load(&p->b.release); i++)
         mqs_yield();
@@ -275,20 +279,10 @@ static void *sem_poster(void *arg)
 
 TEST(a_posted_waiter_comes_to_the_posters_worker)
 {
-    mqs_runtime_t *rt = rt_new_coop(2);
-    struct posted p = {.woke_on = -1};
+    struct partner p = {0};
     CHECK_OK(mqs_sem_init(&p.sem, 0));
-    mqs_task_t *r = spawn_on(rt, 1, sem_waiter, &p);
-    wait_blocked(r, &p.ready);
-    mqs_task_t *s1 = busy_start(rt, &p.b);
-    mqs_task_t *s0 = spawn_on(rt, 0, sem_poster, &p);
-    CHECK_OK(mqs_join(s0, NULL));
-    CHECK_OK(mqs_join(r, NULL));
-    CHECK_OK(mqs_join(s1, NULL));
-    CHECK_EQ(p.ran_by_yields, 1);
-    CHECK_EQ(p.woke_on, 0);
+    woken_onto_the_wakers_worker(&p, sem_waiter, sem_poster);
     CHECK_OK(mqs_sem_destroy(&p.sem));
-    CHECK_OK(mqs_runtime_destroy(rt));
 }
 
 /* ------------------------------------------------------------------ */
