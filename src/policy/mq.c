@@ -37,8 +37,9 @@
  *
  * Wake placement is the core's default (mqs_select_default): an idle
  * worker the task may use (its last one first), else the waker's worker
- * for a synchronous wake-up, else its last worker (cache affinity), else
- * the less loaded of two hashed candidates.
+ * for a synchronous wake-up or a normal task's wake-up by a task, else
+ * its last worker (cache affinity), else the less loaded of two
+ * candidates.
  */
 #include <stddef.h>
 #include <string.h>
