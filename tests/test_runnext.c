@@ -155,10 +155,15 @@ static void *rt_order_main(void *arg)
     mqs_task_t *b = spawn_on(rt, 1, busy, NULL);
     while (!atomic_load(&busy_running))
         mqs_yield();
+    /* No stop of this task by the monitor until the check: with the
+     * child queued here, a tick would let it run (qemu's slow spawns
+     * outlast a tick), which is not child-first (CI aarch64, 1 in 1). */
+    mqs_preempt_disable();
     mqs_task_t *r = spawn_prio_on(rt, 1, MQS_CLASS_FIFO, 10, rt_task, NULL);
     CHECK_EQ(atomic_load(&rt_ran), 0); /* queued behind busy */
     mqs_task_t *c = spawn(rt, set_flag, &child_ran);
     CHECK_EQ(atomic_load(&child_ran), 0); /* not run first */
+    mqs_preempt_enable();
     atomic_store(&busy_stop, 1);
     join(c);
     join(r);
