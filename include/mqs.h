@@ -197,6 +197,9 @@ typedef struct mqs_config {
      * MQS_ACCOUNTING_POLICY, MQS_ACCOUNTING_EXACT.  MQS_ACCOUNTING=policy
      * or exact. */
     int accounting;
+    /* The offload pool's bound (see mqs_offload): 0 = default (4 threads
+     * per worker, at least 16), else 1 to 4096.  MQS_OFFLOAD_THREADS. */
+    int offload_threads;
 } mqs_config_t;
 
 /*
@@ -645,6 +648,41 @@ int mqs_pipe_close(mqs_pipe_t *p);
 size_t mqs_pipe_len(const mqs_pipe_t *p);
 
 /* ------------------------------------------------------------------ */
+/* Offloading a blocking call                                          */
+/* ------------------------------------------------------------------ */
+/*
+ * A task that calls something that blocks its OS thread (a read of a
+ * regular file, getaddrinfo, a library's blocking call) stops its whole
+ * worker and every task queued on it.  mqs_offload runs such a call on
+ * a pool of OS threads and blocks only the calling task, which is woken
+ * through the normal wake-up path (placement, wake-up preemption, stats)
+ * when the call returns: Tokio's spawn_blocking, libuv's work queue.
+ *
+ * The pool belongs to the runtime.  Its threads start on demand, up to
+ * config.offload_threads (MQS_OFFLOAD_THREADS; 4 per worker, at least 16,
+ * by default), and wait for the next call when idle; calls beyond the
+ * bound wait in a first-come queue.  fn runs on a pool thread, with every
+ * signal blocked, as a thread outside the runtime: it may use the calls
+ * such threads may (mqs_sem_post, mqs_chan_try_send, ...), not the
+ * task-only ones.  The call cannot be abandoned once made (fn's argument
+ * and result belong to the caller), so there is no timed variant; a task
+ * that needs a bound waits for fn through an object of its own.
+ *
+ * mqs_runtime_destroy waits for the offloaded calls in flight (each holds
+ * the runtime, as mqs_runtime_hold does), so a task waiting for one is
+ * never declared deadlocked; a call that never returns keeps destroy
+ * waiting.
+ */
+typedef void *(*mqs_offload_fn)(void *arg);
+
+/* Run fn(arg) on the runtime's offload pool and wait for it, blocking
+ * only the calling task; *result (when result is not NULL) receives fn's
+ * return value.  From a thread that is not a task, fn simply runs on the
+ * calling thread.  Errors: MQS_EINVAL (fn NULL), MQS_ESYS (no pool
+ * thread could be started and none runs; fn was not called). */
+int mqs_offload(mqs_offload_fn fn, void *arg, void **result);
+
+/* ------------------------------------------------------------------ */
 /* Signal handlers                                                     */
 /* ------------------------------------------------------------------ */
 /*
@@ -660,7 +698,7 @@ size_t mqs_pipe_len(const mqs_pipe_t *p);
  * that takes its object's lock or blocks (mutex lock and the unlock of a
  * waited-on mutex, cond wait/signal/broadcast, sem wait/post, wait-group
  * add/done/wait, barrier wait, channel and pipe send/recv/read/write/
- * close, the destroys).  Made from a handler that interrupted the
+ * close, the destroys, mqs_offload).  Made from a handler that interrupted the
  * runtime on its thread, they return MQS_ESIGNAL at once and change
  * nothing; before, a yield there switched away from a run-queue lock
  * holder (every worker then spun on it) and a post spun on the lock of
@@ -762,9 +800,25 @@ int mqs_worker_stats(const mqs_runtime_t *rt, int worker, mqs_worker_stats_t *ou
 int mqs_runtime_stats(const mqs_runtime_t *rt, mqs_worker_stats_t *out);
 /* Counters of a live task (a consistent snapshot once it has ended). */
 int mqs_task_stats(const mqs_task_t *task, mqs_task_stats_t *out);
-/* Write a schedstat-like text dump of every worker (and the live tasks
- * when tasks is true) to out. */
+/* Write a schedstat-like text dump of every worker and the offload
+ * pool (and the live tasks when tasks is true) to out. */
 int mqs_stats_dump(const mqs_runtime_t *rt, FILE *out, bool tasks);
+
+/* The offload pool (mqs_offload): counters since the runtime started,
+ * and its state now. */
+typedef struct mqs_offload_stats {
+    uint64_t limit;        /* the bound on pool threads                 */
+    uint64_t threads;      /* pool threads started                      */
+    uint64_t idle;         /* of them, waiting for a call now           */
+    uint64_t running;      /* calls running now                         */
+    uint64_t queued;       /* calls waiting for a thread now            */
+    uint64_t calls;        /* calls made                                */
+    uint64_t completed;    /* calls returned                            */
+    uint64_t waited;       /* calls that found no thread free           */
+    uint64_t max_wait_ns;  /* the longest a call waited for a thread    */
+} mqs_offload_stats_t;
+/* Errors: MQS_EINVAL (NULL). */
+int mqs_offload_stats(const mqs_runtime_t *rt, mqs_offload_stats_t *out);
 
 /* Nanoseconds on the runtime's monotonic clock. */
 uint64_t mqs_now_ns(void);

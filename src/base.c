@@ -163,6 +163,32 @@ void mqs__live_put(mqs_runtime_t *rt, int64_t n)
 
 #undef SCHED_ID_BATCH
 
+void mqs__hold_get(mqs_runtime_t *rt)
+{
+    atomic_fetch_add(&rt->holds, 1);
+}
+
+bool mqs__hold_put(mqs_runtime_t *rt)
+{
+    /* Under hold_lock: once the count is 0 a destroy may free rt, and
+     * it takes this lock first, so the wake-up below stays on live
+     * memory (a pthread mutex may be destroyed right after unlock). */
+    pthread_mutex_lock(&rt->hold_lock);
+    int n = atomic_load(&rt->holds);
+    do {
+        if (n <= 0) {
+            pthread_mutex_unlock(&rt->hold_lock);
+            return false;
+        }
+    } while (!atomic_compare_exchange_weak(&rt->holds, &n, n - 1));
+    if (n == 1) { /* a destroy may be waiting for the last hold */
+        atomic_fetch_add(&rt->live_futex, 1);
+        futex_wake(&rt->live_futex, INT_MAX);
+    }
+    pthread_mutex_unlock(&rt->hold_lock);
+    return true;
+}
+
 /* A runtime error for the user: into the config's buffer if it has one,
  * else on stderr (create and the stack mapper report this way). */
 void mqs__report_error(const mqs_config_t *cfg, const char *msg)

@@ -278,6 +278,33 @@ static int apply_accounting(const mqs_config_t *cfg, mqs_config_t *out,
     return 0;
 }
 
+/* The offload pool's bound (offload.c): 4 threads a worker, at least 16.
+ * The calls it runs mostly wait (a disk, a name server), so it is wider
+ * than the workers; bounded so that a burst of them queues instead of
+ * starting thousands of threads. */
+#define MAX_OFFLOAD_THREADS 4096
+
+static int apply_offload(const mqs_config_t *cfg, mqs_config_t *out,
+                         char *err, size_t n)
+{
+    const char *e = env(cfg, "MQS_OFFLOAD_THREADS");
+    long long v = cfg->offload_threads;
+    if (e && (!parse_ll(e, &v) || v < 1 || v > MAX_OFFLOAD_THREADS))
+        return fail(err, n, MQS_EINVAL,
+                    "MQS_OFFLOAD_THREADS=%s: expected a whole number from 1 "
+                    "to %d", e, MAX_OFFLOAD_THREADS);
+    if (!e && (v < 0 || v > MAX_OFFLOAD_THREADS))
+        return fail(err, n, MQS_EINVAL,
+                    "config.offload_threads=%lld: expected 0 (default) or 1 "
+                    "to %d", v, MAX_OFFLOAD_THREADS);
+    long long def = 4LL * out->workers;
+    out->offload_threads =
+        (int)(v ? v : def < 16 ? 16 : def > MAX_OFFLOAD_THREADS
+                                           ? MAX_OFFLOAD_THREADS
+                                           : def);
+    return 0;
+}
+
 static int apply_shuffle(const mqs_config_t *cfg, mqs_config_t *out,
                          char *err, size_t n)
 {
@@ -313,6 +340,7 @@ int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
         (rc = apply_stall(cfg, out, err, n)) ||
         (rc = apply_preempt(cfg, out, err, n)) ||
         (rc = apply_accounting(cfg, out, err, n)) ||
+        (rc = apply_offload(cfg, out, err, n)) ||
         (rc = apply_shuffle(cfg, out, err, n)))
         return rc;
     const char *e = env(cfg, "MQS_POLICY");

@@ -505,6 +505,19 @@ struct mqs_runtime {
     /* Workers with nothing to run. */
     _Atomic uint64_t idle_bits[MQS__MASK_WORDS] MQS__ALIGNED;
 
+    /* The offload pool (offload.c).  Every field under lock, except the
+     * counters read by mqs_offload_stats, which take it too; the pool's
+     * threads wait on more.  threads[] has room for limit entries. */
+    struct mqs__offload {
+        bool inited, stop;
+        pthread_mutex_t lock;
+        pthread_cond_t more;
+        struct mqs__offload_req *head, *tail;
+        int limit, nthreads, nidle, running, queued;
+        pthread_t *threads;
+        uint64_t calls, completed, waited, max_wait_ns;
+    } offload;
+
     /* Task-local storage keys. */
     mqs__spinlock_t keys_lock;
     bool key_used[MQS_KEYS_MAX];

@@ -26,6 +26,11 @@ void mqs__live_get(mqs_runtime_t *rt, struct mqs_worker *w);
  * A worker hands them back MQS__LIVE_BATCH at a time. */
 #define MQS__LIVE_BATCH 256
 void mqs__live_put(mqs_runtime_t *rt, int64_t n);
+/* A hold on the runtime (mqs_runtime_hold): destroy gives no deadlock
+ * verdict and frees nothing while one is held.  put: false when none
+ * was held; the last one wakes a waiting destroy. */
+void mqs__hold_get(mqs_runtime_t *rt);
+bool mqs__hold_put(mqs_runtime_t *rt);
 /* An error for the user: into cfg's errbuf if it has one, else stderr. */
 void mqs__report_error(const mqs_config_t *cfg, const char *msg);
 
@@ -293,6 +298,15 @@ int mqs__mutex_unlock_flags(mqs_mutex_t *m, int wake_flags);
  * mutex t still holds, marked "owner died" (mqs.h), handing each to its
  * first waiter if any.  May switch (it wakes tasks). */
 void mqs__mutex_release_dead(struct mqs_task *t);
+
+/* ---- the offload pool: offload.c ---------------------------------- */
+/* init: by runtime create, before anything that may fail (fini is safe
+ * on a pool never started); fini: by runtime free, when no call is in
+ * flight (destroy has waited for the holds), joins the pool's threads.
+ * dump: the stats dump's line. */
+MQS__MUST_USE int mqs__offload_init(mqs_runtime_t *rt, int limit);
+void mqs__offload_fini(mqs_runtime_t *rt);
+void mqs__offload_dump(mqs_runtime_t *rt, FILE *out);
 
 /* ---- the runtime: config.c (runtime.c, stats.c: public only) ------- */
 /* config.c */

@@ -156,6 +156,7 @@ static void runtime_free(mqs_runtime_t *rt)
 {
     if (!rt)
         return;
+    mqs__offload_fini(rt);
     for (int i = 0; rt->workers && i < rt->nworkers; i++)
         worker_free(rt->workers[i]);
     mqs__stack_cache_drain(&rt->ext_stacks);
@@ -227,11 +228,14 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     mqs__spin_init(&rt->hpool_lock);
     pthread_mutex_init(&rt->slab_lock, NULL);
     pthread_mutex_init(&rt->hold_lock, NULL);
+    int rc = mqs__offload_init(rt, c->offload_threads);
+    if (rc)
+        return rc;
     mqs__clock_init(&rt->clock);
     rt->stall_ns = c->stall_ns;
     rt->pre.on = c->preempt;
     rt->pre.tick_ns = (uint64_t)c->preempt_tick_ns;
-    int rc = policy_setup(rt, c, err, n);
+    rc = policy_setup(rt, c, err, n);
     if (rc)
         return rc;
     rt->workers = mqs__calloc((size_t)rt->nworkers, sizeof *rt->workers);
@@ -487,7 +491,7 @@ int mqs_runtime_hold(mqs_runtime_t *rt)
 {
     if (!rt)
         return MQS_EINVAL;
-    atomic_fetch_add(&rt->holds, 1);
+    mqs__hold_get(rt);
     return 0;
 }
 
@@ -495,23 +499,7 @@ int mqs_runtime_release(mqs_runtime_t *rt)
 {
     if (!rt)
         return MQS_EINVAL;
-    /* Under hold_lock: once the count is 0 a destroy may free rt, and
-     * it takes this lock first, so the wake-up below stays on live
-     * memory (a pthread mutex may be destroyed right after unlock). */
-    pthread_mutex_lock(&rt->hold_lock);
-    int n = atomic_load(&rt->holds);
-    do {
-        if (n <= 0) {
-            pthread_mutex_unlock(&rt->hold_lock);
-            return MQS_ESTATE;
-        }
-    } while (!atomic_compare_exchange_weak(&rt->holds, &n, n - 1));
-    if (n == 1) { /* a destroy may be waiting for the last hold */
-        atomic_fetch_add(&rt->live_futex, 1);
-        mqs__futex_wake(&rt->live_futex, 1 << 30);
-    }
-    pthread_mutex_unlock(&rt->hold_lock);
-    return 0;
+    return mqs__hold_put(rt) ? 0 : MQS_ESTATE;
 }
 
 int mqs_runtime_destroy_ex(mqs_runtime_t *rt, int flags, FILE *out)

@@ -140,6 +140,7 @@ int mqs_stats_dump(const mqs_runtime_t *crt, FILE *out, bool tasks)
         worker_read(rt->workers[i], &s);
         dump_worker(out, i, &s);
     }
+    mqs__offload_dump(rt, out);
     if (!tasks)
         return 0;
     mqs__tasks_each(rt, dump_task, out);
