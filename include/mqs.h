@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,7 +55,16 @@ enum {
                             runtime: see "Signal handlers"               */
 };
 
-/* A static string naming an error code ("invalid argument", ...). */
+/* An error of the operating system, as the I/O calls return it (their
+ * system call's errno, in the same negative space as the codes above):
+ * MQS_EOS(EPIPE) and so on.  mqs_os_errno gives the errno back (0 for
+ * any other code). */
+#define MQS_EOS_BASE (-1000)
+#define MQS_EOS(e) (MQS_EOS_BASE - (e))
+int mqs_os_errno(int err);
+
+/* A static string naming an error code ("invalid argument", ...); for an
+ * MQS_EOS code, the OS's description of its errno. */
 const char *mqs_strerror(int err);
 
 /* ------------------------------------------------------------------ */
@@ -648,6 +658,63 @@ int mqs_pipe_close(mqs_pipe_t *p);
 size_t mqs_pipe_len(const mqs_pipe_t *p);
 
 /* ------------------------------------------------------------------ */
+/* I/O that blocks only the task                                       */
+/* ------------------------------------------------------------------ */
+/*
+ * Sockets, pipes, FIFOs, eventfds, ttys: anything epoll watches.  The
+ * first call on a descriptor from a task registers it with the runtime's
+ * poller and makes it non-blocking (O_NONBLOCK is a property of the open
+ * file: other holders of it see the change, as with Go); a call then
+ * tries the system call and, when it would block, the task waits until
+ * the descriptor is ready or the deadline passes, while its worker runs
+ * other tasks.  Readiness is seen by an idle worker waiting in epoll, by
+ * busy workers every millisecond, and by the preemption monitor at each
+ * look; a ready task is woken through the normal wake-up path.
+ *
+ * A regular file (which epoll refuses, and whose read may still wait for
+ * a disk) is read and written on the offload pool (mqs_offload).  From a
+ * thread that is not a task every call blocks that thread, as the system
+ * call would.
+ *
+ * Close a descriptor a task may wait on with mqs_close: its waiters are
+ * woken with MQS_ECLOSED before the number can be handed out again, and
+ * no event of the old file reaches a new one.  A plain close(2) leaves
+ * them waiting for an event that never comes (Go has the same limit), and
+ * leaves the number registered: a socket or pipe opened later under it
+ * is then not made non-blocking, and a task's call on it blocks its
+ * worker.  So close with mqs_close every descriptor a task has used.
+ *
+ * Errors: the system call's as MQS_EOS(errno); MQS_EINVAL (fd negative,
+ * bad events); MQS_ETIMEDOUT (the timed forms, and timeout 0 when not
+ * ready); MQS_ECLOSED (mqs_close'd while waiting); MQS_ESIGNAL (from a
+ * handler that interrupted the runtime); MQS_ENOMEM (the descriptor table
+ * could not grow).  Descriptors up to 2^20 - 1.  Timeouts in ns;
+ * MQS_FOREVER waits without one.
+ */
+#define MQS_FOREVER UINT64_MAX
+
+/* read(2): the bytes read (0 at end of file) or an error. */
+ssize_t mqs_read(int fd, void *buf, size_t n);
+ssize_t mqs_read_timed(int fd, void *buf, size_t n, uint64_t timeout_ns);
+
+/* write(2) of all n bytes, as a blocking write would: n, or the bytes
+ * written before an error or the deadline came (an error or
+ * MQS_ETIMEDOUT when none were). */
+ssize_t mqs_write(int fd, const void *buf, size_t n);
+ssize_t mqs_write_timed(int fd, const void *buf, size_t n,
+                        uint64_t timeout_ns);
+
+/* Wait until fd is ready for events (POLLIN or POLLOUT from <poll.h>,
+ * one of them): 0, or an error.  Like poll(2) it may return 0 when a
+ * call would still block (an edge another waiter took): the caller tries
+ * its call and waits again. */
+int mqs_fd_wait(int fd, int events, uint64_t timeout_ns);
+
+/* close(2), waking the tasks that wait on fd with MQS_ECLOSED first (from
+ * a task: the waiters of its runtime). */
+int mqs_close(int fd);
+
+/* ------------------------------------------------------------------ */
 /* Offloading a blocking call                                          */
 /* ------------------------------------------------------------------ */
 /*
@@ -698,7 +765,7 @@ int mqs_offload(mqs_offload_fn fn, void *arg, void **result);
  * that takes its object's lock or blocks (mutex lock and the unlock of a
  * waited-on mutex, cond wait/signal/broadcast, sem wait/post, wait-group
  * add/done/wait, barrier wait, channel and pipe send/recv/read/write/
- * close, the destroys, mqs_offload).  Made from a handler that interrupted the
+ * close, the destroys, mqs_offload, and the I/O calls).  Made from a handler that interrupted the
  * runtime on its thread, they return MQS_ESIGNAL at once and change
  * nothing; before, a yield there switched away from a run-queue lock
  * holder (every worker then spun on it) and a post spun on the lock of

@@ -90,6 +90,12 @@ void mqs__kick(struct mqs_worker *w)
     atomic_fetch_add(&w->park_futex, 1);
     if (atomic_load(&w->parked))
         futex_wake(&w->park_futex, 1);
+    /* Waiting in epoll instead (poll.c): its eventfd. */
+    if (atomic_load(&w->in_poll)) {
+        uint64_t one = 1;
+        ssize_t r = write(w->rt->poll.efd, &one, sizeof one);
+        (void)r;
+    }
 }
 
 /* Ask worker w to stop its running task for the reasons in why: the

@@ -83,6 +83,22 @@ struct mqs__waitq {
     struct mqs_list levels;        /* first of each level, wait_level_node */
 };
 
+/* A descriptor the poller knows (poll.c), by fd number, in chunks of
+ * MQS__FD_CHUNK: readers wait on q[0], writers on q[1].  ready: an edge
+ * seen for the direction (bit 1 << dir) and not yet taken by a waiter,
+ * set and taken under that direction's lock.  seq: bumped by mqs_close,
+ * carried in each epoll registration, so that a stale event or a waiter
+ * of the closed file is told apart.  registered, file: under the
+ * poller's lock (file: epoll refused it, a regular file). */
+#define MQS__FD_CHUNK 1024
+#define MQS__FD_CHUNKS 1024 /* descriptors below 2^20 */
+struct mqs__fd {
+    struct mqs__waitq q[2];
+    atomic_uint ready;
+    atomic_uint seq;
+    atomic_bool registered, file;
+};
+
 /* ------------------------------------------------------------------ */
 /* Tasks                                                               */
 /* ------------------------------------------------------------------ */
@@ -416,6 +432,9 @@ struct mqs_worker {
     /* Parking: the futex word and whether the worker sleeps on it. */
     atomic_uint park_futex MQS__ALIGNED;
     atomic_int parked;
+    /* 1 while it waits in epoll instead (poll.c): a kick writes the
+     * poller's eventfd. */
+    atomic_int in_poll;
 
     int index;
     mqs_runtime_t *rt;
@@ -517,6 +536,28 @@ struct mqs_runtime {
         pthread_t *threads;
         uint64_t calls, completed, waited, max_wait_ns;
     } offload;
+
+    /* The poller (poll.c): epoll and the eventfd that wakes its waiter
+     * (-1 until the first I/O call starts them), the descriptor table,
+     * whether a worker waits in epoll, the try-flag of the polls that do
+     * not wait, and how many tasks wait on a descriptor (destroy gives no
+     * deadlock verdict meanwhile: readiness comes from outside).  epfd and
+     * the chunks are set once under lock and read without it. */
+    struct mqs__poll {
+        bool inited;
+        atomic_int epfd;
+        int efd;
+        bool no_pwait2; /* the kernel lacks epoll_pwait2: ms timeouts */
+        pthread_mutex_t lock;
+        _Atomic(struct mqs__fd *) chunk[MQS__FD_CHUNKS];
+        atomic_int waiter;
+        atomic_int busy;
+        atomic_long waiting;
+        /* mqs__poll_nowait, for the housekeeping and the monitor, which
+         * lie below the poller (the layers' one other way up, beside the
+         * policy's ops); set before epfd. */
+        void (*nowait)(mqs_runtime_t *rt);
+    } poll;
 
     /* Task-local storage keys. */
     mqs__spinlock_t keys_lock;

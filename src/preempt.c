@@ -515,6 +515,10 @@ static void *monitor_main(void *arg)
         bool awake;
         unsigned seen = atomic_load(&rt->pre.futex);
         uint64_t sleep = scan(rt, mqs__clock_resync(&clock), &awake);
+        /* Descriptors ready while every worker runs (poll.c). */
+        if (awake &&
+            atomic_load_explicit(&rt->poll.epfd, memory_order_acquire) >= 0)
+            rt->poll.nowait(rt);
         if (!awake)
             monitor_park(rt);
         else

@@ -42,8 +42,19 @@ const char *mqs_strerror(int err)
     case MQS_ESYS: return "the operating system refused";
     case MQS_EOWNERDEAD: return "owner died holding the mutex (now yours)";
     case MQS_ESIGNAL: return "not from a signal handler that interrupted the runtime";
-    default: return "unknown error";
+    default: {
+        const char *os = mqs_os_errno(err) ? strerrordesc_np(mqs_os_errno(err))
+                                           : NULL;
+        return os ? os : "unknown error";
     }
+    }
+}
+
+int mqs_os_errno(int err)
+{
+    return err < MQS_EOS_BASE && err > MQS_EOS_BASE - 4096
+               ? MQS_EOS_BASE - err
+               : 0;
 }
 
 static void *aligned_zalloc(size_t size)
@@ -157,6 +168,7 @@ static void runtime_free(mqs_runtime_t *rt)
     if (!rt)
         return;
     mqs__offload_fini(rt);
+    mqs__poll_fini(rt);
     for (int i = 0; rt->workers && i < rt->nworkers; i++)
         worker_free(rt->workers[i]);
     mqs__stack_cache_drain(&rt->ext_stacks);
@@ -228,6 +240,7 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     mqs__spin_init(&rt->hpool_lock);
     pthread_mutex_init(&rt->slab_lock, NULL);
     pthread_mutex_init(&rt->hold_lock, NULL);
+    mqs__poll_init(rt);
     int rc = mqs__offload_init(rt, c->offload_threads);
     if (rc)
         return rc;
@@ -442,7 +455,8 @@ static bool settled(mqs_runtime_t *rt)
             return false;
     }
     return tasks_all_blocked(rt) && switches_sum(rt) == before &&
-           atomic_load(&rt->holds) == 0;
+           atomic_load(&rt->holds) == 0 &&
+           atomic_load(&rt->poll.waiting) == 0;
 }
 
 /* Take every blocked task off what it waits on, so that the objects stay

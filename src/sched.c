@@ -107,7 +107,10 @@ static void timers_expire(struct mqs_worker *w, uint64_t now)
 }
 
 /* Timers and the periodic balancer, due at this scheduling point? */
-static MQS__HOT void housekeeping(struct mqs_worker *w)
+/* may_poll: false when the scheduling point blocks its task, which may
+ * wait on a descriptor whose edge the poll would find: waking a task
+ * still on this worker's CPU would wait for itself. */
+static MQS__HOT void housekeeping(struct mqs_worker *w, bool may_poll)
 {
     /* Timers are due by the monotonic clock that deadlines are set on:
      * the cycle-counter estimate only says when to look. */
@@ -119,6 +122,10 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
         mqs__stall_sample(w);
         mqs__rq_hint_settle(w);
         mqs__watchdog_check(w); /* stall watchdog, when on */
+        /* Descriptors ready while every worker runs (poll.c). */
+        if (may_poll && atomic_load_explicit(&w->rt->poll.epfd,
+                                             memory_order_acquire) >= 0)
+            w->rt->poll.nowait(w->rt);
         /* Work has waited here all period while a worker idles: wake
          * it to steal.  (A queue that empties between the ticks, like a
          * ping-pong's, is served: kicking there only made the idle
@@ -143,7 +150,7 @@ static MQS__HOT void housekeeping(struct mqs_worker *w)
 /* The same, for the worker loop (not on the yield path). */
 void mqs__housekeeping(struct mqs_worker *w)
 {
-    housekeeping(w);
+    housekeeping(w, true);
 }
 
 /* Re-queue a task that yielded: here if allowed, else where it may run.
@@ -207,7 +214,7 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     /* prev's run ends here: timers and balancing below are the
      * scheduler's time, not prev's (nor the next task's). */
     uint64_t end = w->now;
-    housekeeping(w);
+    housekeeping(w, why != MQS__SW_BLOCK);
     /* Child first: a parked spawner resumes as its child blocks or ends;
      * a yield hands the parked ones to the policy (runnext.c). */
     struct mqs_task *parked = NULL;

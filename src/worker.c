@@ -64,9 +64,12 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
         uint64_t next = atomic_load(&w->timers.next);
         uint64_t now = mqs__clock_ns(&w->clock);
         MQS__STAT_ADD(w->stats.parks, 1);
-        mqs__futex_wait(&w->park_futex, seen,
-                   mqs__watchdog_park_ns(w->rt, next == UINT64_MAX ? UINT64_MAX
-                                      : (next > now ? next - now : 0)));
+        uint64_t wait = mqs__watchdog_park_ns(
+            w->rt, next == UINT64_MAX ? UINT64_MAX
+                                      : (next > now ? next - now : 0));
+        /* One idle worker waits in the poller instead (poll.c). */
+        if (!mqs__poll_park(w, seen, wait))
+            mqs__futex_wait(&w->park_futex, seen, wait);
         /* Parked time is no stall: a fresh sample, so that the first run
          * after the park is checked against it (with none, it was not
          * checked at all; an idle spin keeps the old sample, its time

@@ -1,0 +1,338 @@
+/*
+ * poll.c - the poller: which descriptors the runtime watches, how a task
+ * waits for one to be ready, and who asks epoll.
+ *
+ * Vocabulary.  A *descriptor* (struct mqs__fd, internal.h) is the
+ * runtime's record of an fd number: a wait queue per direction (readers,
+ * writers), the edges seen and not yet taken (ready), and a sequence
+ * number that mqs_close bumps.  *Registered*: in the epoll set, once,
+ * edge-triggered for both directions, its event data the fd and the
+ * sequence (Go's netpoll design); registration also makes the file
+ * non-blocking.  A *wait* (mqs__fd_wait) takes an edge if one is there,
+ * else blocks the task on the direction's queue; an *edge* (an epoll
+ * event) wakes every waiter of its direction, or is kept for the next
+ * one.  A woken waiter retries its system call; one that gets EAGAIN
+ * again waits for the next edge, which the kernel reports on every new
+ * arrival of data or room.
+ *
+ * Who asks epoll.  At most one idle worker waits in epoll_wait (the
+ * *waiter*), with its next timer as the timeout, instead of on its futex;
+ * a kick meant for it writes the eventfd in the set (base.c).  Busy
+ * workers ask without waiting in their periodic housekeeping (every
+ * millisecond), and the preemption monitor at each look: ready tasks are
+ * not held back while every worker runs.  The three go through one
+ * try-flag so that 64 workers do not all call epoll at once.  Ready tasks
+ * are queued as a timer's are (the normal placement and wake-up
+ * preemption, from inside a scheduling point or the loop: never a
+ * nested scheduling point).
+ *
+ * Lock rules.  poll.lock (a mutex: registration makes system calls)
+ * covers starting the poller, growing the table and registration; a
+ * direction's wait-queue lock covers its ready bit, its waiters and the
+ * sequence check.  Neither is held across a block or a wake-up.
+ *
+ * Rejected for now: io_uring (liburing) as the readiness source: one
+ * more dependency, measured only once the echo experiment exists; a
+ * poller thread of its own (a context switch per batch of events where
+ * an idle worker can wait in epoll itself).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define EVENTS 64
+#define WAKE_MARK UINT64_MAX /* the eventfd's event data */
+#define EV_IN (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
+#define EV_OUT (EPOLLOUT | EPOLLHUP | EPOLLERR)
+
+void mqs__poll_init(mqs_runtime_t *rt)
+{
+    struct mqs__poll *p = &rt->poll;
+    atomic_init(&p->epfd, -1);
+    p->efd = -1;
+    pthread_mutex_init(&p->lock, NULL);
+    p->inited = true;
+}
+
+void mqs__poll_fini(mqs_runtime_t *rt)
+{
+    struct mqs__poll *p = &rt->poll;
+    if (!p->inited)
+        return;
+    int ep = atomic_load(&p->epfd);
+    if (ep >= 0) {
+        close(ep);
+        close(p->efd);
+    }
+    for (int i = 0; i < MQS__FD_CHUNKS; i++)
+        free(atomic_load(&p->chunk[i]));
+    pthread_mutex_destroy(&p->lock);
+    p->inited = false;
+}
+
+/* epoll and its eventfd, once.  Under p->lock. */
+static int start_locked(struct mqs__poll *p)
+{
+    if (atomic_load(&p->epfd) >= 0)
+        return 0;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0)
+        return MQS_EOS(errno);
+    int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = WAKE_MARK};
+    if (efd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) != 0) {
+        int e = errno;
+        close(ep);
+        if (efd >= 0)
+            close(efd);
+        return MQS_EOS(e);
+    }
+    p->efd = efd;
+    p->nowait = mqs__poll_nowait; /* before epfd: its readers call it */
+    atomic_store(&p->epfd, ep);
+    return 0;
+}
+
+/* fd's descriptor, its chunk made when `make`; NULL when out of range or
+ * not made. */
+static struct mqs__fd *fd_get(struct mqs__poll *p, int fd, bool make)
+{
+    if (fd < 0 || fd >= MQS__FD_CHUNK * MQS__FD_CHUNKS)
+        return NULL;
+    struct mqs__fd *c = atomic_load_explicit(&p->chunk[fd / MQS__FD_CHUNK],
+                                             memory_order_acquire);
+    if (!c && make) {
+        pthread_mutex_lock(&p->lock);
+        c = atomic_load(&p->chunk[fd / MQS__FD_CHUNK]);
+        if (!c && (c = mqs__calloc(MQS__FD_CHUNK, sizeof *c))) {
+            for (int i = 0; i < MQS__FD_CHUNK; i++) {
+                mqs__waitq_init(&c[i].q[0]);
+                mqs__waitq_init(&c[i].q[1]);
+            }
+            atomic_store_explicit(&p->chunk[fd / MQS__FD_CHUNK], c,
+                                  memory_order_release);
+        }
+        pthread_mutex_unlock(&p->lock);
+    }
+    return c ? &c[fd % MQS__FD_CHUNK] : NULL;
+}
+
+int mqs__fd_register(mqs_runtime_t *rt, int fd, struct mqs__fd **out)
+{
+    struct mqs__poll *p = &rt->poll;
+    struct mqs__fd *d = fd_get(p, fd, true);
+    if (!d)
+        return fd < 0 || fd >= MQS__FD_CHUNK * MQS__FD_CHUNKS ? MQS_EINVAL
+                                                               : MQS_ENOMEM;
+    *out = d;
+    if (atomic_load_explicit(&d->registered, memory_order_acquire))
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    int rc = start_locked(p);
+    if (rc == 0 && !atomic_load(&d->registered)) {
+        int fl = fcntl(fd, F_GETFL);
+        struct epoll_event ev = {
+            .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+            .data.u64 = (uint64_t)(unsigned)fd |
+                        (uint64_t)atomic_load(&d->seq) << 32,
+        };
+        if (fl < 0) {
+            rc = MQS_EOS(errno);
+        } else if (epoll_ctl(atomic_load(&p->epfd), EPOLL_CTL_ADD, fd,
+                             &ev) == 0 ||
+                   (errno == EEXIST &&
+                    epoll_ctl(atomic_load(&p->epfd), EPOLL_CTL_MOD, fd,
+                              &ev) == 0)) {
+            if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+                rc = MQS_EOS(errno);
+        } else if (errno == EPERM) {
+            atomic_store(&d->file, true); /* always ready: offloaded */
+        } else {
+            rc = MQS_EOS(errno);
+        }
+        if (rc == 0)
+            atomic_store_explicit(&d->registered, true,
+                                  memory_order_release);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Waiting                                                              */
+/* ------------------------------------------------------------------ */
+
+int mqs__fd_wait(mqs_runtime_t *rt, struct mqs__fd *d, unsigned seq,
+                 int dir, uint64_t deadline)
+{
+    struct mqs__waitq *q = &d->q[dir];
+    MQS__WAITQ_LOCK(q);
+    if (atomic_load_explicit(&d->seq, memory_order_relaxed) != seq) {
+        mqs__waitq_unlock(q);
+        return MQS_ECLOSED;
+    }
+    unsigned bit = 1u << dir;
+    if (atomic_load_explicit(&d->ready, memory_order_relaxed) & bit) {
+        atomic_fetch_and_explicit(&d->ready, ~bit, memory_order_relaxed);
+        mqs__waitq_unlock(q);
+        return 0;
+    }
+    atomic_fetch_add(&rt->poll.waiting, 1);
+    int rc = mqs__block(q, deadline, "fd", d);
+    atomic_fetch_sub(&rt->poll.waiting, 1);
+    return rc;
+}
+
+/* Wake every waiter of one direction (result `result`), with the
+ * direction's lock taken here.  Queued as a timer's task is: from the
+ * loop, a scheduling point or the monitor, never a nested one. */
+static void wake_dir(mqs_runtime_t *rt, struct mqs__fd *d, int dir,
+                     unsigned seq, bool edge, int result)
+{
+    struct mqs__waitq *q = &d->q[dir];
+    for (;;) {
+        struct mqs_task *t[16];
+        int n = 0;
+        mqs__waitq_lock_in(q);
+        if (atomic_load_explicit(&d->seq, memory_order_relaxed) != seq) {
+            mqs__waitq_unlock(q);
+            return; /* an event of the file before a close */
+        }
+        if (edge) {
+            atomic_fetch_or_explicit(&d->ready, 1u << dir,
+                                     memory_order_relaxed);
+            edge = false;
+        }
+        while (n < 16 && (t[n] = mqs__waitq_pop(q, result)))
+            n++;
+        mqs__waitq_unlock(q);
+        for (int i = 0; i < n; i++) {
+            while (atomic_load_explicit(&t[i]->on_cpu, memory_order_acquire))
+                mqs__cpu_relax();
+            MQS__STAT_ADD(t[i]->events.wakeups, 1);
+            atomic_store_explicit(&t[i]->state, MQS__RUNNABLE,
+                                  memory_order_relaxed);
+            mqs__enqueue_task(rt, t[i], MQS_ENQ_WAKEUP);
+        }
+        if (n < 16)
+            return;
+    }
+}
+
+/* mqs_close: every waiter gets MQS_ECLOSED, later events of the file are
+ * dropped (the sequence moved), and the descriptor leaves the set. */
+void mqs__fd_forget(mqs_runtime_t *rt, int fd)
+{
+    struct mqs__poll *p = &rt->poll;
+    struct mqs__fd *d = fd_get(p, fd, false);
+    if (!d || !atomic_load(&d->registered))
+        return;
+    pthread_mutex_lock(&p->lock);
+    /* Before the pops below: a waiter that locks its queue after a pop
+     * sees the new sequence; one before it is popped. */
+    atomic_fetch_add(&d->seq, 1);
+    atomic_store(&d->ready, 0);
+    if (!atomic_load(&d->file))
+        epoll_ctl(atomic_load(&p->epfd), EPOLL_CTL_DEL, fd, NULL);
+    atomic_store(&d->file, false);
+    atomic_store(&d->registered, false);
+    pthread_mutex_unlock(&p->lock);
+    for (int dir = 0; dir < 2; dir++) {
+        struct mqs__waitq *q = &d->q[dir];
+        for (;;) {
+            mqs__waitq_lock_in(q);
+            struct mqs_task *t = mqs__waitq_pop(q, MQS_ECLOSED);
+            mqs__waitq_unlock(q);
+            if (!t)
+                break;
+            mqs__wake(t);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Asking epoll                                                         */
+/* ------------------------------------------------------------------ */
+
+static void dispatch(mqs_runtime_t *rt, const struct epoll_event *ev, int n)
+{
+    struct mqs__poll *p = &rt->poll;
+    for (int i = 0; i < n; i++) {
+        if (ev[i].data.u64 == WAKE_MARK) {
+            uint64_t v;
+            ssize_t r = read(p->efd, &v, sizeof v);
+            (void)r;
+            continue;
+        }
+        int fd = (int)(uint32_t)ev[i].data.u64;
+        unsigned seq = (unsigned)(ev[i].data.u64 >> 32);
+        struct mqs__fd *d = fd_get(p, fd, false);
+        if (!d)
+            continue;
+        if (ev[i].events & EV_IN)
+            wake_dir(rt, d, 0, seq, true, 0);
+        if (ev[i].events & EV_OUT)
+            wake_dir(rt, d, 1, seq, true, 0);
+    }
+}
+
+/* Ask without waiting, unless the poller is not started, a worker waits
+ * in epoll already (it gets the events), or another asks now. */
+void mqs__poll_nowait(mqs_runtime_t *rt)
+{
+    struct mqs__poll *p = &rt->poll;
+    int ep = atomic_load_explicit(&p->epfd, memory_order_acquire);
+    if (ep < 0 || atomic_load_explicit(&p->waiter, memory_order_relaxed) ||
+        atomic_load_explicit(&p->busy, memory_order_relaxed) ||
+        atomic_exchange(&p->busy, 1))
+        return;
+    struct epoll_event ev[EVENTS];
+    int n = epoll_wait(ep, ev, EVENTS, 0);
+    atomic_store(&p->busy, 0);
+    if (n > 0)
+        dispatch(rt, ev, n);
+}
+
+/* An idle worker about to park: wait in epoll instead, if the poller is
+ * started and no other worker waits there.  timeout_ns as the futex
+ * wait's (UINT64_MAX: none).  False when it did not wait. */
+bool mqs__poll_park(struct mqs_worker *w, unsigned seen, uint64_t timeout_ns)
+{
+    struct mqs__poll *p = &w->rt->poll;
+    int ep = atomic_load_explicit(&p->epfd, memory_order_acquire);
+    int zero = 0;
+    if (ep < 0 || !atomic_compare_exchange_strong(&p->waiter, &zero, 1))
+        return false;
+    /* Dekker with mqs__kick: it bumps park_futex, then reads in_poll. */
+    atomic_store(&w->in_poll, 1);
+    struct epoll_event ev[EVENTS];
+    int n = 0;
+    if (atomic_load(&w->park_futex) == seen) {
+        if (!p->no_pwait2) {
+            struct timespec ts = {(time_t)(timeout_ns / 1000000000u),
+                                  (long)(timeout_ns % 1000000000u)};
+            n = epoll_pwait2(ep, ev, EVENTS,
+                             timeout_ns == UINT64_MAX ? NULL : &ts, NULL);
+            if (n < 0 && errno == ENOSYS)
+                p->no_pwait2 = true;
+        }
+        if (p->no_pwait2) {
+            uint64_t ms = (timeout_ns + 999999) / 1000000;
+            n = epoll_wait(ep, ev, EVENTS,
+                           timeout_ns == UINT64_MAX ? -1
+                           : ms > INT32_MAX         ? INT32_MAX
+                                                    : (int)ms);
+        }
+    }
+    atomic_store(&w->in_poll, 0);
+    atomic_store(&p->waiter, 0);
+    if (n > 0)
+        dispatch(w->rt, ev, n);
+    return true;
+}
