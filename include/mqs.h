@@ -23,7 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -703,6 +705,39 @@ ssize_t mqs_read_timed(int fd, void *buf, size_t n, uint64_t timeout_ns);
 ssize_t mqs_write(int fd, const void *buf, size_t n);
 ssize_t mqs_write_timed(int fd, const void *buf, size_t n,
                         uint64_t timeout_ns);
+
+/* The vector and socket calls: one system call once the descriptor is
+ * ready (readv, writev, recv, recvfrom, recvmsg, sendmsg may transfer
+ * fewer bytes than asked, as on a non-blocking descriptor); mqs_send and
+ * mqs_sendto send everything, as mqs_write.  Each waits at most
+ * timeout_ns (MQS_FOREVER: no bound; 0: not at all, MQS_ETIMEDOUT when
+ * it would block).  mqs_accept returns the new descriptor (flags as
+ * accept4's: SOCK_NONBLOCK, SOCK_CLOEXEC); mqs_connect waits for the
+ * connection and returns 0 or its error (MQS_EOS(ECONNREFUSED), ...).
+ * On a stream whose peer is gone a send raises SIGPIPE unless flags has
+ * MSG_NOSIGNAL, as send(2) does. */
+ssize_t mqs_readv(int fd, const struct iovec *iov, int iovcnt,
+                  uint64_t timeout_ns);
+ssize_t mqs_writev(int fd, const struct iovec *iov, int iovcnt,
+                   uint64_t timeout_ns);
+ssize_t mqs_recv(int fd, void *buf, size_t n, int flags,
+                 uint64_t timeout_ns);
+ssize_t mqs_recvfrom(int fd, void *buf, size_t n, int flags,
+                     struct sockaddr *from, socklen_t *fromlen,
+                     uint64_t timeout_ns);
+ssize_t mqs_recvmsg(int fd, struct msghdr *msg, int flags,
+                    uint64_t timeout_ns);
+ssize_t mqs_send(int fd, const void *buf, size_t n, int flags,
+                 uint64_t timeout_ns);
+ssize_t mqs_sendto(int fd, const void *buf, size_t n, int flags,
+                   const struct sockaddr *to, socklen_t tolen,
+                   uint64_t timeout_ns);
+ssize_t mqs_sendmsg(int fd, const struct msghdr *msg, int flags,
+                    uint64_t timeout_ns);
+int mqs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags,
+               uint64_t timeout_ns);
+int mqs_connect(int fd, const struct sockaddr *addr, socklen_t len,
+                uint64_t timeout_ns);
 
 /* Wait until fd is ready for events (POLLIN or POLLOUT from <poll.h>,
  * one of them): 0, or an error.  Like poll(2) it may return 0 when a

@@ -1,6 +1,7 @@
 /*
  * io.c - the I/O calls: mqs_read, mqs_write (and their timed forms),
- * mqs_fd_wait and mqs_close.  Each tries the system call; on EAGAIN a
+ * readv/writev, the socket calls (recv, send, recvfrom, sendto, recvmsg,
+ * sendmsg, accept, connect), mqs_fd_wait and mqs_close.  Each tries the system call; on EAGAIN a
  * task waits on the descriptor (poll.c) and tries again, so only the
  * task blocks.  A regular file, which epoll cannot watch and which is
  * always "ready" while its read may still wait for a disk, goes to the
@@ -15,42 +16,83 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-typedef ssize_t (*io_op)(int fd, void *buf, size_t n);
+/* The arguments of every call, and the call itself as an op on them. */
+struct io_args {
+    void *buf;
+    size_t n;
+    const struct iovec *iov;
+    int iovcnt;
+    int flags;
+    struct sockaddr *addr;    /* recvfrom, accept: the peer             */
+    socklen_t *addrlen;
+    const struct sockaddr *to; /* sendto                                */
+    socklen_t tolen;
+    struct msghdr *msg;
+};
+typedef ssize_t (*io_op)(int fd, struct io_args *a);
 
-static ssize_t do_read(int fd, void *buf, size_t n)
+static ssize_t op_read(int fd, struct io_args *a)
 {
-    return read(fd, buf, n);
+    return read(fd, a->buf, a->n);
 }
-
-static ssize_t do_write(int fd, void *buf, size_t n)
+static ssize_t op_write(int fd, struct io_args *a)
 {
-    return write(fd, buf, n);
+    return write(fd, a->buf, a->n);
+}
+static ssize_t op_readv(int fd, struct io_args *a)
+{
+    return readv(fd, a->iov, a->iovcnt);
+}
+static ssize_t op_writev(int fd, struct io_args *a)
+{
+    return writev(fd, a->iov, a->iovcnt);
+}
+static ssize_t op_recv(int fd, struct io_args *a)
+{
+    return recvfrom(fd, a->buf, a->n, a->flags, a->addr, a->addrlen);
+}
+static ssize_t op_send(int fd, struct io_args *a)
+{
+    return sendto(fd, a->buf, a->n, a->flags, a->to, a->tolen);
+}
+static ssize_t op_recvmsg(int fd, struct io_args *a)
+{
+    return recvmsg(fd, a->msg, a->flags);
+}
+static ssize_t op_sendmsg(int fd, struct io_args *a)
+{
+    return sendmsg(fd, a->msg, a->flags);
+}
+static ssize_t op_accept(int fd, struct io_args *a)
+{
+    return accept4(fd, a->addr, a->addrlen, a->flags);
 }
 
 /* A regular file's call on the offload pool, its errno taken there. */
 struct file_call {
     io_op op;
     int fd;
-    void *buf;
-    size_t n;
+    struct io_args *a;
     int err;
 };
 
 static void *file_call_run(void *arg)
 {
     struct file_call *c = arg;
-    ssize_t r = c->op(c->fd, c->buf, c->n);
+    ssize_t r = c->op(c->fd, c->a);
     c->err = r < 0 ? errno : 0;
     return (void *)r;
 }
 
-static ssize_t file_call(io_op op, int fd, void *buf, size_t n)
+static ssize_t file_call(io_op op, int fd, struct io_args *a)
 {
-    struct file_call c = {op, fd, buf, n, 0};
+    struct file_call c = {op, fd, a, 0};
     void *res = NULL;
     int rc = mqs_offload(file_call_run, &c, &res);
     if (rc)
@@ -98,7 +140,7 @@ static mqs_runtime_t *io_begin(int fd, struct mqs__fd **d, int *rc)
 }
 
 /* One call of op, waiting out EAGAIN; deadline 0: none. */
-static ssize_t io_once(int fd, int dir, io_op op, void *buf, size_t n,
+static ssize_t io_once(int fd, int dir, io_op op, struct io_args *a,
                        uint64_t deadline, bool try_only)
 {
     struct mqs__fd *d = NULL;
@@ -107,10 +149,10 @@ static ssize_t io_once(int fd, int dir, io_op op, void *buf, size_t n,
     if (rc)
         return rc;
     if (rt && atomic_load(&d->file))
-        return file_call(op, fd, buf, n);
+        return file_call(op, fd, a);
     unsigned seq = rt ? atomic_load(&d->seq) : 0;
     for (;;) {
-        ssize_t r = op(fd, buf, n);
+        ssize_t r = op(fd, a);
         if (r >= 0)
             return r;
         int e = errno;
@@ -133,27 +175,37 @@ static uint64_t deadline_of(uint64_t timeout_ns)
     return timeout_ns == MQS_FOREVER ? 0 : mqs__deadline(timeout_ns);
 }
 
+/* One call, waiting for readiness up to timeout_ns (0: do not wait). */
+static ssize_t io_timed(int fd, int dir, io_op op, struct io_args *a,
+                        uint64_t timeout_ns)
+{
+    return io_once(fd, dir, op, a, deadline_of(timeout_ns),
+                   timeout_ns == 0);
+}
+
 ssize_t mqs_read(int fd, void *buf, size_t n)
 {
-    return io_once(fd, 0, do_read, buf, n, 0, false);
+    return mqs_read_timed(fd, buf, n, MQS_FOREVER);
 }
 
 ssize_t mqs_read_timed(int fd, void *buf, size_t n, uint64_t timeout_ns)
 {
-    return io_once(fd, 0, do_read, buf, n, deadline_of(timeout_ns),
-                   timeout_ns == 0);
+    struct io_args a = {.buf = buf, .n = n};
+    return io_timed(fd, 0, op_read, &a, timeout_ns);
 }
 
-/* Every byte, as a blocking write(2) would: a short count only when an
- * error or the deadline comes after some were written. */
-static ssize_t write_all(int fd, const void *buf, size_t n,
-                         uint64_t timeout_ns)
+/* Every byte, as a blocking write(2) or send(2) would: a short count only
+ * when an error or the deadline comes after some were written. */
+static ssize_t send_all(int fd, io_op op, struct io_args *a,
+                        uint64_t timeout_ns)
 {
     uint64_t deadline = deadline_of(timeout_ns);
-    size_t done = 0;
+    size_t done = 0, n = a->n;
+    char *base = a->buf;
     do {
-        ssize_t r = io_once(fd, 1, do_write, (char *)buf + done, n - done,
-                            deadline, timeout_ns == 0);
+        a->buf = base + done;
+        a->n = n - done;
+        ssize_t r = io_once(fd, 1, op, a, deadline, timeout_ns == 0);
         if (r < 0)
             return done ? (ssize_t)done : r;
         done += (size_t)r;
@@ -163,13 +215,116 @@ static ssize_t write_all(int fd, const void *buf, size_t n,
 
 ssize_t mqs_write(int fd, const void *buf, size_t n)
 {
-    return write_all(fd, buf, n, MQS_FOREVER);
+    return mqs_write_timed(fd, buf, n, MQS_FOREVER);
 }
 
 ssize_t mqs_write_timed(int fd, const void *buf, size_t n,
                         uint64_t timeout_ns)
 {
-    return write_all(fd, buf, n, timeout_ns);
+    struct io_args a = {.buf = (void *)buf, .n = n};
+    return send_all(fd, op_write, &a, timeout_ns);
+}
+
+ssize_t mqs_readv(int fd, const struct iovec *iov, int iovcnt,
+                  uint64_t timeout_ns)
+{
+    struct io_args a = {.iov = iov, .iovcnt = iovcnt};
+    return io_timed(fd, 0, op_readv, &a, timeout_ns);
+}
+
+ssize_t mqs_writev(int fd, const struct iovec *iov, int iovcnt,
+                   uint64_t timeout_ns)
+{
+    struct io_args a = {.iov = iov, .iovcnt = iovcnt};
+    return io_timed(fd, 1, op_writev, &a, timeout_ns);
+}
+
+ssize_t mqs_recv(int fd, void *buf, size_t n, int flags,
+                 uint64_t timeout_ns)
+{
+    struct io_args a = {.buf = buf, .n = n, .flags = flags};
+    return io_timed(fd, 0, op_recv, &a, timeout_ns);
+}
+
+ssize_t mqs_recvfrom(int fd, void *buf, size_t n, int flags,
+                     struct sockaddr *from, socklen_t *fromlen,
+                     uint64_t timeout_ns)
+{
+    struct io_args a = {.buf = buf, .n = n, .flags = flags, .addr = from,
+                        .addrlen = fromlen};
+    return io_timed(fd, 0, op_recv, &a, timeout_ns);
+}
+
+ssize_t mqs_send(int fd, const void *buf, size_t n, int flags,
+                 uint64_t timeout_ns)
+{
+    struct io_args a = {.buf = (void *)buf, .n = n, .flags = flags};
+    return send_all(fd, op_send, &a, timeout_ns);
+}
+
+ssize_t mqs_sendto(int fd, const void *buf, size_t n, int flags,
+                   const struct sockaddr *to, socklen_t tolen,
+                   uint64_t timeout_ns)
+{
+    struct io_args a = {.buf = (void *)buf, .n = n, .flags = flags,
+                        .to = to, .tolen = tolen};
+    return send_all(fd, op_send, &a, timeout_ns);
+}
+
+ssize_t mqs_recvmsg(int fd, struct msghdr *msg, int flags,
+                    uint64_t timeout_ns)
+{
+    struct io_args a = {.msg = msg, .flags = flags};
+    return io_timed(fd, 0, op_recvmsg, &a, timeout_ns);
+}
+
+ssize_t mqs_sendmsg(int fd, const struct msghdr *msg, int flags,
+                    uint64_t timeout_ns)
+{
+    struct io_args a = {.msg = (struct msghdr *)msg, .flags = flags};
+    return io_timed(fd, 1, op_sendmsg, &a, timeout_ns);
+}
+
+int mqs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags,
+               uint64_t timeout_ns)
+{
+    struct io_args a = {.addr = addr, .addrlen = addrlen, .flags = flags};
+    return (int)io_timed(fd, 0, op_accept, &a, timeout_ns);
+}
+
+int mqs_connect(int fd, const struct sockaddr *addr, socklen_t len,
+                uint64_t timeout_ns)
+{
+    struct mqs__fd *d = NULL;
+    int rc;
+    mqs_runtime_t *rt = io_begin(fd, &d, &rc);
+    if (rc)
+        return rc;
+    if (connect(fd, addr, len) == 0)
+        return 0;
+    int e = errno;
+    if (e != EINPROGRESS && e != EINTR)
+        return MQS_EOS(e);
+    /* In progress: writable or in error once it is done (an edge seen
+     * before may be stale: look), then SO_ERROR says how. */
+    uint64_t deadline = deadline_of(timeout_ns);
+    unsigned seq = rt ? atomic_load(&d->seq) : 0;
+    for (;;) {
+        struct pollfd pfd = {fd, POLLOUT, 0};
+        if (poll(&pfd, 1, 0) > 0)
+            break;
+        if (timeout_ns == 0)
+            return MQS_ETIMEDOUT;
+        rc = rt ? mqs__fd_wait(rt, d, seq, 1, deadline)
+                : wait_thread(fd, 1, deadline, false);
+        if (rc)
+            return rc;
+    }
+    int err = 0;
+    socklen_t n = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &n) != 0)
+        return MQS_EOS(errno);
+    return err ? MQS_EOS(err) : 0;
 }
 
 int mqs_fd_wait(int fd, int events, uint64_t timeout_ns)

@@ -4,7 +4,9 @@
  * worker waiting in epoll and, while every worker runs, through the busy
  * workers' and the monitor's polls; timeouts, mqs_close waking waiters,
  * OS errors as MQS_EOS codes, regular files through the offload pool, a
- * socket ping-pong and a large write with nothing lost, and destroy
+ * socket ping-pong and a large write with nothing lost, a TCP echo over
+ * loopback (accept, connect, recv, send), UDP and the vector and message
+ * calls, and destroy
  * giving no deadlock verdict while a task waits on a descriptor.
  */
 #include <errno.h>
@@ -15,7 +17,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -420,4 +425,201 @@ TEST(destroy_waits_for_a_task_on_a_descriptor)
     pthread_join(l.th, NULL);
     close(fds[0]);
     close(fds[1]);
+}
+
+/* ------------------------------------------------------------------ */
+/* TCP, UDP, vectors                                                   */
+/* ------------------------------------------------------------------ */
+
+enum { CLIENTS = 4, MSGS = 100, MSG = 100 };
+
+struct echo {
+    mqs_runtime_t *rt;
+    atomic_int port;
+    atomic_int served;
+};
+
+static void *echo_conn(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char b[256];
+    for (;;) {
+        ssize_t r = mqs_recv(fd, b, sizeof b, 0, MQS_FOREVER);
+        CHECK_GE(r, 0);
+        if (r == 0)
+            break;
+        CHECK_EQ(mqs_send(fd, b, (size_t)r, MSG_NOSIGNAL, MQS_FOREVER), r);
+    }
+    CHECK_OK(mqs_close(fd));
+    return NULL;
+}
+
+static void *echo_server(void *arg)
+{
+    struct echo *e = arg;
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(ls, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK_EQ(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
+    CHECK_EQ(listen(ls, 64), 0);
+    socklen_t n = sizeof a;
+    CHECK_EQ(getsockname(ls, (struct sockaddr *)&a, &n), 0);
+    /* Nobody yet: a try, then a short wait, both time out. */
+    CHECK_EQ(mqs_accept(ls, NULL, NULL, 0, 0), MQS_ETIMEDOUT);
+    CHECK_EQ(mqs_accept(ls, NULL, NULL, 0, 10000000), MQS_ETIMEDOUT);
+    atomic_store(&e->port, ntohs(a.sin_port));
+    mqs_task_t *h[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++) {
+        struct sockaddr_in peer;
+        socklen_t pn = sizeof peer;
+        int c = mqs_accept(ls, (struct sockaddr *)&peer, &pn, SOCK_CLOEXEC,
+                           MQS_FOREVER);
+        CHECK_GE(c, 0);
+        CHECK_EQ(peer.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+        h[i] = spawn(e->rt, echo_conn, (void *)(intptr_t)c);
+    }
+    for (int i = 0; i < CLIENTS; i++)
+        join(h[i]);
+    atomic_store(&e->served, CLIENTS);
+    CHECK_OK(mqs_close(ls));
+    return NULL;
+}
+
+static void *echo_client(void *arg)
+{
+    struct echo *e = arg;
+    while (!atomic_load(&e->port))
+        mqs_sleep(1000000);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)atomic_load(&e->port)),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK_OK(mqs_connect(fd, (struct sockaddr *)&a, sizeof a,
+                         5000000000ull));
+    for (int m = 0; m < MSGS; m++) {
+        char out[MSG], in[MSG];
+        memset(out, 'a' + m % 26, sizeof out);
+        CHECK_EQ(mqs_send(fd, out, sizeof out, MSG_NOSIGNAL, MQS_FOREVER),
+                 MSG);
+        size_t got = 0;
+        while (got < MSG) {
+            ssize_t r = mqs_recv(fd, in + got, MSG - got, 0, 5000000000ull);
+            CHECK_GT(r, 0);
+            got += (size_t)r;
+        }
+        CHECK(memcmp(in, out, MSG) == 0);
+    }
+    CHECK_OK(mqs_close(fd));
+    return NULL;
+}
+
+static void *refused(void *arg)
+{
+    (void)arg;
+    /* A port that was just free: nobody listens there. */
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK_EQ(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t n = sizeof a;
+    CHECK_EQ(getsockname(s, (struct sockaddr *)&a, &n), 0);
+    close(s);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_EQ(mqs_connect(fd, (struct sockaddr *)&a, sizeof a, MQS_FOREVER),
+             MQS_EOS(ECONNREFUSED));
+    CHECK_OK(mqs_close(fd));
+    return NULL;
+}
+
+TEST(a_tcp_echo_over_loopback)
+{
+    struct echo e = {.rt = rt_new(2)};
+    mqs_task_t *srv = spawn(e.rt, echo_server, &e);
+    mqs_task_t *c[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++)
+        c[i] = spawn(e.rt, echo_client, &e);
+    for (int i = 0; i < CLIENTS; i++)
+        join(c[i]);
+    join(srv);
+    CHECK_EQ(atomic_load(&e.served), CLIENTS);
+    join(spawn(e.rt, refused, NULL));
+    CHECK_OK(mqs_runtime_destroy(e.rt));
+}
+
+struct udp {
+    int a, b;
+    struct sockaddr_in b_addr;
+};
+
+static void *udp_recv(void *arg)
+{
+    struct udp *u = arg;
+    char buf[16] = {0};
+    struct sockaddr_in from;
+    socklen_t n = sizeof from;
+    CHECK_EQ(mqs_recvfrom(u->b, buf, sizeof buf, 0, (struct sockaddr *)&from,
+                          &n, 5000000000ull),
+             5);
+    CHECK(memcmp(buf, "dgram", 5) == 0);
+    CHECK_EQ(from.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+    return NULL;
+}
+
+static void *udp_send(void *arg)
+{
+    struct udp *u = arg;
+    mqs_sleep(10000000); /* the receiver waits first */
+    CHECK_EQ(mqs_sendto(u->a, "dgram", 5, 0, (struct sockaddr *)&u->b_addr,
+                        sizeof u->b_addr, MQS_FOREVER),
+             5);
+    return NULL;
+}
+
+static void *vectors(void *arg)
+{
+    (void)arg;
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    char x[3] = "abc", y[4] = "defg", p[2], q[5];
+    struct iovec out[2] = {{x, 3}, {y, 4}}, in[2] = {{p, 2}, {q, 5}};
+    CHECK_EQ(mqs_writev(fds[1], out, 2, MQS_FOREVER), 7);
+    CHECK_EQ(mqs_readv(fds[0], in, 2, MQS_FOREVER), 7);
+    CHECK(memcmp(p, "ab", 2) == 0 && memcmp(q, "cdefg", 5) == 0);
+    CHECK_EQ(mqs_readv(fds[0], in, 2, 0), MQS_ETIMEDOUT);
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
+    struct msghdr m = {.msg_iov = out, .msg_iovlen = 2};
+    CHECK_EQ(mqs_sendmsg(sv[0], &m, 0, MQS_FOREVER), 7);
+    struct msghdr r = {.msg_iov = in, .msg_iovlen = 2};
+    CHECK_EQ(mqs_recvmsg(sv[1], &r, 0, MQS_FOREVER), 7);
+    CHECK(memcmp(q, "cdefg", 5) == 0);
+    CHECK_EQ(mqs_recv(sv[1], p, 2, 0, 0), MQS_ETIMEDOUT);
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(mqs_close(fds[i]));
+        CHECK_OK(mqs_close(sv[i]));
+    }
+    return NULL;
+}
+
+TEST(udp_and_the_vector_calls)
+{
+    struct udp u;
+    u.a = socket(AF_INET, SOCK_DGRAM, 0);
+    u.b = socket(AF_INET, SOCK_DGRAM, 0);
+    u.b_addr = (struct sockaddr_in){.sin_family = AF_INET,
+                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK_EQ(bind(u.b, (struct sockaddr *)&u.b_addr, sizeof u.b_addr), 0);
+    socklen_t n = sizeof u.b_addr;
+    CHECK_EQ(getsockname(u.b, (struct sockaddr *)&u.b_addr, &n), 0);
+    mqs_runtime_t *rt = rt_new(2);
+    mqs_task_t *r = spawn(rt, udp_recv, &u);
+    mqs_task_t *s = spawn(rt, udp_send, &u);
+    join(r);
+    join(s);
+    join(spawn(rt, vectors, NULL));
+    CHECK_OK(mqs_runtime_destroy(rt));
+    close(u.a);
+    close(u.b);
 }
