@@ -282,13 +282,17 @@ static void dispatch(mqs_runtime_t *rt, const struct epoll_event *ev, int n)
     }
 }
 
-/* Ask without waiting, unless the poller is not started, a worker waits
- * in epoll already (it gets the events), or another asks now. */
+/* Ask without waiting, unless the poller is not started, no task waits
+ * on a descriptor (an edge nobody collects stays in epoll's ready list
+ * for the next ask; a waiter counts itself before it blocks), a worker
+ * waits in epoll already (it gets the events), or another asks now. */
 void mqs__poll_nowait(mqs_runtime_t *rt)
 {
     struct mqs__poll *p = &rt->poll;
     int ep = atomic_load_explicit(&p->epfd, memory_order_acquire);
-    if (ep < 0 || atomic_load_explicit(&p->waiter, memory_order_relaxed) ||
+    if (ep < 0 ||
+        atomic_load_explicit(&p->waiting, memory_order_relaxed) == 0 ||
+        atomic_load_explicit(&p->waiter, memory_order_relaxed) ||
         atomic_load_explicit(&p->busy, memory_order_relaxed) ||
         atomic_exchange(&p->busy, 1))
         return;
