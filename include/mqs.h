@@ -398,9 +398,10 @@ int mqs_checkpoint(void);
  * waiting for it would block the worker; use mqs_mutex_t, or disable
  * preemption around it).  A function of the program that a library
  * calls back while holding a lock of its own (pthread_once's init
- * routine, a dl_iterate_phdr callback) must disable preemption.  A blocking system call made from a task may
- * return EINTR when a stop is asked while it waits, as in any program
- * that uses signals.
+ * routine, a dl_iterate_phdr callback) must disable preemption.  A
+ * blocking system call made from a task may return EINTR when a stop is
+ * asked while it waits, as in any program that uses signals (the mqs_*
+ * I/O calls retry it).
  *
  * Stack room for a stop.  The kernel writes its signal frame on the
  * task's own stack, below the stack pointer, and the handler's frames
@@ -669,9 +670,10 @@ size_t mqs_pipe_len(const mqs_pipe_t *p);
  * file: other holders of it see the change, as with Go); a call then
  * tries the system call and, when it would block, the task waits until
  * the descriptor is ready or the deadline passes, while its worker runs
- * other tasks.  Readiness is seen by an idle worker waiting in epoll, by
- * busy workers every millisecond, and by the preemption monitor at each
- * look; a ready task is woken through the normal wake-up path.
+ * other tasks.  Readiness is seen by an idle worker waiting in epoll or
+ * spinning before it parks, by busy workers every millisecond, and by the
+ * preemption monitor at each look; a ready task is woken through the
+ * normal wake-up path.
  *
  * A regular file (which epoll refuses, and whose read may still wait for
  * a disk) is read and written on the offload pool (mqs_offload).  From a

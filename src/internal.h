@@ -84,9 +84,10 @@ struct mqs__waitq {
 };
 
 /* A descriptor the poller knows (poll.c), by fd number, in chunks of
- * MQS__FD_CHUNK: readers wait on q[0], writers on q[1].  ready: an edge
- * seen for the direction (bit 1 << dir) and not yet taken by a waiter,
- * set and taken under that direction's lock.  seq: bumped by mqs_close,
+ * MQS__FD_CHUNK: readers wait on q[0], writers on q[1].  edges[dir]: the
+ * edges seen for the direction, counted under its lock; a call reads it
+ * before its system call (its ticket) and waits only if no edge came
+ * since.  seq: bumped by mqs_close,
  * carried in each epoll registration, so that a stale event or a waiter
  * of the closed file is told apart.  registered, file: under the
  * poller's lock (file: epoll refused it, a regular file). */
@@ -94,7 +95,7 @@ struct mqs__waitq {
 #define MQS__FD_CHUNKS 1024 /* descriptors below 2^20 */
 struct mqs__fd {
     struct mqs__waitq q[2];
-    atomic_uint ready;
+    atomic_uint edges[2];
     atomic_uint seq;
     atomic_bool registered, file;
 };

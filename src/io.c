@@ -152,6 +152,7 @@ static ssize_t io_once(int fd, int dir, io_op op, struct io_args *a,
         return file_call(op, fd, a);
     unsigned seq = rt ? atomic_load(&d->seq) : 0;
     for (;;) {
+        unsigned ticket = rt ? mqs__fd_ticket(d, dir) : 0;
         ssize_t r = op(fd, a);
         if (r >= 0)
             return r;
@@ -163,7 +164,7 @@ static ssize_t io_once(int fd, int dir, io_op op, struct io_args *a,
         if (try_only)
             return MQS_ETIMEDOUT;
         /* A task may resume on another worker: only rt from here. */
-        rc = rt ? mqs__fd_wait(rt, d, seq, dir, deadline)
+        rc = rt ? mqs__fd_wait(rt, d, seq, dir, ticket, deadline)
                 : wait_thread(fd, dir, deadline, false);
         if (rc)
             return rc;
@@ -305,17 +306,18 @@ int mqs_connect(int fd, const struct sockaddr *addr, socklen_t len,
     int e = errno;
     if (e != EINPROGRESS && e != EINTR)
         return MQS_EOS(e);
-    /* In progress: writable or in error once it is done (an edge seen
-     * before may be stale: look), then SO_ERROR says how. */
+    /* In progress: writable or in error once it is done (look: the edge
+     * may have come before the ticket), then SO_ERROR says how. */
     uint64_t deadline = deadline_of(timeout_ns);
     unsigned seq = rt ? atomic_load(&d->seq) : 0;
     for (;;) {
+        unsigned ticket = rt ? mqs__fd_ticket(d, 1) : 0;
         struct pollfd pfd = {fd, POLLOUT, 0};
         if (poll(&pfd, 1, 0) > 0)
             break;
         if (timeout_ns == 0)
             return MQS_ETIMEDOUT;
-        rc = rt ? mqs__fd_wait(rt, d, seq, 1, deadline)
+        rc = rt ? mqs__fd_wait(rt, d, seq, 1, ticket, deadline)
                 : wait_thread(fd, 1, deadline, false);
         if (rc)
             return rc;
@@ -342,6 +344,7 @@ int mqs_fd_wait(int fd, int events, uint64_t timeout_ns)
         return rt ? 0 : wait_thread(fd, dir, deadline, timeout_ns == 0);
     /* Ready now (the edge may have come before the registration)? */
     unsigned seq = atomic_load(&d->seq);
+    unsigned ticket = mqs__fd_ticket(d, dir);
     struct pollfd pfd = {fd, (short)events, 0};
     int r = poll(&pfd, 1, 0);
     if (r > 0)
@@ -350,7 +353,7 @@ int mqs_fd_wait(int fd, int events, uint64_t timeout_ns)
         return MQS_EOS(errno);
     if (timeout_ns == 0)
         return MQS_ETIMEDOUT;
-    return mqs__fd_wait(rt, d, seq, dir, deadline);
+    return mqs__fd_wait(rt, d, seq, dir, ticket, deadline);
 }
 
 int mqs_close(int fd)

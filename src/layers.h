@@ -304,17 +304,20 @@ void mqs__mutex_release_dead(struct mqs_task *t);
  * monitor stopped).  register: fd's descriptor, in the epoll set and
  * non-blocking (once; a regular file, which epoll refuses, is marked
  * file); MQS_EINVAL for a negative fd, MQS_EOS(errno) when the OS
- * refuses.  wait: block the task until an edge for dir (0 read, 1
- * write) or the deadline (0: none); 0, MQS_ETIMEDOUT, MQS_ECLOSED (the
- * descriptor was closed: seq moved).  forget: mqs_close's part.
+ * refuses.  ticket: the edges of dir (0 read, 1 write) seen so far, read
+ * before the system call whose EAGAIN leads to the wait.  wait: block
+ * the task until an edge for dir or the deadline (0: none), unless an
+ * edge came after the ticket (then 0 at once: try again); 0,
+ * MQS_ETIMEDOUT, MQS_ECLOSED (the descriptor was closed: seq moved).  forget: mqs_close's part.
  * nowait: ask epoll without waiting and queue the ready tasks (through
  * rt->poll.nowait from the housekeeping and the monitor).  park: an idle
  * worker waits in epoll instead of its futex; false when it did not. */
 void mqs__poll_init(mqs_runtime_t *rt);
 void mqs__poll_fini(mqs_runtime_t *rt);
 int mqs__fd_register(mqs_runtime_t *rt, int fd, struct mqs__fd **out);
+unsigned mqs__fd_ticket(const struct mqs__fd *d, int dir);
 int mqs__fd_wait(mqs_runtime_t *rt, struct mqs__fd *d, unsigned seq,
-                 int dir, uint64_t deadline);
+                 int dir, unsigned ticket, uint64_t deadline);
 void mqs__fd_forget(mqs_runtime_t *rt, int fd);
 void mqs__poll_nowait(mqs_runtime_t *rt);
 bool mqs__poll_park(struct mqs_worker *w, unsigned seen, uint64_t timeout_ns);

@@ -4,23 +4,29 @@
  *
  * Vocabulary.  A *descriptor* (struct mqs__fd, internal.h) is the
  * runtime's record of an fd number: a wait queue per direction (readers,
- * writers), the edges seen and not yet taken (ready), and a sequence
+ * writers), a count of the edges seen per direction, and a sequence
  * number that mqs_close bumps.  *Registered*: in the epoll set, once,
  * edge-triggered for both directions, its event data the fd and the
  * sequence (Go's netpoll design); registration also makes the file
- * non-blocking.  A *wait* (mqs__fd_wait) takes an edge if one is there,
- * else blocks the task on the direction's queue; an *edge* (an epoll
- * event) wakes every waiter of its direction, or is kept for the next
- * one.  A woken waiter retries its system call; one that gets EAGAIN
- * again waits for the next edge, which the kernel reports on every new
- * arrival of data or room.
+ * non-blocking.  An *edge* (an epoll event) bumps its direction's count
+ * and wakes every waiter of it.  A call takes a *ticket* (the count)
+ * before its system call; on EAGAIN its *wait* (mqs__fd_wait) returns at
+ * once if an edge came since (the data the call missed may be what it
+ * announced), else blocks the task on the direction's queue.  A woken
+ * waiter retries its system call; one that gets EAGAIN again waits for
+ * the next edge, which the kernel reports on every new arrival of data
+ * or room.  Rejected: a ready bit kept for the next waiter when an edge
+ * finds none (the first design): an edge that wakes a waiter also left
+ * the bit, and the next wait on that direction took it and made one
+ * useless system call (a pipe round trip made 6 reads instead of 4).
  *
  * Who asks epoll.  At most one idle worker waits in epoll_wait (the
  * *waiter*), with its next timer as the timeout, instead of on its futex;
- * a kick meant for it writes the eventfd in the set (base.c).  Busy
- * workers ask without waiting in their periodic housekeeping (every
- * millisecond), and the preemption monitor at each look: ready tasks are
- * not held back while every worker runs.  The three go through one
+ * a kick meant for it writes the eventfd in the set (base.c).  Idle
+ * workers ask without waiting while they spin before parking, busy
+ * workers in their periodic housekeeping (every millisecond), and the
+ * preemption monitor at each look: ready tasks are held back neither by
+ * a spin nor while every worker runs.  All go through one
  * try-flag so that 64 workers do not all call epoll at once.  Ready tasks
  * are queued as a timer's are (the normal placement and wake-up
  * preemption, from inside a scheduling point or the loop: never a
@@ -28,8 +34,9 @@
  *
  * Lock rules.  poll.lock (a mutex: registration makes system calls)
  * covers starting the poller, growing the table and registration; a
- * direction's wait-queue lock covers its ready bit, its waiters and the
- * sequence check.  Neither is held across a block or a wake-up.
+ * direction's wait-queue lock covers its edge count's increments, its
+ * waiters and the sequence and ticket checks.  Neither is held across a
+ * block or a wake-up.
  *
  * Rejected for now: io_uring (liburing) as the readiness source: one
  * more dependency, measured only once the echo experiment exists; a
@@ -168,8 +175,13 @@ int mqs__fd_register(mqs_runtime_t *rt, int fd, struct mqs__fd **out)
 /* Waiting                                                              */
 /* ------------------------------------------------------------------ */
 
+unsigned mqs__fd_ticket(const struct mqs__fd *d, int dir)
+{
+    return atomic_load_explicit(&d->edges[dir], memory_order_acquire);
+}
+
 int mqs__fd_wait(mqs_runtime_t *rt, struct mqs__fd *d, unsigned seq,
-                 int dir, uint64_t deadline)
+                 int dir, unsigned ticket, uint64_t deadline)
 {
     struct mqs__waitq *q = &d->q[dir];
     MQS__WAITQ_LOCK(q);
@@ -177,9 +189,10 @@ int mqs__fd_wait(mqs_runtime_t *rt, struct mqs__fd *d, unsigned seq,
         mqs__waitq_unlock(q);
         return MQS_ECLOSED;
     }
-    unsigned bit = 1u << dir;
-    if (atomic_load_explicit(&d->ready, memory_order_relaxed) & bit) {
-        atomic_fetch_and_explicit(&d->ready, ~bit, memory_order_relaxed);
+    /* An edge after the ticket may be the one the caller's EAGAIN
+     * missed: try again rather than wait for the next. */
+    if (atomic_load_explicit(&d->edges[dir], memory_order_relaxed) !=
+        ticket) {
         mqs__waitq_unlock(q);
         return 0;
     }
@@ -205,8 +218,8 @@ static void wake_dir(mqs_runtime_t *rt, struct mqs__fd *d, int dir,
             return; /* an event of the file before a close */
         }
         if (edge) {
-            atomic_fetch_or_explicit(&d->ready, 1u << dir,
-                                     memory_order_relaxed);
+            atomic_fetch_add_explicit(&d->edges[dir], 1,
+                                      memory_order_release);
             edge = false;
         }
         while (n < 16 && (t[n] = mqs__waitq_pop(q, result)))
@@ -237,7 +250,6 @@ void mqs__fd_forget(mqs_runtime_t *rt, int fd)
     /* Before the pops below: a waiter that locks its queue after a pop
      * sees the new sequence; one before it is popped. */
     atomic_fetch_add(&d->seq, 1);
-    atomic_store(&d->ready, 0);
     if (!atomic_load(&d->file))
         epoll_ctl(atomic_load(&p->epfd), EPOLL_CTL_DEL, fd, NULL);
     atomic_store(&d->file, false);

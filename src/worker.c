@@ -38,6 +38,11 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
     mqs__publish_idle(w->rt, w->index, true);
     struct mqs_task *t = mqs__balance_and_pick(w, MQS_BALANCE_IDLE);
     while (!t && mqs__clock_ns(&w->clock) - t0 < (uint64_t)w->rt->idle_spin_ns) {
+        /* While a task waits on a descriptor, the spin asks epoll too:
+         * its edge would otherwise wait for the spin's end and the park
+         * (the spin is what makes it early; the ask is a no-op without
+         * such a task, and one worker at a time, poll.c). */
+        mqs__poll_nowait(w->rt);
         if (has_work(w))
             goto out;
         unsigned now_seen = atomic_load_explicit(&w->park_futex,

@@ -1,7 +1,7 @@
 /*
  * test_io.c - the I/O calls over the poller: a read that would block
  * blocks only its task; readiness reaches a waiting task through an idle
- * worker waiting in epoll and, while every worker runs, through the busy
+ * worker waiting in epoll or spinning before it parks and, while every worker runs, through the busy
  * workers' and the monitor's polls; timeouts, mqs_close waking waiters,
  * OS errors as MQS_EOS codes, regular files through the offload pool, a
  * socket ping-pong and a large write with nothing lost, a TCP echo over
@@ -121,6 +121,72 @@ TEST(an_idle_worker_waits_in_epoll)
     CHECK_OK(mqs_runtime_destroy(rt));
     close(p.fds[0]);
     close(p.fds[1]);
+}
+
+/* Two tasks on one worker pass a byte back and forth over two pipes. */
+struct volley {
+    int ab[2], ba[2];
+    int rounds;
+    uint64_t parks; /* the worker's parks during the volley */
+};
+
+static uint64_t parks_now(void)
+{
+    mqs_worker_stats_t s;
+    CHECK_OK(mqs_worker_stats(mqs_runtime_self(), 0, &s));
+    return s.parks;
+}
+
+static void *volley_a(void *arg)
+{
+    struct volley *v = arg;
+    uint64_t p0 = parks_now();
+    char c = 'x';
+    for (int i = 0; i < v->rounds; i++) {
+        CHECK_EQ(mqs_write(v->ab[1], &c, 1), 1);
+        CHECK_EQ(mqs_read(v->ba[0], &c, 1), 1);
+    }
+    v->parks = parks_now() - p0;
+    return NULL;
+}
+
+static void *volley_b(void *arg)
+{
+    struct volley *v = arg;
+    char c;
+    for (int i = 0; i < v->rounds; i++) {
+        CHECK_EQ(mqs_read(v->ab[0], &c, 1), 1);
+        CHECK_EQ(mqs_write(v->ba[1], &c, 1), 1);
+    }
+    return NULL;
+}
+
+TEST(an_idle_worker_asks_epoll_while_it_spins)
+{
+    /* One worker spinning up to 1 s before each park: each hop's edge
+     * must be collected by the spin itself, so the volley never parks
+     * the worker (with the ask left out of the spin, each of the 2 x 3
+     * hops spins its whole second and then parks in epoll). */
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = 1;
+    cfg.preempt = 0;
+    cfg.idle_spin_ns = 1000000000;
+    mqs_runtime_t *rt = rt_create(&cfg);
+    struct volley v = {.rounds = 3};
+    CHECK_EQ(pipe(v.ab), 0);
+    CHECK_EQ(pipe(v.ba), 0);
+    mqs_task_t *b = spawn(rt, volley_b, &v);
+    mqs_task_t *a = spawn(rt, volley_a, &v);
+    join(a);
+    join(b);
+    CHECK_EQ(v.parks, 0);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    for (int i = 0; i < 2; i++) {
+        close(v.ab[i]);
+        close(v.ba[i]);
+    }
 }
 
 static atomic_int spin_stop;
