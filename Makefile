@@ -23,7 +23,8 @@
 #
 # Knobs: JOBS (parallel compile, default 2), CTEST_JOBS (test programs at a
 # time, default 1: the tests start their own worker threads), ASAN_CC,
-# TSAN_CC, SAN_STRESS_TASKS (stress size under sanitizers), TSAN_EXCLUDE
+# TSAN_CC, SAN_STRESS_TASKS (stress size under sanitizers), SLOW_SOAK_S
+# (test_netsoak's seconds under TSan and qemu; 60 elsewhere), TSAN_EXCLUDE
 # (ctest -E regex of tests skipped under TSan; empty = run all),
 # ARM64_EXCLUDE (the same for check-arm64).
 
@@ -32,6 +33,7 @@ CTEST_JOBS ?= 1
 ASAN_CC ?= clang
 TSAN_CC ?= gcc
 SAN_STRESS_TASKS ?= 10000
+SLOW_SOAK_S ?= 20
 TSAN_EXCLUDE ?=
 
 CMAKE ?= cmake
@@ -42,7 +44,8 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
            MQS_STRESS_TASKS=$(SAN_STRESS_TASKS) MQS_TEST_TIMEOUT=300
 TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-           MQS_STRESS_TASKS=$(SAN_STRESS_TASKS) MQS_TEST_TIMEOUT=300
+           MQS_STRESS_TASKS=$(SAN_STRESS_TASKS) MQS_TEST_TIMEOUT=300 \
+           MQS_SOAK_S=$(SLOW_SOAK_S)
 
 .PHONY: all deps bench report test clang clean peers \
         build check-default check-asan check-tsan check-arm64
@@ -110,7 +113,7 @@ peers: deps
 # Each case gets 300 s (MQS_TEST_TIMEOUT) as under the sanitizers: the
 # emulator runs the same code several times slower.
 ARM64_EXCLUDE ?=
-ARM64_ENV = MQS_TEST_TIMEOUT=300
+ARM64_ENV = MQS_TEST_TIMEOUT=300 MQS_SOAK_S=$(SLOW_SOAK_S)
 check-arm64:
 	@scripts/deps-aarch64.sh
 	$(CMAKE) -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake
