@@ -19,26 +19,27 @@
  *   receiver (client)  reads its connection until M (U-1) messages
  *
  * so a message costs one read and U-1 queue puts on the reading side,
- * then U-1 queue takes, writes and reads.  The policy rows use
- * in-process channels for all three hops (up: sender to reader; outq:
- * readers to writer; down: writer to receiver), each bounded at
- * CHAT_CAPACITY messages of B bytes, copied in and out as a socket
- * copies them; every message carries its room and sender, and a receiver
- * checks both (nothing from another room, nothing from itself) and the
- * count.  Receivers, writers and readers start first and block on their
- * empty channels; the clock starts when the senders are spawned and
- * stops at the last receiver's last message.
- *
- * Kernel row: pthreads, with socketpair(AF_UNIX, SOCK_STREAM) as each
- * user's connection (a stream socket like the original's TCP, without the
- * TCP/IP stack) and a pipe(2) as its out-queue (writes of up to PIPE_BUF
- * bytes are atomic, so messages of the default 100 bytes stay whole when
- * 19 readers write one pipe; bigger ones may interleave, which changes no
- * count).  Receivers count bytes, which must come to M (U-1) B.  Not done:
- * the loopback-TCP variant, which needs sockets that block only the task
- * (an I/O poller, planned).
+ * then U-1 queue takes, writes and reads.  --transport tcp (the
+ * default): each user's connection (up: sender to reader; down: writer
+ * to receiver) is a loopback TCP connection, as the original's; the
+ * policy rows' tasks use mqs_read/mqs_write on it (only the task
+ * waits), the kernel row's threads blocking read/write.  --transport
+ * chan: the policy rows use in-process channels for up and down too,
+ * and the kernel row socketpair(AF_UNIX, SOCK_STREAM) (a stream socket
+ * without the TCP/IP stack).  The out-queue (readers to writer) is an
+ * in-process queue under both: an mqs channel of CHAT_CAPACITY messages
+ * on the policy rows, a pipe(2) on the kernel row (writes of up to
+ * PIPE_BUF bytes are atomic, so messages of the default 100 bytes stay
+ * whole when 19 readers write one pipe; bigger ones may interleave,
+ * which changes no count).  Every message carries its room and sender,
+ * and a policy row's receiver, which reads whole messages, checks both
+ * (nothing from another room, nothing from itself); every receiver
+ * checks its count of bytes, M (U-1) B.  Receivers, writers and readers
+ * start first and block; the clock starts when the senders are started
+ * and stops at the last receiver's last message.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -63,29 +64,7 @@ static const bench_cli_t chat_cli = {
     .name = "chat",
     .summary = "chatroom (VolanoMark): rooms of users broadcasting "
                "messages; messages/s delivered",
-    .details =
-        "experiment options:\n"
-        "  --rooms R,R,...     rooms per point (default 1,10)\n"
-        "  --users U           users per room (default 20)\n"
-        "  --messages M        messages each user sends (default 100)\n"
-        "  --msg-bytes B       bytes per message (default 100, 16..65536)"
-        "\n\n"
-        "Per user four tasks, as the original's 80 threads per room: a "
-        "sender, a\n"
-        "server reader (puts each message on the other U-1 users' "
-        "out-queues), a\n"
-        "server writer (out-queue to the user's connection) and a receiver."
-        "\n"
-        "messages/s = R U M (U-1) deliveries / wall time.\n"
-        "--tasks and --seconds are not used (a fixed amount of work).\n\n"
-        "rows:  a policy (mq, ...)  mqs tasks over mqs channels (capacity "
-        "64)\n"
-        "       kernel  pthreads; per user a socketpair(AF_UNIX, SOCK_STREAM)"
-        " and a\n"
-        "               pipe as its out-queue\n"
-        "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n"
-        "       go1, fiber1  the same on one thread\n\n"
-        "example: mqs-bench chat --policy mq,kernel --rooms 10\n",
+    .details = BENCH_HELP_CHAT,
     .default_tasks = "1",
     BENCH_PEER_ROWS,
     .default_seconds = 1,
@@ -96,6 +75,7 @@ static const bench_cli_t chat_cli = {
 
 struct chat_shape {
     int rooms, users, messages, bytes;
+    bool tcp; /* --transport tcp */
 };
 
 /* Messages delivered in a run: each of R U users' M messages reaches the
@@ -137,6 +117,7 @@ struct chat_user {
     int fd[2]; /* kernel: the connection: [0] client end, [1] server end */
     int q[2];  /* kernel: the out-queue, a pipe: [0] read, [1] write */
     uint64_t got; /* bytes received */
+    struct chat_head head; /* the receiver's: the message head it reads */
     bool bad[CHAT_ROLES];
 };
 
@@ -161,10 +142,16 @@ static int chat_fd(const struct chat_user *u, enum chat_hop h, bool put)
     return u->fd[(h == CHAT_UP) != put];
 }
 
+/* Does hop h of u go through an mqs channel? */
+static bool chat_chan(const struct chat_user *u, enum chat_hop h)
+{
+    return u->run->rt && (h == CHAT_OUTQ || !u->run->s.tcp);
+}
+
 /* Put one message on hop h of u; false on failure. */
 static bool chat_put(struct chat_user *u, enum chat_hop h, const char *msg)
 {
-    if (u->run->rt)
+    if (chat_chan(u, h))
         return mqs_chan_send(u->chan[h], msg) == 0;
     return bench_write_all(chat_fd(u, h, true), msg,
                            (size_t)u->run->s.bytes) == 0;
@@ -176,7 +163,7 @@ static bool chat_put(struct chat_user *u, enum chat_hop h, const char *msg)
 static size_t chat_get(struct chat_user *u, enum chat_hop h, char *msg,
                        size_t n)
 {
-    if (u->run->rt)
+    if (chat_chan(u, h))
         return mqs_chan_recv(u->chan[h], msg) ? 0 : (size_t)u->run->s.bytes;
     size_t got = 0, k = 1;
     while (got < n && k)
@@ -235,10 +222,30 @@ static void *chat_writer(void *arg)
     return NULL;
 }
 
-/* Receives until every byte is there.  A channel gives whole messages,
- * whose room and sender are checked; the kernel row reads its stream in
- * chunks of up to 8 KiB and counts bytes (an out-queue pipe may
- * interleave messages over PIPE_BUF bytes). */
+/* Are the message heads in a piece of the down stream (at: its offset
+ * in the stream) from the room's other users?  A head cut by the
+ * piece's end is completed by the next piece (u->head). */
+static bool chat_heads_ok(struct chat_user *u, const char *p, size_t n,
+                          uint64_t at)
+{
+    size_t b = (size_t)u->run->s.bytes, hs = sizeof u->head;
+    for (size_t i = 0, k; i < n; i += k) {
+        size_t off = (size_t)((at + i) % b);
+        k = off < hs ? hs - off : b - off;
+        k = k < n - i ? k : n - i;
+        if (off < hs)
+            memcpy((char *)&u->head + off, p + i, k);
+        if (off < hs && off + k == hs &&
+            !chat_valid(&u->head, u->room, u->user, u->run->s.users))
+            return false;
+    }
+    return true;
+}
+
+/* Receives until every byte is there, in pieces of up to 8 KiB (a
+ * channel gives one message at a time), checking every message's head
+ * (unless an out-queue pipe of the kernel row may have interleaved
+ * messages over PIPE_BUF bytes) and the count. */
 static void *chat_receiver(void *arg)
 {
     struct chat_user *u = arg;
@@ -252,12 +259,8 @@ static void *chat_receiver(void *arg)
         size_t k = chat_get(u, CHAT_DOWN, msg, left < 8192 ? left : 8192);
         if (!k)
             break;
-        struct chat_head h;
-        if (u->run->rt) {
-            memcpy(&h, msg, sizeof h);
-            u->bad[CHAT_RECEIVER] |=
-                !chat_valid(&h, u->room, u->user, s->users);
-        }
+        if (u->run->rt || s->bytes <= PIPE_BUF)
+            u->bad[CHAT_RECEIVER] |= !chat_heads_ok(u, msg, k, u->got);
         u->got += k;
     }
     u->bad[CHAT_RECEIVER] |= !msg || u->got != want;
@@ -287,17 +290,22 @@ static int chat_make_users(struct chat_run *run)
                                 .user = (uint32_t)(i % run->s.users),
                                 .fd = {-1, -1},
                                 .q = {-1, -1}};
-        for (int h = 0; run->rt && h < CHAT_HOPS; h++)
-            if (mqs_chan_create(&u->chan[h], (size_t)run->s.bytes,
-                                CHAT_CAPACITY))
+        for (int h = 0; h < CHAT_HOPS; h++)
+            if (chat_chan(u, h) && mqs_chan_create(&u->chan[h],
+                                                   (size_t)run->s.bytes,
+                                                   CHAT_CAPACITY))
                 return -1;
-        if (run->rt)
-            continue;
-        if (socketpair(AF_UNIX, SOCK_STREAM, 0, u->fd) != 0) {
+        int e = run->s.tcp ? bench_tcp_pair(u->fd)
+                : run->rt  ? 0
+                : socketpair(AF_UNIX, SOCK_STREAM, 0, u->fd) ? errno : 0;
+        if (e) {
             u->fd[0] = u->fd[1] = -1;
-            perror("mqs-bench chat: kernel: socketpair");
+            fprintf(stderr, "mqs-bench chat: %s: connection: %s\n", run->row,
+                    strerror(e));
             return -1;
         }
+        if (run->rt)
+            continue;
         if (pipe(u->q) != 0) {
             u->q[0] = u->q[1] = -1;
             perror("mqs-bench chat: kernel: pipe");
@@ -313,8 +321,25 @@ static int chat_make_users(struct chat_run *run)
  * descriptors stay in the structs (threads still read them), and the
  * final call (abort false: destroy, close and free everything) leaves
  * the closed ones alone. */
+static void *chat_closer(void *arg)
+{
+    struct chat_run *run = arg;
+    for (int i = 0; i < run->n * 2; i++)
+        if (run->u[i / 2].fd[i % 2] >= 0) {
+            mqs_close(run->u[i / 2].fd[i % 2]);
+            run->u[i / 2].fd[i % 2] = -1;
+        }
+    return NULL;
+}
+
 static void chat_shut(struct chat_run *run, bool abort)
 {
+    /* A policy row's sockets are closed from a task: mqs_close takes
+     * them out of the runtime's poller, which serves the next run too. */
+    mqs_task_t *t;
+    if (!abort && run->rt && run->u &&
+        mqs_spawn(run->rt, &t, NULL, chat_closer, run) == 0)
+        mqs_join(t, NULL);
     for (int i = 0; run->u && i < run->n; i++) {
         struct chat_user *u = &run->u[i];
         for (int h = 0; h < CHAT_HOPS; h++)
@@ -415,6 +440,8 @@ static void chat_peer_args(bench_point_t *p, const struct chat_shape *s)
     bench_peer_args_add(&p->peer_args, "users", "%d", s->users);
     bench_peer_args_add(&p->peer_args, "messages", "%d", s->messages);
     bench_peer_args_add(&p->peer_args, "msg_bytes", "%d", s->bytes);
+    bench_peer_args_add(&p->peer_args, "transport", "%s",
+                        s->tcp ? "tcp" : "chan");
 }
 
 /* ----- Options and the table entry ----- */
@@ -427,14 +454,21 @@ struct chat_args {
 static int chat_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct chat_args *a = sw->arg;
-    const char *v[4] = {"1,10", "20", "100", "100"};
+    const char *v[5] = {"1,10", "20", "100", "100", "tcp"};
     const bench_xopt_t xo[] = {
         {"rooms", &v[0], NULL, 0, 0},
         {"users", &v[1], &a->s.users, 2, 1000},
         {"messages", &v[2], &a->s.messages, 1, 100000000},
         {"msg-bytes", &v[3], &a->s.bytes, CHAT_MIN_BYTES, CHAT_MAX_BYTES},
+        {"transport", &v[4], NULL, 0, 0},
         {0}};
     int rc = bench_take_options("chat", argc, argv, xo, NULL);
+    a->s.tcp = !strcmp(v[4], "tcp");
+    if (rc == 0 && !a->s.tcp && strcmp(v[4], "chan")) {
+        fprintf(stderr, "mqs-bench chat: --transport %s: expected tcp or "
+                        "chan\n", v[4]);
+        rc = BENCH_EXIT_USAGE;
+    }
     if (rc == 0)
         rc = bench_parse_int_list("chat", "--rooms", v[0], 1, 1000, &a->rooms,
                                   &a->nrooms);

@@ -28,6 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,25 +58,37 @@ void bench_sleep_ns(uint64_t ns)
 
 int bench_write_all(int fd, const void *buf, size_t n)
 {
-    const unsigned char *p = buf;
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return errno ? errno : EIO;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
+    ssize_t k = mqs_write(fd, buf, n);
+    int e = k < 0 ? mqs_os_errno((int)k) : 0;
+    return k == (ssize_t)n ? 0 : e ? e : EIO;
 }
 
 size_t bench_read(int fd, void *buf, size_t n)
 {
-    ssize_t k;
-    while ((k = read(fd, buf, n)) < 0 && errno == EINTR)
-        ;
+    ssize_t k = mqs_read(fd, buf, n);
     return k > 0 ? (size_t)k : 0;
+}
+
+int bench_tcp_pair(int fd[2])
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    fd[0] = fd[1] = -1;
+    if (ls >= 0 && !bind(ls, (struct sockaddr *)&a, len) && !listen(ls, 1) &&
+        !getsockname(ls, (struct sockaddr *)&a, &len) &&
+        (fd[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0 &&
+        !connect(fd[0], (struct sockaddr *)&a, len))
+        fd[1] = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+    int e = fd[1] < 0 ? (errno ? errno : EIO) : 0;
+    for (int i = 0; i < 2 && fd[1] >= 0; i++) /* small messages go now */
+        setsockopt(fd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (ls >= 0)
+        close(ls);
+    if (e && fd[0] >= 0)
+        close(fd[0]);
+    return e;
 }
 
 int bench_wait_pid(pid_t pid)

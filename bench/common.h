@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "bench_help.h" /* generated from bench/help/<experiment>.txt */
 #include "output.h"
 #include "stats.h"
 
@@ -36,11 +37,15 @@ int bench_report_main(int argc, char **argv);
 uint64_t bench_now_ns(void);
 /* Sleep for ns nanoseconds (restarted on EINTR). */
 void bench_sleep_ns(uint64_t ns);
-/* Write all of buf to fd, restarted on EINTR; 0 or an errno. */
+/* Write all of buf to fd (mqs_write: from a task only the task waits,
+ * from a thread the thread); 0 or an errno. */
 int bench_write_all(int fd, const void *buf, size_t n);
-/* read(2) of up to n bytes, restarted on EINTR: how many, 0 at the end
- * of the stream or on an error. */
+/* mqs_read of up to n bytes: how many, 0 at the end of the stream or on
+ * an error. */
 size_t bench_read(int fd, void *buf, size_t n);
+/* A connected loopback TCP pair (fd[0] dialled, fd[1] accepted; Nagle
+ * off); 0 or an errno. */
+int bench_tcp_pair(int fd[2]);
 /* waitpid(pid), restarted on EINTR: the wait status, or -1. */
 int bench_wait_pid(pid_t pid);
 /* The whole file, NUL-terminated (malloc'd); NULL when it cannot be

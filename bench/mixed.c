@@ -107,41 +107,7 @@ static const bench_cli_t mixed_cli = {
     .name = "mixed",
     .summary = "short (1 ms work, 9 ms sleep) and long tasks together: "
                "records/s, wait time, migrations",
-    .details =
-        "experiment options:\n"
-        "  --short S,S,...     short tasks per point (default 5,4,16)\n"
-        "  --long L,L,...      long tasks per point, paired with --short by "
-        "position\n"
-        "                      (default 5,2,0)\n"
-        "  --long-point P      between a long task's records: none (default)"
-        "\n"
-        "                      or checkpoint (mqs_checkpoint())\n\n"
-        "A record = malloc 2 KiB, write it, free it.  Long tasks make "
-        "records back to\n"
-        "back, stopped only by preemption (a runtime without it: "
-        "checkpoint, noted);\n"
-        "a short task makes a 1 ms burst of records (calibrated once) then "
-        "sleeps 9 ms.\n"
-        "--tasks is not used.\n"
-        "records/s over the window; wait ms/s = runnable-not-running time "
-        "summed\n"
-        "over tasks per second; migr/s = task migrations; stops/s = "
-        "preemptions\n"
-        "(kernel: involuntary switches); idle/s, newidle/s, periodic/s, "
-        "prio/s =\n"
-        "pulls by kind: idle, queue just emptied, periodic balancer, a more "
-        "urgent\n"
-        "remote task (runtime statistics; kernel: n/a);\n"
-        "short/long min, mean = records/s of the slowest and of the mean "
-        "task of each\n"
-        "kind; starved = tasks without a record in the window.\n\n"
-        "rows:  a policy (mq, ...)  mqs tasks\n"
-        "       kernel  pthreads, wait from /proc/self/task/*/schedstat, "
-        "migrations\n"
-        "               from /proc/self/task/*/sched\n"
-        "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n"
-        "       go1, fiber1  the same on one thread\n\n"
-        "example: mqs-bench mixed --policy all --short 5 --long 5 --csv\n",
+    .details = BENCH_HELP_MIXED,
     .default_tasks = "1",
     BENCH_PEER_ROWS,
     .default_seconds = 0.5,

@@ -51,24 +51,7 @@ static const bench_cli_t pipe_cli = {
     .name = "pipe",
     .summary = "lmbench lat_pipe / bw_pipe: one-byte round trip on one and "
                "on two workers,\nbandwidth of 64 KiB messages",
-    .details =
-        "experiment options:\n"
-        "  --modes M,M,...     points: same, cross (one-byte round trip, "
-        "both tasks on\n"
-        "                      one worker / on two), bw (bandwidth); "
-        "default all three\n"
-        "  --msg-kib K         message size of bw in KiB (default 64)\n"
-        "  (--tasks does not apply)\n\n"
-        "units: placement=* rows in us per round trip; msg_kib=* rows in "
-        "MiB/s.\n"
-        "rows:  a policy  mqs_pipe_t between two mqs tasks placed by "
-        "affinity masks\n"
-        "       kernel    pipe(2) between two pthreads (same: one CPU; "
-        "cross: two)\n"
-        "       go, fiber the peer programs (Go unbuffered channel, "
-        "Boost.Fiber channel)\n"
-        "       go1, fiber1  the same on one thread\n\n"
-        "example: mqs-bench pipe --policy mq,kernel --csv\n",
+    .details = BENCH_HELP_PIPE,
     .default_tasks = "1",
     BENCH_PEER_ROWS,
     .default_seconds = 0.2,

@@ -53,21 +53,7 @@ static const bench_cli_t ring_cli = {
     .name = "ring",
     .summary = "lmbench lat_ctx: us per context switch round a ring of N "
                "tasks, each touching\n--size KiB at every hop",
-    .details =
-        "experiment options:\n"
-        "  --size K            KiB each task touches per hop (default 0)\n\n"
-        "us/switch = time per hop - time to touch K KiB alone (in cache, "
-        "as lmbench).\n"
-        "rows:  a policy  N mqs tasks handing a semaphore round (one "
-        "worker unless\n"
-        "                 --workers)\n"
-        "       kernel    N pthreads handing a byte round through pipes "
-        "(one CPU unless\n"
-        "                 --workers)\n"
-        "       go, fiber the peer programs (go1, fiber1: on one thread)\n"
-        "extra column: touch = the subtracted touching time (us).\n\n"
-        "example: mqs-bench ring --policy mq,kernel --tasks 2,16 --size "
-        "16\n",
+    .details = BENCH_HELP_RING,
     .default_tasks = "2,4,8,16,64",
     BENCH_PEER_ROWS,
     .default_seconds = 0.2,

@@ -91,41 +91,7 @@ static const bench_cli_t spawn_cli = {
     .name = "spawn",
     .summary = "skynet: a tree of spawned tasks summing its leaves; ns per "
                "task and peak RSS",
-    .details =
-        "experiment options:\n"
-        "  --fanout F          children per inner task (default 10, 2..64);"
-        "\n"
-        "                      every --tasks value must be a power of F\n"
-        "  --kernel-tasks K    largest tree the kernel row runs "
-        "(default 10000)\n"
-        "  --live N            instead of a tree: N tasks alive at once, "
-        "all blocked\n"
-        "                      (mqs and go rows); ns per spawn, RSS and page-"
-        "table bytes\n"
-        "                      per task, mappings (/proc/self/maps lines) "
-        "while all\n"
-        "                      are alive\n\n"
-        "--tasks is the number of leaves T; the tree has (F T - 1)/(F - 1) "
-        "tasks.\n"
-        "ns/task = wall time of the tree / all its tasks.  Each measurement "
-        "runs in a\n"
-        "forked child; RSS KiB is that child's peak (getrusage ru_maxrss).\n"
-        "mqs tasks have 16 KiB stacks (the runtime's default stack size is "
-        "set, so\n"
-        "they are cached); kernel threads 64 KiB.  The leaf sum is checked "
-        "against\n"
-        "T(T-1)/2: a wrong sum or a failed spawn is a failure (exit 1).  "
-        "--seconds\n"
-        "is not used (a tree is a fixed amount of work).\n\n"
-        "rows:  a policy (mq, ...)  mqs tasks, mqs_spawn/mqs_join\n"
-        "       kernel  pthread_create/pthread_join, trees up to "
-        "--kernel-tasks\n"
-        "       go, fiber  peer programs (see bench/peers/PROTOCOL.md)\n"
-        "       go1, fiber1  the same on one thread\n\n"
-        "example: mqs-bench spawn --policy mq,kernel --tasks 10000 "
-        "--repeats 3\n"
-        "         mqs-bench spawn --live 1000000 --policy mq --workers 2 "
-        "--repeats 1\n",
+    .details = BENCH_HELP_SPAWN,
     .default_tasks = "10000,1000000",
     BENCH_PEER_ROWS,
     .default_seconds = 1,

@@ -72,27 +72,7 @@ static const bench_cli_t wake_cli = {
     .summary = "latt / schbench: wake-to-run delay of blocked clients "
                "(percentiles, max,\nmean, stdev), optionally behind "
                "background hogs",
-    .details =
-        "experiment options:\n"
-        "  --clients C         blocked clients (default 4)\n"
-        "  --hogs K            background tasks computing without pause "
-        "(default 0)\n"
-        "  --hog-yield U       hogs yield after every U us (default: they "
-        "never yield;\n"
-        "                      a row that cannot preempt them says so)\n"
-        "  --class normal|rt   class of clients and waker (default "
-        "normal; rt: mqs RR\n"
-        "                      50, kernel SCHED_FIFO 50 when permitted)\n"
-        "  (--tasks does not apply)\n\n"
-        "A waker wakes one waiting client at a time, every 0..200 us "
-        "(random).\n"
-        "params: pct=50,90,99,99.9 (nearest rank), stat=max, stat=mean, "
-        "stat=stdev;\n"
-        "value = mean over repeats of each repeat's statistic (us); "
-        "pooled = the\n"
-        "statistic over all repeats' wake-ups; samples = wake-ups "
-        "recorded.\n\n"
-        "example: mqs-bench wake --policy mq,kernel --hogs 2 --csv\n",
+    .details = BENCH_HELP_WAKE,
     .default_tasks = "1",
     BENCH_PEER_ROWS,
     .default_seconds = 0.5,

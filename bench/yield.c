@@ -94,30 +94,7 @@ static const bench_cli_t yield_cli = {
     .name = "yield",
     .summary = "ns per yield vs number of tasks: mqs policies, kernel "
                "sched_yield, bare context-switch floor",
-    .details = "N tasks loop on yield for --seconds.  ns/yield = wall x "
-               "min(N, workers) / total\n"
-               "yields (floor: wall / switches, on one thread).\n\n"
-               "rows:  a policy (mq, ...)  mqs tasks calling mqs_yield()\n"
-               "       kernel  pthreads calling sched_yield(), unpinned; "
-               "with --workers W\n"
-               "               they share a mask of the first W CPUs\n"
-               "       floor   a ring of N contexts on 16 KiB stacks "
-               "switching with no\n"
-               "               scheduler, the physical limit (tasks=1 is "
-               "a ring of 2)\n"
-               "       floorclock  the floor and a clock read per switch\n"
-               "       go      goroutines calling runtime.Gosched "
-               "(mqs-peer-go)\n"
-               "       fiber   Boost.Fiber fibers calling this_fiber::yield "
-               "(mqs-peer-fiber)\n"
-               "       go1, fiber1  the same on one thread\n"
-               "               (\"not installed\" when the peer was not "
-               "built: make peers)\n"
-               "fairness (worst over the repeats): per-task yields "
-               "min/mean, tasks that\n"
-               "got none, normalised deviation stdev/mean.\n\n"
-               "example: mqs-bench yield --policy mq,kernel,floor --tasks "
-               "16,1024 --csv\n",
+    .details = BENCH_HELP_YIELD,
     .default_tasks = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096",
     .default_policy = "mq,kernel,floor",
     .pseudo = yield_pseudo,

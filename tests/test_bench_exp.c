@@ -125,6 +125,18 @@ TEST(chat_options_defaults_and_ranges)
     CHECK_EQ(a.s.users, 20);
     CHECK_EQ(a.s.messages, 100);
     CHECK_EQ(a.s.bytes, 100);
+    CHECK(a.s.tcp);
+    free(a.rooms);
+    char *c[] = {"chat", "--transport", "chan", NULL};
+    argc = 3;
+    a = (struct chat_args){0};
+    CHECK_EQ(chat_options(&sw, &argc, c), 0);
+    CHECK(!a.s.tcp);
+    free(a.rooms);
+    char *d[] = {"chat", "--transport=udp", NULL};
+    argc = 2;
+    a = (struct chat_args){0};
+    CHECK_EQ(chat_options(&sw, &argc, d), BENCH_EXIT_USAGE);
     free(a.rooms);
 }
 
@@ -245,13 +257,27 @@ TEST(spawn_peer_sum_is_checked)
 
 TEST(chat_arithmetic_and_validity)
 {
-    struct chat_shape s = {10, 20, 100, 100};
+    struct chat_shape s = {10, 20, 100, 100, true};
     CHECK_NEAR(chat_deliveries(&s), 380000, 0);
     struct chat_head h = {2, 5, 0};
     CHECK(chat_valid(&h, 2, 4, 20));
     CHECK(!chat_valid(&h, 2, 5, 20)); /* its own message */
     CHECK(!chat_valid(&h, 1, 4, 20)); /* another room's */
     CHECK(!chat_valid(&h, 2, 4, 5));  /* no such user */
+    /* The heads of a stream of 16-byte messages read in pieces that cut
+     * them anywhere, a head included. */
+    struct chat_run run = {.s = {1, 20, 1, 16, true}};
+    struct chat_user u = {.run = &run, .room = 2, .user = 4};
+    unsigned char stream[48] = {0};
+    for (int m = 0; m < 3; m++)
+        memcpy(stream + 16 * m, &h, sizeof h);
+    CHECK(chat_heads_ok(&u, (char *)stream, 5, 0));
+    CHECK(chat_heads_ok(&u, (char *)stream + 5, 20, 5));
+    CHECK(chat_heads_ok(&u, (char *)stream + 25, 23, 25));
+    h.user = 4; /* then one from itself, cut in its head */
+    memcpy(stream + 16, &h, sizeof h);
+    CHECK(chat_heads_ok(&u, (char *)stream, 20, 0));
+    CHECK(!chat_heads_ok(&u, (char *)stream + 20, 28, 20));
 }
 
 TEST(peer_row_missing_is_a_note)
@@ -262,7 +288,7 @@ TEST(peer_row_missing_is_a_note)
     o.seconds = 0.1;
     bench_progress_t prog = {0};
     bench_row_spec_t row = {"go", true};
-    struct chat_shape cp = {1, 3, 2, 16};
+    struct chat_shape cp = {1, 3, 2, 16, true};
     bench_point_t p = {.experiment = "chat",
                        .o = &o,
                        .progress = &prog,
@@ -275,6 +301,7 @@ TEST(peer_row_missing_is_a_note)
     chat_peer_args(&p, &cp);
     CHECK_STREQ(p.peer_args.list[0], "rooms=1");
     CHECK_STREQ(p.peer_args.list[3], "msg_bytes=16");
+    CHECK_STREQ(p.peer_args.list[4], "transport=tcp");
     bench_result_t r;
     CHECK_EQ(bench_point_run(&p, &r), 0);
     CHECK(isnan(r.value));
@@ -374,9 +401,9 @@ TEST(chat_small_rooms_deliver_everything)
 {
     bench_opts_t o = small_opts();
     bench_result_t r;
-    for (int k = 0; k < 2; k++) {
-        struct chat_shape cp = {2, 4, 50, 100};
-        CHECK_EQ(run_point(&o, k ? "kernel" : "mq", k == 1, &chat_kind, &cp,
+    for (int k = 0; k < 4; k++) { /* mq, kernel; over tcp, over chan */
+        struct chat_shape cp = {2, 4, 50, 100, k < 2};
+        CHECK_EQ(run_point(&o, k % 2 ? "kernel" : "mq", k % 2, &chat_kind, &cp,
                            CHAT_X_COUNT, &r),
                  0);
         CHECK(r.value > 0 && isfinite(r.value));
@@ -388,11 +415,16 @@ TEST(chat_mq_run_counts_every_delivery)
 {
     mqs_runtime_t *rt;
     CHECK_EQ(bench_runtime_open("chat", "mq", 2, 0, &rt), 0);
-    struct chat_run run = {.s = {3, 5, 40, 32}, .rt = rt, .row = "mq"};
     double secs;
-    /* A lost or misrouted message makes chat_check fail the run. */
-    CHECK_EQ(chat_run_all(&run, &secs), 0);
-    CHECK(secs > 0);
+    for (int tcp = 0; tcp < 2; tcp++) { /* twice each: one runtime */
+        for (int again = 0; again < 2; again++) {
+            struct chat_run run = {
+                .s = {3, 5, 40, 32, tcp}, .rt = rt, .row = "mq"};
+            /* A lost or misrouted message makes chat_check fail it. */
+            CHECK_EQ(chat_run_all(&run, &secs), 0);
+            CHECK(secs > 0);
+        }
+    }
     CHECK_EQ(bench_runtime_close("chat", rt), 0);
 }
 

@@ -62,9 +62,13 @@ pairs chat(args &a)
     long users = a.integer("users", 20, 2, 1L << 16);
     long msgs = a.integer("messages", 100, 1, 1L << 24);
     long size = a.integer("msg_bytes", 100, 1, 1L << 20);
+    bool tcp = a.choice("transport", "chan", {"tcp", "chan"}) == "tcp";
     int w = a.workers();
     a.seconds();
     a.done();
+    if (tcp)
+        throw unsupported("Boost.Fiber has no socket I/O that blocks only "
+                          "the fiber (transport=tcp)");
     pool workers(w);
     std::vector<room> rs(static_cast<std::size_t>(rooms));
     std::vector<boost::fibers::fiber> tasks;

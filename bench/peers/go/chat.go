@@ -12,8 +12,20 @@ package main
 // (as the fiber peer, whose capacity-16 ring keeps one slot free).  msgs_per_s = R x U x M
 // x (U-1) deliveries / wall, from the first spawn to the last receipt.
 // Not time-based: seconds is accepted and ignored.
+//
+// transport=tcp (mqs-bench's default): as the original and as mqs-bench's
+// rows, each user's connection is a loopback TCP connection (net package,
+// Nagle off): per user a sender writing its messages to the client end,
+// a server reader forwarding each message read from the server end to
+// the other users' out-queues (channels of chatQueue messages), a server
+// writer writing its out-queue to the server end, and a receiver reading
+// the client end in pieces of up to 8 KiB until it has (U-1) x M x B
+// bytes.  transport=chan: the channels-only version above.
 
 import (
+	"fmt"
+	"io"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -28,17 +40,39 @@ func runChat(a *args) (pairs, error) {
 	users := a.int("users", 20, 2, 1<<16)
 	msgs := a.int("messages", 100, 1, 1<<24)
 	size := a.int("msg_bytes", 100, 1, 1<<20)
+	tcp := a.choice("transport", "chan", "tcp", "chan") == "tcp"
 	w, _ := a.common()
 	if err := a.done(); err != nil {
 		return nil, err
 	}
 	runtime.GOMAXPROCS(w)
 	var wg sync.WaitGroup
+	var conns [][2]net.Conn
+	if tcp {
+		var err error
+		if conns, err = chatConns(rooms * users); err != nil {
+			return nil, err
+		}
+		defer func() {
+			for _, c := range conns {
+				c[0].Close()
+				c[1].Close()
+			}
+		}()
+	}
+	var bad int32
 	t0 := now()
 	for r := 0; r < rooms; r++ {
-		chatRoom(users, msgs, size, &wg)
+		if tcp {
+			chatRoomTCP(users, msgs, size, conns[r*users:(r+1)*users], &wg, &bad)
+		} else {
+			chatRoom(users, msgs, size, &wg)
+		}
 	}
 	wg.Wait()
+	if atomic.LoadInt32(&bad) != 0 {
+		return nil, fmt.Errorf("chat over tcp: a connection failed or lost bytes")
+	}
 	wall := float64(now() - t0)
 	var out pairs
 	out.add("msgs_per_s", float64(rooms*users*msgs*(users-1))/(wall/1e9))
@@ -92,4 +126,94 @@ func chatReceiver(in <-chan []byte, n, size int, wg *sync.WaitGroup) {
 		acc += uint64(buf[0])
 	}
 	atomic.AddUint64(&chatSink, acc)
+}
+
+// n loopback TCP connections: [0] the client end, [1] the server end.
+func chatConns(n int) ([][2]net.Conn, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	out := make([][2]net.Conn, n)
+	for i := range out {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			return nil, err
+		}
+		s, err := ln.Accept()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = [2]net.Conn{c, s} // net sets TCP_NODELAY by default
+	}
+	return out, nil
+}
+
+func chatRoomTCP(users, msgs, size int, conns [][2]net.Conn, wg *sync.WaitGroup, bad *int32) {
+	outq := make([]chan []byte, users)
+	for i := range outq {
+		outq[i] = make(chan []byte, chatQueue)
+	}
+	n := (users - 1) * msgs
+	wg.Add(4 * users)
+	for i := 0; i < users; i++ {
+		cli, srv := conns[i][0], conns[i][1]
+		go func(who byte) { // sender
+			defer wg.Done()
+			b := make([]byte, size)
+			for m := 0; m < msgs; m++ {
+				for k := range b {
+					b[k] = who + byte(m)
+				}
+				if _, err := cli.Write(b); err != nil {
+					atomic.AddInt32(bad, 1)
+					return
+				}
+			}
+		}(byte(i))
+		go func(self int) { // server reader
+			defer wg.Done()
+			for m := 0; m < msgs; m++ {
+				b := make([]byte, size)
+				if _, err := io.ReadFull(srv, b); err != nil {
+					atomic.AddInt32(bad, 1)
+					return
+				}
+				for k, c := range outq {
+					if k != self {
+						c <- b
+					}
+				}
+			}
+		}(i)
+		go func(in <-chan []byte) { // server writer
+			defer wg.Done()
+			for m := 0; m < n; m++ {
+				if _, err := srv.Write(<-in); err != nil {
+					atomic.AddInt32(bad, 1)
+					return
+				}
+			}
+		}(outq[i])
+		go func() { // receiver
+			defer wg.Done()
+			buf := make([]byte, 8192)
+			var acc uint64
+			for left := n * size; left > 0; {
+				k := len(buf)
+				if left < k {
+					k = left
+				}
+				got, err := io.ReadFull(cli, buf[:k])
+				if err != nil {
+					atomic.AddInt32(bad, 1)
+					return
+				}
+				acc += uint64(buf[0])
+				left -= got
+			}
+			atomic.AddUint64(&chatSink, acc)
+		}()
+	}
 }
