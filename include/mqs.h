@@ -672,8 +672,8 @@ size_t mqs_pipe_len(const mqs_pipe_t *p);
  * the descriptor is ready or the deadline passes, while its worker runs
  * other tasks.  Readiness is seen by an idle worker waiting in epoll or
  * spinning before it parks, by busy workers every millisecond, and by the
- * preemption monitor at each look; a ready task is woken through the
- * normal wake-up path.
+ * preemption monitor when nobody has looked for ten ticks (10 ms by
+ * default); a ready task is woken through the normal wake-up path.
  *
  * A regular file (which epoll refuses, and whose read may still wait for
  * a disk) is read and written on the offload pool (mqs_offload).  From a

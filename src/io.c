@@ -135,6 +135,11 @@ static mqs_runtime_t *io_begin(int fd, struct mqs__fd **d, int *rc)
     if (*rc || !w || !w->curr)
         return NULL;
     mqs_runtime_t *rt = w->rt;
+    /* A stop deferred while the task was in a system call's wrapper is
+     * taken here, at its next call (preempt.c), rather than by another
+     * signal that would most likely land in the next system call. */
+    if (atomic_load_explicit(&w->pre.missed, memory_order_relaxed))
+        mqs__preempt_take_missed(w);
     *rc = mqs__fd_register(rt, fd, d);
     return rt;
 }

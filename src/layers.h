@@ -253,6 +253,9 @@ void mqs__preempt_monitor_wake(mqs_runtime_t *rt);
  * runtime's?  And is pc in the runtime's own text? */
 bool mqs__preempt_pc_safe(const mqs_runtime_t *rt, uintptr_t pc);
 bool mqs__in_runtime_text(uintptr_t pc);
+/* A task's entry into an I/O call (io.c, outside the runtime): take a
+ * stop that a signal found inside foreign code and deferred. */
+void mqs__preempt_take_missed(struct mqs_worker *w);
 
 /* ---- the worker loop: worker.c ------------------------------------ */
 void mqs__worker_loop(struct mqs_worker *w);

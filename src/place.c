@@ -252,7 +252,12 @@ static void wake_preempt_remote(mqs_runtime_t *rt, struct mqs_worker *tw,
         mqs__preempt_request(tw, MQS__PRE_URGENT);
         return;
     }
-    if (!(flags & MQS_ENQ_WAKEUP))
+    /* A deferred WAKE is pending (preempt.c): it is taken at the task's
+     * next I/O call or asked again by the monitor; one more signal would
+     * most likely land inside the same system call. */
+    if (!(flags & MQS_ENQ_WAKEUP) ||
+        (atomic_load_explicit(&tw->pre.missed, memory_order_relaxed) &
+         MQS__PRE_WAKE))
         return;
     /* On the waker's own scheduling clock: under tick accounting
      * curr_since is coarse, and the granularity becomes the tick. */

@@ -25,8 +25,10 @@
  * a kick meant for it writes the eventfd in the set (base.c).  Idle
  * workers ask without waiting while they spin before parking, busy
  * workers in their periodic housekeeping (every millisecond), and the
- * preemption monitor at each look: ready tasks are held back neither by
- * a spin nor while every worker runs.  All go through one
+ * preemption monitor when nobody has asked for ten ticks (Go's sysmon
+ * rule; asking at each of its looks woke tasks across workers before
+ * their data had gathered): ready tasks are held back neither by a spin
+ * nor, beyond that bound, while every worker runs.  All go through one
  * try-flag so that 64 workers do not all call epoll at once.  Ready tasks
  * are queued as a timer's are (the normal placement and wake-up
  * preemption, from inside a scheduling point or the loop: never a
@@ -310,6 +312,8 @@ void mqs__poll_nowait(mqs_runtime_t *rt)
         return;
     struct epoll_event ev[EVENTS];
     int n = epoll_wait(ep, ev, EVENTS, 0);
+    atomic_store_explicit(&p->asked_ns, mqs__clock_ns(&rt->clock),
+                          memory_order_relaxed);
     atomic_store(&p->busy, 0);
     if (n > 0)
         dispatch(rt, ev, n);
@@ -347,6 +351,8 @@ bool mqs__poll_park(struct mqs_worker *w, unsigned seen, uint64_t timeout_ns)
         }
     }
     atomic_store(&w->in_poll, 0);
+    atomic_store_explicit(&p->asked_ns, mqs__clock_ns(&w->rt->clock),
+                          memory_order_relaxed);
     atomic_store(&p->waiter, 0);
     if (n > 0)
         dispatch(w->rt, ev, n);

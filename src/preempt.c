@@ -46,7 +46,13 @@
  *     is unsafe, so a library loaded later needs no registration.
  * A deferred stop is retried by the monitor 50 us later, four times in
  * a row, then at each tick; one asked while preemption was off is
- * honoured by mqs_preempt_enable.
+ * honoured by mqs_preempt_enable; and one that found the task in
+ * foreign code is taken at the task's next I/O call
+ * (mqs__preempt_take_missed, io.c): a task whose time goes to system
+ * calls is there at almost every signal, and the retries and the
+ * wake-ups' own signals (place.c sends no WAKE while one is deferred)
+ * mostly landed in the next system call (the TCP chatroom took 10 000
+ * signals a second for no stop).
  *
  * State.  The handler runs on the task's stack and switches from inside
  * it: the kernel's signal frame holds every register, FP/SIMD included,
@@ -67,7 +73,8 @@
  * (timer_create with SIGEV_THREAD_ID): a timer per worker ticks whether
  * or not anyone waits; the monitor sends nothing where nothing needs
  * preempting.  A pending flag checked only at runtime entries: a task
- * that never calls the runtime is exactly the one to stop.
+ * that never calls the runtime is exactly the one to stop (the I/O
+ * calls' check above only completes the signal).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -105,6 +112,7 @@ extern const char mqs__text_end[] __attribute__((visibility("hidden")));
 
 #define RETRY_NS 50000 /* a deferred stop is asked again this soon       */
 #define RETRY_STREAK 4 /* ... this many times in a row, then at ticks    */
+#define MONITOR_POLL_TICKS 10 /* epoll unasked this long: the monitor asks */
 #define QUIET_TICKS 4  /* the longest look apart while every slice lasts */
 #define QUIET_SLACK_NS 20000 /* a look this late after a slice's end   */
 
@@ -515,9 +523,18 @@ static void *monitor_main(void *arg)
         bool awake;
         unsigned seen = atomic_load(&rt->pre.futex);
         uint64_t sleep = scan(rt, mqs__clock_resync(&clock), &awake);
-        /* Descriptors ready while every worker runs (poll.c). */
+        /* Descriptors ready while every worker runs (poll.c), when no
+         * worker has asked epoll for MONITOR_POLL_TICKS (Go's sysmon:
+         * 10 ms).  Asking at every look woke tasks from this thread, a
+         * few at a time and across workers, before their data had
+         * gathered: the TCP chatroom made twice the reads and delivered
+         * 0.47-0.7x the messages (docs/notes.md). */
         if (awake &&
-            atomic_load_explicit(&rt->poll.epfd, memory_order_acquire) >= 0)
+            atomic_load_explicit(&rt->poll.epfd, memory_order_acquire) >= 0 &&
+            mqs__clock_ns(&rt->clock) -
+                    atomic_load_explicit(&rt->poll.asked_ns,
+                                         memory_order_relaxed) >=
+                MONITOR_POLL_TICKS * rt->pre.tick_ns)
             rt->poll.nowait(rt);
         if (!awake)
             monitor_park(rt);
@@ -582,6 +599,16 @@ void mqs_preempt_disable(void)
     struct mqs_worker *w = mqs__worker_entry();
     if (w && w->curr)
         w->curr->preempt_off++;
+}
+
+void mqs__preempt_take_missed(struct mqs_worker *w)
+{
+    struct mqs_task *t = w->curr;
+    if (w->in_runtime || !t || t->preempt_off)
+        return;
+    int why = atomic_exchange(&w->pre.missed, 0);
+    if (why)
+        preempt_point(w, t, why, false);
 }
 
 void mqs_preempt_enable(void)

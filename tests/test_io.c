@@ -189,6 +189,73 @@ TEST(an_idle_worker_asks_epoll_while_it_spins)
     }
 }
 
+/* A task whose time goes to system calls (a read that finds nothing,
+ * again and again) beside one that yields: the stops it is owed. */
+struct syscaller {
+    int fds[2];
+    atomic_int stop;
+    atomic_long turns, reads;
+};
+
+static void *read_nothing(void *arg)
+{
+    struct syscaller *s = arg;
+    char c;
+    while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+        CHECK_EQ(mqs_read_timed(s->fds[0], &c, 1, 0), MQS_ETIMEDOUT);
+        atomic_fetch_add_explicit(&s->reads, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+/* Counts its turns: the runs it starts after the reader has run. */
+static void *yield_counting(void *arg)
+{
+    struct syscaller *s = arg;
+    long seen = -1;
+    while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+        long reads = atomic_load_explicit(&s->reads, memory_order_relaxed);
+        if (reads != seen)
+            atomic_fetch_add(&s->turns, 1);
+        seen = reads;
+        mqs_yield();
+    }
+    return NULL;
+}
+
+TEST(a_stop_deferred_in_a_system_call_is_taken_at_the_next_io_call)
+{
+    /* Nearly every preemption signal finds the reader inside read(2)'s
+     * libc wrapper or the runtime, where it may not stop; it stops at
+     * its next mqs_read instead: a signal or two per stop (per turn of
+     * the yielder).  Without that the monitor asks again and again and
+     * hardly a signal lands where the reader may stop (no turn at all
+     * in 300 ms here). */
+    mqs_runtime_t *rt = rt_new(1);
+    struct syscaller s = {0};
+    CHECK_EQ(pipe(s.fds), 0);
+    mqs_worker_stats_t w0, w1;
+    mqs_task_t *r = spawn(rt, read_nothing, &s);
+    mqs_task_t *y = spawn(rt, yield_counting, &s);
+    sleep_ms(20);
+    CHECK_OK(mqs_worker_stats(rt, 0, &w0));
+    long turns0 = atomic_load(&s.turns);
+    sleep_ms(300);
+    CHECK_OK(mqs_worker_stats(rt, 0, &w1));
+    long turns = atomic_load(&s.turns) - turns0;
+    atomic_store(&s.stop, 1);
+    join(r);
+    join(y);
+    uint64_t sig = w1.preempt_signals - w0.preempt_signals;
+    printf("  %llu signals, %ld turns of the yielder\n",
+           (unsigned long long)sig, turns);
+    CHECK_GT(turns, 0);
+    CHECK_LE(sig, 2 * (uint64_t)turns + 2);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    close(s.fds[0]);
+    close(s.fds[1]);
+}
+
 static atomic_int spin_stop;
 static atomic_llong woke_after_ms;
 
