@@ -555,7 +555,7 @@ struct mqs_runtime {
         atomic_int busy;
         atomic_long waiting;
         /* When epoll was last asked (rt->clock): the monitor asks only
-         * when no worker has for a tick. */
+         * when nobody has for ten ticks (preempt.c). */
         _Atomic uint64_t asked_ns;
         /* mqs__poll_nowait, for the housekeeping and the monitor, which
          * lie below the poller (the layers' one other way up, beside the

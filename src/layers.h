@@ -311,7 +311,8 @@ void mqs__mutex_release_dead(struct mqs_task *t);
  * before the system call whose EAGAIN leads to the wait.  wait: block
  * the task until an edge for dir or the deadline (0: none), unless an
  * edge came after the ticket (then 0 at once: try again); 0,
- * MQS_ETIMEDOUT, MQS_ECLOSED (the descriptor was closed: seq moved).  forget: mqs_close's part.
+ * MQS_ETIMEDOUT, MQS_ECLOSED (the descriptor was closed: seq moved).
+ * forget: mqs_close's part.
  * nowait: ask epoll without waiting and queue the ready tasks (through
  * rt->poll.nowait from the housekeeping and the monitor).  park: an idle
  * worker waits in epoll instead of its futex; false when it did not. */
