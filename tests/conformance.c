@@ -816,7 +816,12 @@ TEST(rt_waits_at_most_one_step_on_two_workers)
  * last worker; a policy that places it on worker 1 directly passes).  The
  * count is of hog scheduling points on worker 1 between the post and R
  * running; rounds in which worker 1's thread was preempted by the host
- * are left out, as above.
+ * are left out, as above.  R keeps preemption off from announcing itself
+ * to being woken: the blocker's wake-up asks worker 0 to stop R, and a
+ * task stopped by the signal may resume only on the worker it stopped on
+ * (invariant 7), so a stop landing before R blocks left it pinned behind
+ * the blocker for the whole round (seen under ASan; reproduced by
+ * widening that window).  This case is about a woken task.
  */
 #define PULL_ROUNDS 40
 #define PULL_MIN_CLEAN 5
@@ -870,10 +875,14 @@ static void *pull_r(void *arg)
         CHECK_OK(mqs_yield()); /* moves to worker 0 */
         CHECK_EQ(mqs_worker_self(), 0);
         CHECK_OK(mqs_task_set_affinity(mqs_self(), &rp.both));
+        /* Blocked, not stopped, when the blocker takes worker 0: a stop
+         * there would pin R to it (invariant 7). */
+        mqs_preempt_disable();
         atomic_store(&rp.ready, i + 1);
         CHECK_OK(mqs_sem_wait(&rp.wake_r));
         rp.at_run[i] = atomic_load(&rp.iters);
         atomic_store(&rp.rounds_done, i + 1);
+        mqs_preempt_enable();
         while (atomic_load(&rp.blocker_spinning)) /* worker 0 is free again */
             CHECK_OK(mqs_yield());
     }
