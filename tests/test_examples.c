@@ -16,20 +16,17 @@
 
 #include "check.h"
 #include "helpers.h"
+#include "net_helpers.h"
 
 #ifndef ECHO_SERVER
 #error "ECHO_SERVER: the example's path (tests/CMakeLists.txt)"
 #endif
 
+/* A connection to the server; a hung server fails the case. */
 static int dial(int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    struct timeval tv = {30, 0}; /* a hung server fails the case */
+    int fd = dial_loopback(port, 30000000000ull);
+    struct timeval tv = {30, 0};
     CHECK_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
     return fd;
 }

@@ -26,6 +26,7 @@
 
 #include "check.h"
 #include "helpers.h"
+#include "net_helpers.h"
 
 static void sleep_ms(long ms)
 {
@@ -590,18 +591,12 @@ static void *echo_conn(void *arg)
 static void *echo_server(void *arg)
 {
     struct echo *e = arg;
-    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(ls, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_EQ(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_EQ(listen(ls, 64), 0);
-    socklen_t n = sizeof a;
-    CHECK_EQ(getsockname(ls, (struct sockaddr *)&a, &n), 0);
+    int port;
+    int ls = listen_loopback(64, &port);
     /* Nobody yet: a try, then a short wait, both time out. */
     CHECK_EQ(mqs_accept(ls, NULL, NULL, 0, 0), MQS_ETIMEDOUT);
     CHECK_EQ(mqs_accept(ls, NULL, NULL, 0, 10000000), MQS_ETIMEDOUT);
-    atomic_store(&e->port, ntohs(a.sin_port));
+    atomic_store(&e->port, port);
     mqs_task_t *h[CLIENTS];
     for (int i = 0; i < CLIENTS; i++) {
         struct sockaddr_in peer;
@@ -624,13 +619,7 @@ static void *echo_client(void *arg)
     struct echo *e = arg;
     while (!atomic_load(&e->port))
         mqs_sleep(1000000);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)atomic_load(&e->port)),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_OK(mqs_connect(fd, (struct sockaddr *)&a, sizeof a,
-                         5000000000ull));
+    int fd = dial_loopback(atomic_load(&e->port), 5000000000ull);
     for (int m = 0; m < MSGS; m++) {
         char out[MSG], in[MSG];
         memset(out, 'a' + m % 26, sizeof out);
@@ -652,13 +641,9 @@ static void *refused(void *arg)
 {
     (void)arg;
     /* A port that was just free: nobody listens there. */
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_EQ(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-    socklen_t n = sizeof a;
-    CHECK_EQ(getsockname(s, (struct sockaddr *)&a, &n), 0);
-    close(s);
+    int port;
+    close(bind_loopback(SOCK_STREAM, 0, &port));
+    struct sockaddr_in a = loopback_addr(port);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     CHECK_EQ(mqs_connect(fd, (struct sockaddr *)&a, sizeof a, MQS_FOREVER),
              MQS_EOS(ECONNREFUSED));
@@ -740,12 +725,9 @@ TEST(udp_and_the_vector_calls)
 {
     struct udp u;
     u.a = socket(AF_INET, SOCK_DGRAM, 0);
-    u.b = socket(AF_INET, SOCK_DGRAM, 0);
-    u.b_addr = (struct sockaddr_in){.sin_family = AF_INET,
-                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_EQ(bind(u.b, (struct sockaddr *)&u.b_addr, sizeof u.b_addr), 0);
-    socklen_t n = sizeof u.b_addr;
-    CHECK_EQ(getsockname(u.b, (struct sockaddr *)&u.b_addr, &n), 0);
+    int port;
+    u.b = bind_loopback(SOCK_DGRAM, 0, &port);
+    u.b_addr = loopback_addr(port);
     mqs_runtime_t *rt = rt_new(2);
     mqs_task_t *r = spawn(rt, udp_recv, &u);
     mqs_task_t *s = spawn(rt, udp_send, &u);

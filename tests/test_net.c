@@ -22,41 +22,14 @@
 
 #include "check.h"
 #include "helpers.h"
-
-/* A listening socket on 127.0.0.1, any port; *port gets it. */
-static int listen_any(int backlog, int *port)
-{
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(s, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_EQ(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_EQ(listen(s, backlog), 0);
-    socklen_t n = sizeof a;
-    CHECK_EQ(getsockname(s, (struct sockaddr *)&a, &n), 0);
-    *port = ntohs(a.sin_port);
-    return s;
-}
-
-/* A connected TCP socket to 127.0.0.1:port (from a task: mqs_connect). */
-static int dial(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_OK(mqs_connect(fd, (struct sockaddr *)&a, sizeof a,
-                         10000000000ull));
-    return fd;
-}
+#include "net_helpers.h"
 
 /* A connected loopback TCP pair: *a dialled, *b accepted. */
 static void tcp_pair(int *a, int *b)
 {
     int port;
-    int ls = listen_any(1, &port);
-    *a = dial(port);
+    int ls = listen_loopback(1, &port);
+    *a = dial_loopback(port, 10000000000ull);
     *b = mqs_accept(ls, NULL, NULL, SOCK_CLOEXEC, 10000000000ull);
     CHECK_GE(*b, 0);
     CHECK_OK(mqs_close(ls));
@@ -334,7 +307,7 @@ struct client {
 static void *client(void *arg)
 {
     struct client *k = arg;
-    int fd = dial(k->c->port);
+    int fd = dial_loopback(k->c->port, 10000000000ull);
     CHECK_EQ(mqs_send(fd, &k->id, sizeof k->id, MSG_NOSIGNAL, MQS_FOREVER),
              (ssize_t)sizeof k->id);
     uint32_t v = 0;
@@ -402,7 +375,7 @@ TEST(ten_thousand_connections_at_once)
                  0);
     }
     struct crowd_tcp c = {0};
-    c.ls = listen_any(4096, &c.port);
+    c.ls = listen_loopback(4096, &c.port);
     fflush(NULL);
     pid_t pid = fork(); /* before any runtime: a single-threaded fork */
     CHECK_GE(pid, 0);

@@ -26,6 +26,7 @@
 
 #include "check.h"
 #include "helpers.h"
+#include "net_helpers.h"
 
 enum { CLIENTS = 32, MAX_CONNS = 1 << 20, PIECE_MAX = 1 << 16 };
 
@@ -169,17 +170,9 @@ static bool one_conn(struct soak *s, uint64_t *rnd, unsigned char *buf)
     uint32_t id = atomic_fetch_add(&s->next_id, 1);
     if (id >= MAX_CONNS)
         return false;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)s->port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (next_rand(rnd) % 2) { /* a small send buffer: partial writes */
-        int sz = 4096 << (next_rand(rnd) % 4);
-        CHECK_EQ(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz), 0);
-    }
-    CHECK_OK(mqs_connect(fd, (struct sockaddr *)&a, sizeof a,
-                         30000000000ull));
+    /* Half of them with a small send buffer: partial writes. */
+    int sndbuf = next_rand(rnd) % 2 ? 4096 << (next_rand(rnd) % 4) : 0;
+    int fd = dial_loopback_buf(s->port, 30000000000ull, sndbuf);
     CHECK_EQ(mqs_send(fd, &id, sizeof id, MSG_NOSIGNAL, MQS_FOREVER),
              (ssize_t)sizeof id);
     uint64_t bytes = 0, h = HASH0;
@@ -273,15 +266,7 @@ TEST(a_soak_of_connects_sends_half_closes_and_closes)
     printf("  %ld s, seed %llu\n", secs, (unsigned long long)s->seed);
     int fds_before = open_fds();
 
-    s->ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(s->ls, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_EQ(bind(s->ls, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_EQ(listen(s->ls, 1024), 0);
-    socklen_t n = sizeof a;
-    CHECK_EQ(getsockname(s->ls, (struct sockaddr *)&a, &n), 0);
-    s->port = ntohs(a.sin_port);
+    s->ls = listen_loopback(1024, &s->port);
 
     mqs_runtime_t *rt = rt_new(2);
     s->deadline = mqs_now_ns() + (uint64_t)secs * 1000000000ull;
