@@ -502,6 +502,11 @@ struct mqs_runtime {
         unsigned nsafe;
         uintptr_t safe_lo[4], safe_hi[4];
         uintptr_t unsafe_lo, unsafe_hi; /* a sanitizer inside the program */
+        /* The monitor's own: ticks from this look to the next while
+         * every run is short (1..CALM_TICKS, preempt.c's scan), and the
+         * looks made (tests read it). */
+        unsigned calm;
+        _Atomic uint64_t looks;
         /* The coarse clock of tick accounting (internal.h,
          * mqs__sched_clock, below): the monitor's time at its last look, stored
          * at every look.  Written by the monitor only; its own line. */

@@ -166,7 +166,9 @@ static inline bool mqs__shuffle_coin(struct mqs_worker *w, unsigned bits)
 }
 /* Queue a runnable task where the policy places it; returns true when it
  * went to the caller's own worker and should preempt the caller.  Any
- * thread, no lock held. */
+ * thread, no lock held.  flags: the policy's MQS_ENQ_*, and
+ * MQS__ENQ_NO_WAKE_STOP, which only this call reads (place.c). */
+#define MQS__ENQ_NO_WAKE_STOP (1 << 30)
 bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);
 /* If some worker idles, kick it so that it comes and steals. */
 void mqs__kick_idle(mqs_runtime_t *rt);

@@ -254,8 +254,9 @@ static void wake_preempt_remote(mqs_runtime_t *rt, struct mqs_worker *tw,
     }
     /* A deferred WAKE is pending (preempt.c): it is taken at the task's
      * next I/O call or asked again by the monitor; one more signal would
-     * most likely land inside the same system call. */
-    if (!(flags & MQS_ENQ_WAKEUP) ||
+     * most likely land inside the same system call.  A wake-up by the
+     * poller asks none (MQS__ENQ_NO_WAKE_STOP, poll.c). */
+    if ((flags & (MQS_ENQ_WAKEUP | MQS__ENQ_NO_WAKE_STOP)) != MQS_ENQ_WAKEUP ||
         (atomic_load_explicit(&tw->pre.missed, memory_order_relaxed) &
          MQS__PRE_WAKE))
         return;
@@ -281,6 +282,8 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
     if (self && self->rt != rt)
         self = NULL;
     int waker = self ? self->index : -1;
+    int quiet = flags & MQS__ENQ_NO_WAKE_STOP;
+    flags &= ~MQS__ENQ_NO_WAKE_STOP; /* the policy's flags only below */
     mqs__apply_pending(t);
     if ((flags & MQS_ENQ_SYNC) && self && mqs__shuffle_coin(self, 1))
         flags &= ~MQS_ENQ_SYNC;
@@ -327,7 +330,7 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
     if (atomic_load(&tw->parked))
         mqs__kick(tw);
     else if (rt->pre.on)
-        wake_preempt_remote(rt, tw, prio, flags, self);
+        wake_preempt_remote(rt, tw, prio, flags | quiet, self);
     /* Work piles up on the target while some worker idles: let that one
      * come and steal. */
     if (atomic_load_explicit(&tw->rq.nr_queued, memory_order_relaxed) > 1)

@@ -115,6 +115,7 @@ extern const char mqs__text_end[] __attribute__((visibility("hidden")));
 #define MONITOR_POLL_TICKS 10 /* epoll unasked this long: the monitor asks */
 #define QUIET_TICKS 4  /* the longest look apart while every slice lasts */
 #define QUIET_SLACK_NS 20000 /* a look this late after a slice's end   */
+#define CALM_TICKS 8   /* the longest look apart while every run is short */
 
 /* ------------------------------------------------------------------ */
 /* Where a task may be stopped                                          */
@@ -383,12 +384,30 @@ static void preempt_install(void)
  * earliest of those ends, at most QUIET_TICKS ticks.  Only under exact
  * accounting (the coarse clock of tick accounting advances at each
  * look), and a task switched in meanwhile is first asked up to that
- * late. */
+ * late.
+ *
+ * Calm: while every look finds each awake worker in its loop or running
+ * a task that it switched to since the look before, and asks nothing,
+ * the looks move apart, twice as far each time, up to CALM_TICKS ticks
+ * (Go's sysmon backs off the same way); the first look that finds a
+ * run going on since the last, or asks anything, brings them back to a
+ * tick.  A task that
+ * blocks or yields often needs no stop, and each look wakes a thread:
+ * on the 2-vCPU VM a 1 kHz ticker beside the TCP chatroom alone cost it
+ * 14% of its messages (docs/notes.md).  A task that starts spinning
+ * just after a calm look runs through the next one (which saw its
+ * switch) and is stopped at the one after: at most two spans, 2 x
+ * CALM_TICKS ticks, where Go's sysmon allows 10-20 ms.  Due timers and
+ * deferred stops keep their own shorter sleeps, and a wake-up's stop
+ * never waits for a look. */
 static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
 {
     struct mqs__preempt_rt *p = &rt->pre;
-    bool exact = !rt->workers[0]->acct_tick;
-    uint64_t sleep = exact ? p->tick_ns * QUIET_TICKS : p->tick_ns;
+    bool exact = !rt->workers[0]->acct_tick, calm = true;
+    uint64_t span = p->tick_ns * p->calm;
+    uint64_t sleep = exact && QUIET_TICKS > p->calm
+                         ? p->tick_ns * QUIET_TICKS
+                         : span;
     bool stopping = atomic_load_explicit(&rt->stopping, memory_order_relaxed);
     /* What waits, from each queue's published best, not from the level
      * hint: the hint keeps an emptied queue's level until its owner
@@ -433,9 +452,13 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
         if (level == MQS_PRIO_NONE) {
             /* in its loop: a scheduling point by itself, and then a
              * task that may need a tick */
-            sleep = sleep < p->tick_ns ? sleep : p->tick_ns;
+            sleep = sleep < span ? sleep : span;
             continue;
         }
+        /* The run now going began since the last look.  (Not its age
+         * from curr_since: under tick accounting that is the coarse
+         * time, the last look's, so every run looked a span old.) */
+        calm = calm && switched;
         int why = atomic_exchange(&w->pre.missed, 0);
         if (stopping)
             why |= MQS__PRE_STOP;
@@ -468,7 +491,7 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
         }
         /* Never sooner than a tick: an extra look costs more than a
          * slice that ends at the next regular one, as without the hint. */
-        uint64_t look = p->tick_ns;
+        uint64_t look = span;
         if (exact && others && quiet > now && quiet - now > look &&
             quiet - now < sleep)
             look = quiet - now + QUIET_SLACK_NS;
@@ -485,12 +508,18 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
             sleep = p->tick_ns;
         if (!why)
             continue;
+        calm = false;
         mqs__preempt_request(w, why);
         /* Look again soon (was it taken?), a few times in a row; then
          * at each tick. */
         if (w->pre.streak++ < RETRY_STREAK && sleep > RETRY_NS)
             sleep = RETRY_NS;
     }
+    p->calm = calm ? (p->calm * 2 > CALM_TICKS ? CALM_TICKS : p->calm * 2) : 1;
+    atomic_store_explicit(&p->looks,
+                          atomic_load_explicit(&p->looks,
+                                               memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     return sleep;
 }
 
@@ -530,16 +559,22 @@ static void *monitor_main(void *arg)
          * gathered: the TCP chatroom made twice the reads and delivered
          * 0.47-0.7x the messages (docs/notes.md). */
         if (awake &&
-            atomic_load_explicit(&rt->poll.epfd, memory_order_acquire) >= 0 &&
-            mqs__clock_ns(&rt->clock) -
-                    atomic_load_explicit(&rt->poll.asked_ns,
-                                         memory_order_relaxed) >=
-                MONITOR_POLL_TICKS * rt->pre.tick_ns)
-            rt->poll.nowait(rt);
-        if (!awake)
+            atomic_load_explicit(&rt->poll.epfd, memory_order_acquire) >= 0) {
+            uint64_t due = atomic_load_explicit(&rt->poll.asked_ns,
+                                                memory_order_relaxed) +
+                           MONITOR_POLL_TICKS * rt->pre.tick_ns;
+            uint64_t t = mqs__clock_ns(&rt->clock);
+            if (t >= due)
+                rt->poll.nowait(rt);
+            else if (due - t < sleep) /* calm looks: still ten ticks */
+                sleep = due - t;
+        }
+        if (!awake) {
             monitor_park(rt);
-        else
+            rt->pre.calm = 1;
+        } else {
             mqs__futex_wait(&rt->pre.futex, seen, sleep);
+        }
     }
     return NULL;
 }

@@ -248,6 +248,7 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
     rt->stall_ns = c->stall_ns;
     rt->pre.on = c->preempt;
     rt->pre.tick_ns = (uint64_t)c->preempt_tick_ns;
+    rt->pre.calm = 1;
     rc = policy_setup(rt, c, err, n);
     if (rc)
         return rc;

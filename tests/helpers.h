@@ -68,6 +68,18 @@ static inline mqs_runtime_t *rt_create(mqs_config_t *cfg)
     return rt;
 }
 
+/* A configuration of `workers` workers that ignores the environment,
+ * the rest as mqs_config_init leaves it: for a case that sets a few
+ * fields more before rt_create. */
+static inline mqs_config_t cfg_workers(int workers)
+{
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = workers;
+    return cfg;
+}
+
 /* A runtime with `workers` workers (0: one per CPU), the default policy
  * and the environment ignored. */
 static inline mqs_runtime_t *rt_new(int workers)

@@ -2,7 +2,8 @@
  * test_io.c - the I/O calls over the poller: a read that would block
  * blocks only its task; readiness reaches a waiting task through an idle
  * worker waiting in epoll or spinning before it parks and, while every worker runs, through the busy
- * workers' and the monitor's polls; timeouts, mqs_close waking waiters,
+ * workers' and the monitor's polls (a task so woken stops a busy task
+ * only when more urgent); timeouts, mqs_close waking waiters,
  * OS errors as MQS_EOS codes, regular files through the offload pool, a
  * socket ping-pong and a large write with nothing lost, a TCP echo over
  * loopback (accept, connect, recv, send), UDP and the vector and message
@@ -168,10 +169,7 @@ TEST(an_idle_worker_asks_epoll_while_it_spins)
      * must be collected by the spin itself, so the volley never parks
      * the worker (with the ask left out of the spin, each of the 2 x 3
      * hops spins its whole second and then parks in epoll). */
-    mqs_config_t cfg;
-    mqs_config_init(&cfg);
-    cfg.ignore_env = true;
-    cfg.workers = 1;
+    mqs_config_t cfg = cfg_workers(1);
     cfg.preempt = 0;
     cfg.idle_spin_ns = 1000000000;
     mqs_runtime_t *rt = rt_create(&cfg);
@@ -309,6 +307,94 @@ TEST(readiness_reaches_a_task_while_every_worker_runs)
     CHECK_OK(mqs_runtime_destroy(rt));
     close(p.fds[0]);
     close(p.fds[1]);
+}
+
+/* Woken by the poller beside a task that never calls the runtime. */
+struct quiet {
+    int fds[2];
+    atomic_int spinning, ran, stop;
+};
+static struct quiet qw;
+
+/* Spins until the reader has run or for 300 ms; 1 if it saw the reader
+ * run meanwhile. */
+static void *quiet_spinner(void *arg)
+{
+    (void)arg;
+    atomic_store(&qw.spinning, 1);
+    uint64_t end = mqs_now_ns() + 300000000ull;
+    for (unsigned long i = 1; !atomic_load_explicit(&qw.ran,
+                                                    memory_order_relaxed);
+         i++)
+        if (i % 100000 == 0 && mqs_now_ns() >= end)
+            break;
+    atomic_store(&qw.spinning, 0);
+    return (void *)(intptr_t)atomic_load(&qw.ran);
+}
+
+static void *quiet_reader(void *arg)
+{
+    (void)arg;
+    char c;
+    CHECK_EQ(mqs_read_timed(qw.fds[0], &c, 1, 5000000000ull), 1);
+    atomic_store(&qw.ran, 1);
+    return NULL;
+}
+
+/* On worker 0, which then idles and asks epoll (it finds the edge). */
+static void *quiet_writer(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(mqs_write(qw.fds[1], "x", 1), 1);
+    return NULL;
+}
+
+TEST(a_task_woken_by_the_poller_stops_only_a_less_urgent_one)
+{
+    /* Worker 1 runs a spinner; a reader allowed only there waits on a
+     * pipe; a task on worker 0 writes it, and worker 0, idle then, asks
+     * epoll and wakes the reader.  Of the same level, the reader is
+     * queued without a stop (the tick, 1 s here, would give it the
+     * worker): it runs once the spinner gives up.  Realtime, it stops
+     * the spinner at once (URGENT).  The spinner reports whether the
+     * reader ran while it spun. */
+    mqs_config_t cfg = cfg_workers(2);
+    cfg.preempt = 1;
+    cfg.preempt_tick_ns = 1000000000;
+    mqs_runtime_t *rt = rt_create(&cfg);
+    int fds[2]; /* one pipe for both rounds: only mqs_close unregisters */
+    CHECK_EQ(pipe(fds), 0);
+#ifdef MQS_TSAN
+    int rounds = 1; /* TSan holds the signal that would stop the spinner */
+#else
+    int rounds = 2;
+#endif
+    for (int rt_class = 0; rt_class < rounds; rt_class++) {
+        qw = (struct quiet){.fds = {fds[0], fds[1]}};
+        mqs_task_t *r = spawn_prio_on(
+            rt, 1, rt_class ? MQS_CLASS_FIFO : MQS_CLASS_NORMAL,
+            rt_class ? 10 : 0, quiet_reader, NULL);
+        sleep_ms(20); /* blocked in its read */
+        mqs_task_t *s = spawn_on(rt, 1, quiet_spinner, NULL);
+        while (!atomic_load(&qw.spinning))
+            sleep_ms(1);
+        mqs_worker_stats_t w0, w1;
+        CHECK_OK(mqs_worker_stats(rt, 1, &w0));
+        join(spawn_on(rt, 0, quiet_writer, NULL));
+        intptr_t ran_while_spinning = (intptr_t)join(s);
+        CHECK_OK(mqs_worker_stats(rt, 1, &w1));
+        join(r);
+        printf("  %s reader: ran while the spinner spun: %s; %llu "
+               "signals\n", rt_class ? "FIFO" : "normal",
+               ran_while_spinning ? "yes" : "no",
+               (unsigned long long)(w1.preempt_signals - w0.preempt_signals));
+        CHECK_EQ(ran_while_spinning, rt_class);
+        if (!rt_class)
+            CHECK_EQ(w1.preempt_signals - w0.preempt_signals, 0);
+    }
+    CHECK_OK(mqs_runtime_destroy(rt));
+    close(fds[0]);
+    close(fds[1]);
 }
 
 /* ------------------------------------------------------------------ */

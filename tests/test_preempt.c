@@ -8,7 +8,8 @@
  * short tick on every policy; a task stopped with little more stack left
  * than a stop needs resumes, and one with less is reported as an
  * overflow; a task that runs after a stop has the worker's signal mask;
- * bad settings are refused.
+ * the monitor's looks move apart while every run is short; bad settings
+ * are refused.
  *
  * Under TSan the cases that need a spinner stopped are left out: TSan's
  * runtime holds an asynchronous signal until the thread calls into it,
@@ -269,6 +270,62 @@ TEST(a_tick_is_asked_only_when_the_slice_can_be_over)
             (unsigned long long)st.preemptions);
     CHECK_GT(st.preemptions, 4);
     CHECK_LT(st.preempt_signals, 3 * st.preemptions + 10);
+}
+
+/* Calm looks: tasks that run in short pieces, yielding, or spinners. */
+static atomic_int calm_stop;
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void *calm_yielder(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&calm_stop, memory_order_relaxed))
+        CHECK_OK(mqs_yield());
+    return NULL;
+}
+
+static void *calm_spinner(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&calm_stop, memory_order_relaxed))
+        ;
+    return NULL;
+}
+
+/* The monitor's looks in 300 ms of two tasks of fn on each worker. */
+static uint64_t looks_beside(mqs_runtime_t *rt, mqs_task_fn fn)
+{
+    atomic_store(&calm_stop, 0);
+    mqs_task_t *t[4];
+    for (int i = 0; i < 4; i++)
+        t[i] = spawn_on(rt, i % 2, fn, NULL);
+    sleep_ms(30); /* past the looks' first steps apart */
+    uint64_t l0 = atomic_load(&rt->pre.looks);
+    sleep_ms(300);
+    uint64_t looks = atomic_load(&rt->pre.looks) - l0;
+    atomic_store(&calm_stop, 1);
+    for (int i = 0; i < 4; i++)
+        join(t[i]);
+    return looks;
+}
+
+TEST(the_monitor_looks_less_often_while_every_run_is_short)
+{
+    /* Tasks that yield all the time need no stop: the looks move apart
+     * up to eight ticks (preempt.c, "Calm").  Spinners beside others
+     * keep them at a tick. */
+    mqs_runtime_t *rt = rt_preempt(2, "mq", 1000000);
+    uint64_t calm = looks_beside(rt, calm_yielder);
+    uint64_t busy = looks_beside(rt, calm_spinner);
+    printf("  looks in 300 ms: %llu beside yielders, %llu beside "
+           "spinners\n", (unsigned long long)calm, (unsigned long long)busy);
+    CHECK_LT(calm * 3, busy);
+    CHECK_OK(mqs_runtime_destroy(rt));
 }
 
 /* Nice weights hold for tasks that never yield: nice 0 against nice 5 is
