@@ -201,9 +201,10 @@ typedef struct mqs_config {
     /* Preemption (see mqs_preempt_disable): -1 = default (on), 0 = off
      * (tasks run until they call the runtime), 1 = on.  MQS_PREEMPT. */
     int preempt;
-    /* How often the monitor looks at busy workers, and the resolution of
-     * slices on tasks that never yield: -1 = default (1 ms), else 20 us
-     * to 1 s in ns.  MQS_PREEMPT_TICK_NS. */
+    /* How often the monitor looks at busy workers (up to eight ticks
+     * apart while every task runs in short pieces), and the resolution
+     * of slices on tasks that never yield: -1 = default (1 ms), else
+     * 20 us to 1 s in ns.  MQS_PREEMPT_TICK_NS. */
     int64_t preempt_tick_ns;
     /* Accounting (see "Accounting" below): -1 = default (per policy),
      * MQS_ACCOUNTING_POLICY, MQS_ACCOUNTING_EXACT.  MQS_ACCOUNTING=policy
@@ -673,7 +674,9 @@ size_t mqs_pipe_len(const mqs_pipe_t *p);
  * other tasks.  Readiness is seen by an idle worker waiting in epoll or
  * spinning before it parks, by busy workers every millisecond, and by the
  * preemption monitor when nobody has looked for ten ticks (10 ms by
- * default); a ready task is woken through the normal wake-up path.
+ * default); a ready task is woken through the normal wake-up path, and
+ * stops a busy worker's task only when it is more urgent (a task of the
+ * same level waits for the next scheduling point or tick).
  *
  * A regular file (which epoll refuses, and whose read may still wait for
  * a disk) is read and written on the offload pool (mqs_offload).  From a
