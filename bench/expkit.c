@@ -21,7 +21,6 @@
  */
 #include "expkit.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -47,18 +47,13 @@
  * sleeps --seconds, snapshots again and stops them; only the window
  * between the snapshots counts, as in the yield experiment.
  */
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "mqs.h"
 #include "expkit.h"
 
 #define MIXED_RECORD_BYTES 2048

@@ -27,7 +27,6 @@
  * (its end stamp - the writer's start stamp).
  */
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>

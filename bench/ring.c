@@ -34,7 +34,6 @@
  * more and exits.  Hops in the window = laps of task 0 x N.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>

@@ -57,7 +57,6 @@
  * 10^4 and stands alone at 10^6.
  */
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -66,10 +65,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
 #include "expkit.h"
 #include "internal.h" /* mqs__count_mappings */
-#include "mqs.h"
 
 #define SPAWN_MAX_FANOUT 64
 #define SPAWN_STACK (16u * 1024u)

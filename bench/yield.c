@@ -61,13 +61,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "common.h"
 #include "clock.h"
 #include "ctx.h"
 #include "expkit.h"
 #include "fiber.h" /* the sanitizers' view of a switch, as the core's */
-#include "mqs.h"
-#include "peer.h"
 
 #define FLOOR_STACK (16u * 1024u)
 #define SETTLE_MAX_NS 20000000u /* 20 ms to let every task reach its loop */
