@@ -21,7 +21,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -35,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "mqs.h"
 #include "mqs/policy.h"
 #include "plot.h"
@@ -43,9 +43,7 @@
 
 uint64_t bench_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return mqs__mono_ns(); /* the core's CLOCK_MONOTONIC read */
 }
 
 void bench_sleep_ns(uint64_t ns)
@@ -69,21 +67,44 @@ size_t bench_read(int fd, void *buf, size_t n)
     return k > 0 ? (size_t)k : 0;
 }
 
+int bench_tcp_listen(struct sockaddr_in *a, int backlog)
+{
+    socklen_t len = sizeof *a;
+    *a = (struct sockaddr_in){.sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (ls >= 0 && (bind(ls, (struct sockaddr *)a, len) ||
+                    listen(ls, backlog) ||
+                    getsockname(ls, (struct sockaddr *)a, &len))) {
+        close(ls);
+        return -1;
+    }
+    return ls;
+}
+
+int bench_tcp_dial(const struct sockaddr_in *a)
+{
+    int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && (connect(fd, (const struct sockaddr *)a, sizeof *a) ||
+                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+                               sizeof one))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int bench_tcp_pair(int fd[2])
 {
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    fd[0] = fd[1] = -1;
-    if (ls >= 0 && !bind(ls, (struct sockaddr *)&a, len) && !listen(ls, 1) &&
-        !getsockname(ls, (struct sockaddr *)&a, &len) &&
-        (fd[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0 &&
-        !connect(fd[0], (struct sockaddr *)&a, len))
+    struct sockaddr_in a;
+    int ls = bench_tcp_listen(&a, 1), one = 1;
+    fd[1] = -1;
+    fd[0] = ls >= 0 ? bench_tcp_dial(&a) : -1;
+    if (fd[0] >= 0)
         fd[1] = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
     int e = fd[1] < 0 ? (errno ? errno : EIO) : 0;
-    for (int i = 0; i < 2 && fd[1] >= 0; i++) /* small messages go now */
-        setsockopt(fd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (fd[1] >= 0) /* small messages go now */
+        setsockopt(fd[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (ls >= 0)
         close(ls);
     if (e && fd[0] >= 0)

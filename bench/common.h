@@ -29,7 +29,8 @@
 /* Experiments: table entries run by bench_exp_main (expkit.h). */
 struct bench_exp;
 extern const struct bench_exp bench_yield_exp, bench_ring_exp, bench_pipe_exp,
-    bench_wake_exp, bench_mixed_exp, bench_spawn_exp, bench_chat_exp;
+    bench_wake_exp, bench_mixed_exp, bench_spawn_exp, bench_chat_exp,
+    bench_echo_exp;
 /* `mqs-bench report`: runs the standard set into an HTML report. */
 int bench_report_main(int argc, char **argv);
 
@@ -46,6 +47,12 @@ size_t bench_read(int fd, void *buf, size_t n);
 /* A connected loopback TCP pair (fd[0] dialled, fd[1] accepted; Nagle
  * off); 0 or an errno. */
 int bench_tcp_pair(int fd[2]);
+/* A loopback socket listening with backlog, its address into *a; or -1
+ * with errno set. */
+struct sockaddr_in;
+int bench_tcp_listen(struct sockaddr_in *a, int backlog);
+/* A socket connected to a, Nagle off; or -1 with errno set. */
+int bench_tcp_dial(const struct sockaddr_in *a);
 /* waitpid(pid), restarted on EINTR: the wait status, or -1. */
 int bench_wait_pid(pid_t pid);
 /* The whole file, NUL-terminated (malloc'd); NULL when it cannot be

@@ -1,6 +1,6 @@
 /*
- * test_bench_exp.c - the mixed, spawn, chat and wake experiments of
- * mqs-bench:
+ * test_bench_exp.c - the mixed, spawn, chat, wake and echo experiments
+ * of mqs-bench:
  * their option rules, the /proc parsers, the tree and room arithmetic
  * against hand-computed values, a peer row through the toolkit's peer
  * kind, and one small real run of each experiment (policy and kernel
@@ -17,6 +17,7 @@
 
 #include "../bench/chat.c"
 #include "../bench/common.c"
+#include "../bench/echo.c"
 #include "../bench/mixed.c"
 #include "../bench/output.c"
 #include "../bench/peer.c"
@@ -502,4 +503,55 @@ TEST(mixed_without_preemption_checkpoints)
     CHECK(mp.checkpoint);
     CHECK(r.value > 0 && isfinite(r.value));
     CHECK_STR_CONTAINS(r.note, "long tasks checkpoint");
+}
+
+TEST(echo_size_option_range)
+{
+    struct echo_args a = {0};
+    bench_sweep_t sw = {.arg = &a};
+    char *argv[] = {"echo", NULL};
+    int argc = 1;
+    CHECK_EQ(echo_options(&sw, &argc, argv), 0);
+    CHECK_EQ(a.size, 64);
+    char *b[] = {"echo", "--size", "0", NULL};
+    argc = 3;
+    CHECK_EQ(echo_options(&sw, &argc, b), BENCH_EXIT_USAGE);
+    char *c[] = {"echo", "--size=65537", NULL};
+    argc = 2;
+    CHECK_EQ(echo_options(&sw, &argc, c), BENCH_EXIT_USAGE);
+}
+
+/* Every server row answers every request of a real run: the client
+ * (a child process) checks each byte, and a server that saw a cut
+ * request or an error fails the run.  Requests of 100 bytes, and of
+ * 64 KiB, more than one loopback segment (so reads come in pieces). */
+TEST(echo_every_row_answers_every_request)
+{
+    bench_opts_t o = small_opts();
+    bench_result_t r;
+    const char *rows[] = {"mq", "kernel", "epoll", "cfs"};
+    for (int k = 0; k < 8; k++) {
+        int shape[2] = {k % 2 ? 3 : 1, k < 4 ? 100 : 65536};
+        CHECK_EQ(run_point(&o, rows[k % 4], k % 4 == 1 || k % 4 == 2,
+                           &echo_kind, shape, EX_COUNT, &r),
+                 0);
+        CHECK(r.value > 0 && isfinite(r.value));
+        CHECK(r.extra[EX_P50] > 0);
+        CHECK(r.extra[EX_P50] <= r.extra[EX_P99]);
+        CHECK(r.extra[EX_P99] <= r.extra[EX_P999]);
+    }
+}
+
+/* More connections than the descriptor limit allows: a note, no run. */
+TEST(echo_over_the_descriptor_limit_is_skipped)
+{
+    struct rlimit l = {100, 100};
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &l), 0);
+    bench_opts_t o = small_opts();
+    bench_result_t r;
+    int shape[2] = {1000, 64};
+    CHECK_EQ(run_point(&o, "kernel", true, &echo_kind, shape, EX_COUNT, &r),
+             0);
+    CHECK(isnan(r.value));
+    CHECK(r.note && strstr(r.note, "needs 1064 descriptors"));
 }

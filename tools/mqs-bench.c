@@ -43,6 +43,8 @@ static const struct experiment experiments[] = {
      &bench_spawn_exp, NULL},
     {"chat", "chatroom: rooms of 20 users broadcasting: messages/s",
      &bench_chat_exp, NULL},
+    {"echo", "echo server: requests/s and p50/p99/p99.9 over loopback TCP",
+     &bench_echo_exp, NULL},
     {"report", "run the standard set of experiments into an HTML report", NULL,
      bench_report_main},
 };

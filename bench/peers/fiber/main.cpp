@@ -40,6 +40,7 @@ const experiment experiments[] = {
     {"mixed", "short=S long=L burst_records=N", peer::mixed},
     {"spawn", "tasks=T fanout=F", peer::spawn_exp},
     {"chat", "rooms=R users=U messages=M msg_bytes=B", peer::chat},
+    {"echo", "connections=N size=B", peer::echo},
 };
 
 void usage()

@@ -177,6 +177,7 @@ pairs wake(args &a);
 pairs mixed(args &a);
 pairs spawn_exp(args &a);
 pairs chat(args &a);
+pairs echo(args &a);
 
 } // namespace peer
 

@@ -47,6 +47,7 @@ var experiments = []experiment{
 	{"mixed", "short=S long=L burst_records=N", runMixed},
 	{"spawn", "tasks=T fanout=F", runSpawn},
 	{"chat", "rooms=R users=U messages=M msg_bytes=B", runChat},
+	{"echo", "connections=N size=B", runEcho},
 }
 
 // errUnsupported: the variant cannot be done faithfully here (exit 3).

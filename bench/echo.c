@@ -1,0 +1,474 @@
+/*
+ * echo.c - `mqs-bench echo`: an echo server over loopback TCP, the
+ * shape of every request/response server.  --tasks N connections, each
+ * with one request of --size B bytes out at a time (a closed loop); the
+ * figures are requests/s and p50, p99, p99.9 of a request's latency
+ * (bench/help/echo.txt has the definitions and the rows).
+ *
+ * One client for every C row, so that only the server differs: a forked
+ * child with one epoll loop over all N connections, checking every byte
+ * that comes back.  Its own process, so that the server's N descriptors
+ * and the client's N each fit the limit and the server's runtime is the
+ * only one in the server's process; its count and histogram lie in a
+ * shared mapping the parent reads after it exits.  The window is the
+ * peers' (PROTOCOL.md): start when the server is ready, settle, count
+ * what completes in --seconds, then wait for the requests still out, so
+ * that every connection closes at a request's boundary and a server
+ * that sees a cut request or an error is a failure.
+ *
+ * The epoll row is the no-scheduler reference: a plain level-triggered
+ * loop per worker over blocking sockets (a readable one does not block,
+ * and a response of B bytes fits the send buffer).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "expkit.h"
+#include "histogram.h"
+#include "mqs.h"
+
+#define ECHO_MAX_SIZE 65536
+#define ECHO_FDS_SPARE 64 /* descriptors beside the connections */
+
+enum { EX_P50, EX_P99, EX_P999, EX_COUNT };
+static const bench_extra_col_t echo_extras[EX_COUNT] = {
+    [EX_P50] = {"p50_us", "p50 us", 1, BENCH_FOLD_MEAN},
+    [EX_P99] = {"p99_us", "p99 us", 1, BENCH_FOLD_MEAN},
+    [EX_P999] = {"p999_us", "p99.9 us", 1, BENCH_FOLD_MEAN},
+};
+static const double echo_pcts[EX_COUNT] = {50, 99, 99.9};
+
+static const char *const echo_pseudo[] = {"kernel", "epoll", "go", "fiber",
+                                          "go1",    "fiber1", NULL};
+
+static const bench_cli_t echo_cli = {
+    .name = "echo",
+    .summary = "echo server over loopback TCP: requests/s and latency "
+               "percentiles per\nnumber of connections",
+    .details = BENCH_HELP_ECHO,
+    .default_tasks = "1,100,1000,10000",
+    .default_policy = "mq,kernel,epoll,go",
+    .pseudo = echo_pseudo,
+    .default_seconds = 1,
+    .default_repeats = 3,
+};
+
+/* What the client leaves in the shared mapping (the histogram's
+ * counters follow it). */
+struct echo_result {
+    uint64_t requests;
+    int error; /* an errno, or EIO for a wrong byte; 0: none */
+    bench_hist_t lat;
+};
+
+struct echo_run;
+
+/* One connection, the server's end. */
+struct echo_conn {
+    struct echo_run *run;
+    int fd;
+    size_t got; /* bytes of the request gathered */
+    bool bad;   /* the server saw an error or a cut request */
+};
+
+struct echo_run {
+    int n, size;
+    mqs_runtime_t *rt; /* a policy row's; NULL: kernel or epoll */
+    struct echo_conn *c;
+    char *buf; /* the epoll row: a request buffer per connection */
+};
+
+/* One loop of the epoll row: connections first, first + step, ... */
+struct echo_loop {
+    struct echo_run *run;
+    int first, step;
+    bool bad;
+};
+
+/* ----- The servers ----- */
+
+/* Close a server's end: a policy row's from its task, through mqs_close
+ * (the runtime's poller, which outlives the run, forgets the number). */
+static void echo_close(struct echo_conn *c)
+{
+    if (c->run->rt)
+        mqs_close(c->fd);
+    else
+        close(c->fd);
+    c->fd = -1;
+}
+
+/* One read of c's request into p, and once it is whole, the response;
+ * false when the connection is over (closed by the client, or bad).  A
+ * policy row's task waits in mqs_read; a thread does not wait (epoll
+ * row: c is readable) or blocks (kernel row). */
+static bool echo_step(struct echo_conn *c, char *p, size_t b)
+{
+    ssize_t r = mqs_read(c->fd, p + c->got, b - c->got);
+    c->got += r > 0 ? (size_t)r : 0;
+    if (r > 0 && c->got == b) {
+        c->bad |= bench_write_all(c->fd, p, b) != 0;
+        c->got = 0;
+    }
+    c->bad |= r < 0 || (r == 0 && c->got != 0);
+    return r > 0 && !c->bad;
+}
+
+/* A policy row's task or a kernel row's thread. */
+static void *echo_serve(void *arg)
+{
+    struct echo_conn *c = arg;
+    char *buf = malloc((size_t)c->run->size);
+    while (buf && echo_step(c, buf, (size_t)c->run->size))
+        ;
+    c->bad |= !buf;
+    free(buf);
+    echo_close(c);
+    return NULL;
+}
+
+/* The epoll row's thread: a level-triggered loop over its share. */
+static void *echo_epoll_loop(void *arg)
+{
+    struct echo_loop *l = arg;
+    struct echo_run *run = l->run;
+    size_t b = (size_t)run->size;
+    int ep = epoll_create1(EPOLL_CLOEXEC), live = 0;
+    l->bad = ep < 0;
+    for (int i = l->first; !l->bad && i < run->n; i += l->step, live++) {
+        struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+        l->bad = epoll_ctl(ep, EPOLL_CTL_ADD, run->c[i].fd, &e) != 0;
+    }
+    struct epoll_event ev[64];
+    while (!l->bad && live > 0) {
+        int k = epoll_wait(ep, ev, 64, -1);
+        for (int j = 0; j < k; j++) {
+            uint32_t i = ev[j].data.u32;
+            if (echo_step(&run->c[i], run->buf + i * b, b))
+                continue;
+            epoll_ctl(ep, EPOLL_CTL_DEL, run->c[i].fd, NULL);
+            echo_close(&run->c[i]);
+            live--;
+        }
+        l->bad |= k < 0 && errno != EINTR;
+    }
+    if (ep >= 0)
+        close(ep);
+    return NULL;
+}
+
+/* ----- The client (the forked child) ----- */
+
+struct echo_client {
+    int fd;
+    size_t got;
+    uint64_t sent; /* when its request was written; 0: none outstanding */
+};
+
+/* Dial n connections to a, each watched by ep; 0 or an errno. */
+static int echo_dial(const struct sockaddr_in *a, struct echo_client *c,
+                     int n, int ep)
+{
+    for (int i = 0; i < n; i++) {
+        struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+        if ((c[i].fd = bench_tcp_dial(a)) < 0 ||
+            epoll_ctl(ep, EPOLL_CTL_ADD, c[i].fd, &e))
+            return errno ? errno : EIO;
+    }
+    return 0;
+}
+
+/* The client's state over one run. */
+struct echo_load {
+    struct echo_client *c;
+    int n, size, ep, outstanding;
+    char *req, *in;
+    uint64_t t0, t1; /* the window */
+    struct echo_result *r;
+};
+
+/* Send ci's next request unless the window has closed; 0 or an errno. */
+static int echo_send(struct echo_load *ld, struct echo_client *ci,
+                     uint64_t now)
+{
+    ci->sent = now < ld->t1 ? now : 0;
+    ld->outstanding += now < ld->t1;
+    return now < ld->t1 ? bench_write_all(ci->fd, ld->req, (size_t)ld->size)
+                        : 0;
+}
+
+/* ci is readable: take the bytes, check them, and at a whole response
+ * count it (in the window) and send the next; 0 or an errno. */
+static int echo_take(struct echo_load *ld, struct echo_client *ci)
+{
+    size_t b = (size_t)ld->size;
+    ssize_t got = read(ci->fd, ld->in, b - ci->got);
+    if (got <= 0 || !ci->sent || memcmp(ld->in, ld->req + ci->got,
+                                        (size_t)got) != 0)
+        return got < 0 ? errno : EIO;
+    if ((ci->got += (size_t)got) < b)
+        return 0;
+    uint64_t now = bench_now_ns();
+    if (now >= ld->t0 && now < ld->t1) {
+        ld->r->requests++;
+        bench_hist_record(&ld->r->lat, now - ci->sent);
+    }
+    ci->got = 0;
+    ld->outstanding--;
+    return echo_send(ld, ci, now);
+}
+
+/* Requests are a byte pattern; every byte that comes back is checked.
+ * After the window, the requests still out are waited for (at most
+ * 10 s), so that every connection closes at a request's boundary. */
+static int echo_client_run(struct echo_load *ld, const struct sockaddr_in *a,
+                           double seconds, int go)
+{
+    ld->c = calloc((size_t)ld->n, sizeof *ld->c);
+    ld->req = malloc((size_t)ld->size);
+    ld->in = malloc((size_t)ld->size);
+    ld->ep = epoll_create1(EPOLL_CLOEXEC);
+    char byte;
+    if (!ld->c || !ld->req || !ld->in || ld->ep < 0)
+        return ENOMEM;
+    for (int i = 0; i < ld->size; i++)
+        ld->req[i] = (char)('a' + i % 26);
+    int e = echo_dial(a, ld->c, ld->n, ld->ep);
+    if (e || read(go, &byte, 1) != 1) /* the server is ready */
+        return e ? e : EIO;
+    uint64_t now = bench_now_ns(), settle = (uint64_t)(seconds * 1e8);
+    ld->t0 = now + (settle < 20000000 ? settle : 20000000);
+    ld->t1 = ld->t0 + (uint64_t)(seconds * 1e9);
+    for (int i = 0; i < ld->n && !e; i++)
+        e = echo_send(ld, &ld->c[i], bench_now_ns());
+    struct epoll_event ev[64];
+    while (!e && ld->outstanding > 0) {
+        int k = epoll_wait(ld->ep, ev, 64, 100);
+        for (int j = 0; j < k && !e; j++)
+            e = echo_take(ld, &ld->c[ev[j].data.u32]);
+        e = e ? e : k < 0 && errno != EINTR ? errno : 0;
+        if (!e && bench_now_ns() > ld->t1 + 10000000000ull)
+            e = ETIMEDOUT;
+    }
+    return e;
+}
+
+/* ----- One measurement ----- */
+
+/* Accept the child's n connections, giving up when it has exited. */
+static int echo_accept(int ls, struct echo_run *run, pid_t child)
+{
+    int one = 1;
+    for (int i = 0; i < run->n;) {
+        struct pollfd p = {.fd = ls, .events = POLLIN};
+        if (poll(&p, 1, 200) == 0 && waitpid(child, NULL, WNOHANG) != 0)
+            return -1;
+        int fd = p.revents ? accept4(ls, NULL, NULL, SOCK_CLOEXEC) : -1;
+        if (fd >= 0) {
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            run->c[i++].fd = fd;
+        }
+    }
+    return 0;
+}
+
+/* Start the server of p's row over run's connections, into g. */
+static int echo_start(bench_point_t *p, struct echo_run *run,
+                      bench_group_t *g, struct echo_loop *loops)
+{
+    *g = (bench_group_t){.rt = run->rt, .workers = p->workers,
+                         .stack = BENCH_KERNEL_STACK};
+    if (!run->buf)
+        return bench_group_start(g, "echo", p->row->spec, run->n, echo_serve,
+                                 run->c, sizeof *run->c);
+    for (int i = 0; i < p->workers; i++)
+        loops[i] = (struct echo_loop){run, i, p->workers, false};
+    return bench_group_start(g, "echo", p->row->spec, p->workers,
+                             echo_epoll_loop, loops, sizeof *loops);
+}
+
+/* Did every part of the run go right?  Says what did not. */
+static bool echo_check(const bench_point_t *p, const struct echo_run *run,
+                       const struct echo_loop *loops, int status,
+                       const struct echo_result *r)
+{
+    const char *why = r->error ? strerror(r->error)
+                      : status != 0 ? "the client died"
+                      : !r->requests ? "no request completed" : NULL;
+    for (int i = 0; !why && i < run->n; i++)
+        why = run->c[i].bad ? "a server saw an error" : NULL;
+    for (int i = 0; !why && run->buf && i < p->workers; i++)
+        why = loops[i].bad ? "an epoll loop failed" : NULL;
+    if (why)
+        fprintf(stderr, "mqs-bench echo: %s: %s\n", p->row->spec, why);
+    return !why;
+}
+
+/* The client in a child, the server here: one run of the window. */
+static int echo_run_all(bench_point_t *p, struct echo_run *run,
+                        struct echo_loop *loops, struct echo_result *r)
+{
+    struct sockaddr_in a;
+    int go[2], ls = bench_tcp_listen(&a, run->n), st = -1;
+    if (ls < 0 || pipe2(go, O_CLOEXEC) != 0) {
+        perror("mqs-bench echo: listen");
+        return -1;
+    }
+    pid_t child = fork();
+    if (child == 0) {
+        struct echo_load ld = {.n = run->n, .size = run->size, .r = r};
+        r->error = echo_client_run(&ld, &a, bench_point_seconds(p), go[0]);
+        _exit(r->error ? 1 : 0);
+    }
+    bench_group_t g = {0};
+    bool ok = child > 0 && echo_accept(ls, run, child) == 0 &&
+              echo_start(p, run, &g, loops) == 0;
+    ok = write(go[1], "g", 1) == 1 && ok; /* the client starts */
+    if (child > 0)
+        st = bench_wait_pid(child);
+    for (int i = 0; !ok && i < run->n; i++) /* wake servers left waiting */
+        if (run->c[i].fd >= 0)
+            shutdown(run->c[i].fd, SHUT_RDWR);
+    ok = bench_group_join(&g) == 0 && ok;
+    for (int i = 0; i < run->n; i++) /* those no server took */
+        if (run->c[i].fd >= 0)
+            close(run->c[i].fd);
+    close(ls);
+    close(go[0]);
+    close(go[1]);
+    return ok && echo_check(p, run, loops, st, r) ? 0 : -1;
+}
+
+/* One measurement: requests/s and the percentiles in µs. */
+static int echo_measure(bench_point_t *p, double *value, double *extra)
+{
+    const int *shape = p->ctx; /* connections, bytes */
+    struct echo_run run = {.n = shape[0], .size = shape[1], .rt = p->rt};
+    size_t len = sizeof(struct echo_result) +
+                 BENCH_HIST_BUCKETS * sizeof(uint64_t);
+    struct echo_result *r = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct echo_loop *loops = calloc((size_t)p->workers, sizeof *loops);
+    run.c = calloc((size_t)run.n, sizeof *run.c);
+    if (strcmp(p->row->spec, "epoll") == 0)
+        run.buf = malloc((size_t)run.n * (size_t)run.size);
+    int rc = -1;
+    if (r != MAP_FAILED && loops && run.c &&
+        (run.buf || strcmp(p->row->spec, "epoll") != 0)) {
+        r->lat.counts = (uint64_t *)(r + 1);
+        bench_hist_reset(&r->lat);
+        for (int i = 0; i < run.n; i++)
+            run.c[i] = (struct echo_conn){.run = &run, .fd = -1};
+        rc = echo_run_all(p, &run, loops, r);
+    }
+    *value = rc == 0 ? (double)r->requests / bench_point_seconds(p) : NAN;
+    for (int i = 0; rc == 0 && i < EX_COUNT; i++)
+        extra[i] = bench_hist_percentile(&r->lat, echo_pcts[i]) / 1e3;
+    if (r != MAP_FAILED)
+        munmap(r, len);
+    free(loops);
+    free(run.c);
+    free(run.buf);
+    return rc;
+}
+
+/* The row, with room for the connections: the server's n descriptors
+ * and the client's n each under the limit (its soft value raised to
+ * the hard one when needed), or the row is skipped.  SIGPIPE is
+ * ignored while the row runs: a client gone mid-request is an error a
+ * write reports, not the end of mqs-bench. */
+static void (*echo_old_pipe)(int);
+
+static int echo_open(bench_point_t *p)
+{
+    const int *shape = p->ctx;
+    struct rlimit l;
+    echo_old_pipe = signal(SIGPIPE, SIG_IGN); /* close restores it */
+    rlim_t need = (rlim_t)shape[0] + ECHO_FDS_SPARE;
+    if (getrlimit(RLIMIT_NOFILE, &l) == 0 && l.rlim_cur < need) {
+        l.rlim_cur = l.rlim_max < need ? l.rlim_max : need;
+        setrlimit(RLIMIT_NOFILE, &l);
+    }
+    if (getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur < need) {
+        snprintf(p->note, sizeof p->note, "needs %llu descriptors, the "
+                 "limit is %llu", (unsigned long long)need,
+                 (unsigned long long)l.rlim_max);
+        return BENCH_POINT_SKIP;
+    }
+    return bench_row_open(p);
+}
+
+static void echo_row_close(bench_point_t *p)
+{
+    bench_row_close(p);
+    signal(SIGPIPE, echo_old_pipe);
+}
+
+static const bench_point_kind_t echo_kind = {echo_open, echo_measure,
+                                             echo_row_close};
+static const bench_row_kind_t echo_kinds[] = {{"epoll", &echo_kind},
+                                              {NULL, NULL}};
+
+/* ----- The go row, options and the table entry ----- */
+
+static const bench_peer_map_t echo_peer_map = {
+    .value_key = "requests_per_s",
+    .extra_key = {[EX_P50] = "p50_ns", [EX_P99] = "p99_ns",
+                  [EX_P999] = "p999_ns"},
+    .extra_scale = {[EX_P50] = 1e-3, [EX_P99] = 1e-3, [EX_P999] = 1e-3},
+};
+
+struct echo_args {
+    int size;
+    int shape[2]; /* the point's: connections, bytes */
+};
+
+static int echo_options(bench_sweep_t *sw, int *argc, char **argv)
+{
+    struct echo_args *a = sw->arg;
+    const char *v = "64";
+    const bench_xopt_t xo[] = {{"size", &v, &a->size, 1, ECHO_MAX_SIZE},
+                               {0}};
+    return bench_take_options("echo", argc, argv, xo, NULL);
+}
+
+static int echo_setup(bench_sweep_t *sw, int i, bench_point_t *p)
+{
+    struct echo_args *a = sw->arg;
+    a->shape[0] = sw->o->tasks[i];
+    a->shape[1] = a->size;
+    p->ctx = a->shape;
+    p->no_warm = true; /* every run starts afresh: new process, sockets */
+    p->unit = "req/s";
+    p->peer_map = &echo_peer_map;
+    bench_peer_args_add(&p->peer_args, "connections", "%d", a->shape[0]);
+    bench_peer_args_add(&p->peer_args, "size", "%d", a->size);
+    snprintf(p->param, sizeof p->param, "connections=%d", a->shape[0]);
+    return 0;
+}
+
+const bench_exp_t bench_echo_exp = {
+    .cli = &echo_cli,
+    .arg_size = sizeof(struct echo_args),
+    .title = "requests per second",
+    .extras = echo_extras,
+    .nextra = EX_COUNT,
+    .kind = &echo_kind,
+    .kinds = echo_kinds,
+    .options = echo_options,
+    .setup = echo_setup,
+};
