@@ -429,8 +429,12 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
         }
     }
     *awake = false;
-    /* The coarse clock of tick accounting advances here, once a look. */
-    atomic_store_explicit(&p->jiffy, now, memory_order_relaxed);
+    /* The coarse clock of tick accounting advances here, to the last
+     * tick boundary: a run is charged the boundaries it straddles, a
+     * grid that does not move with the looks (retries come 50 us after
+     * a look that found a slice spent, at times the schedule chose). */
+    atomic_store_explicit(&p->jiffy, now - now % p->tick_ns,
+                          memory_order_relaxed);
     for (int i = 0; i < rt->nworkers; i++) {
         struct mqs_worker *w = rt->workers[i];
         uint64_t sw = MQS__STAT_GET(w->stats.switches);
@@ -481,6 +485,13 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
                              ? atomic_load_explicit(&w->pre.quiet_until,
                                                     memory_order_relaxed)
                              : 0;
+        /* Under tick accounting this look is the clock that charges
+         * the runs while others wait (sched_clock.h): a tick apart,
+         * never calm. */
+        if (!exact && others) {
+            calm = false;
+            sleep = sleep < p->tick_ns ? sleep : p->tick_ns;
+        }
         /* A tick once the slice the policy gave is over (once: a stop
          * deferred comes back through missed), or a tick after the
          * last while it gave none. */
