@@ -126,7 +126,8 @@ struct mqs_task {
     _Atomic int state;
     /* 1 from the moment a worker chooses it to run until its context is
      * fully saved after it stops: whoever would run or free it waits for 0
-     * (Linux's p->on_cpu). */
+     * (Linux's p->on_cpu).  2: still saving, and a waker left it the
+     * wake-up (mqs__wake_leave; only while late_wake is set). */
     atomic_int on_cpu;
     /* Worker whose run queue holds it, -1 when not queued.  Written under
      * that run queue's lock. */
@@ -150,6 +151,11 @@ struct mqs_task {
      * whether it blocked while its wakee still waited in the slot, and
      * the wake-ups tried while the score is low.  Its own worker's. */
     uint8_t handoff_score, handoff_tries;
+    /* Blocked where a waker that finds it still on its CPU may leave
+     * the wake-up to its switch instead of waiting (on_cpu 2): set by
+     * the task itself around such a block (the poller's, poll.c), read
+     * by its worker's mqs__finish_switch.  Owner-only. */
+    bool late_wake;
 
     /* Counters of every switch (see MQS__STAT_ADD). */
     struct {
@@ -330,6 +336,9 @@ struct mqs__worker_counters {
         wakeups_remote, migrations, pulls_idle, pulls_newidle,
         pulls_periodic, pulls_priority, parks, spawns, exits, preemptions,
         preempt_deferred, preempt_signals;
+    /* Wake-ups left to this worker's switch (on_cpu 2): internal, for
+     * tests. */
+    _Atomic uint64_t wakes_left;
 };
 
 /* The preemption signal: SIGURG, as Go's runtime uses, because nothing

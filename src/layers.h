@@ -170,6 +170,16 @@ static inline bool mqs__shuffle_coin(struct mqs_worker *w, unsigned bits)
  * MQS__ENQ_NO_WAKE_STOP, which only this call reads (place.c). */
 #define MQS__ENQ_NO_WAKE_STOP (1 << 30)
 bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);
+/* A wake-up that asks no worker to stop for t (MQS__ENQ_NO_WAKE_STOP),
+ * for t popped by the caller (WAKING) with on_cpu 0: counts it, makes it
+ * RUNNABLE and queues it.  The poller's, and a switch's that a wake-up
+ * was left to. */
+void mqs__wake_nostop(mqs_runtime_t *rt, struct mqs_task *t);
+/* Instead of waiting for t's on_cpu: true when t, popped by the caller
+ * and blocked with late_wake set, is still on its CPU and its switch
+ * will queue it (mqs__finish_switch, with mqs__wake_nostop); false when
+ * its context is saved already and the caller queues it. */
+bool mqs__wake_leave(struct mqs_task *t);
 /* If some worker idles, kick it so that it comes and steals. */
 void mqs__kick_idle(mqs_runtime_t *rt);
 /* Is some worker se may use idle?  A peek: nothing is claimed. */
@@ -191,7 +201,8 @@ void mqs__timer_heap_free(struct mqs__timer_heap *h);
 
 /* ---- the switch: switch.h, switch.c ------------------------------- */
 /* The first call on a context switched to: finishes the switch away from
- * the previous one (on_cpu 0, a move or an exit's release). */
+ * the previous one (on_cpu 0, a move or an exit's release, a wake-up
+ * left to it). */
 void mqs__finish_switch(struct mqs_worker *w);
 
 /* ---- child runs first: runnext.c ---------------------------------- */

@@ -73,6 +73,24 @@ static int two_choices(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
                : a;
 }
 
+void mqs__wake_nostop(mqs_runtime_t *rt, struct mqs_task *t)
+{
+    MQS__STAT_ADD(t->events.wakeups, 1);
+    atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
+    mqs__enqueue_task(rt, t, MQS_ENQ_WAKEUP | MQS__ENQ_NO_WAKE_STOP);
+}
+
+/* 1 -> 2 decides: the switch's exchange then reads 2 and queues t.  A
+ * failed exchange read 0 (acquire: t's saved context is visible).  t
+ * cannot be 2 already (one waker pops it) nor 1 for another run (only a
+ * waker queues it). */
+bool mqs__wake_leave(struct mqs_task *t)
+{
+    int on = 1;
+    return atomic_compare_exchange_strong_explicit(
+        &t->on_cpu, &on, 2, memory_order_acq_rel, memory_order_acquire);
+}
+
 /* If some worker idles, kick it so that it comes and steals. */
 void mqs__kick_idle(mqs_runtime_t *rt)
 {

@@ -199,7 +199,14 @@ int mqs__fd_wait(mqs_runtime_t *rt, struct mqs__fd *d, unsigned seq,
         return 0;
     }
     atomic_fetch_add(&rt->poll.waiting, 1);
+    /* A waker that finds it still switching out leaves the wake-up to
+     * its switch (wake_dir): waiting for on_cpu there, the poller's
+     * thread spun out its host time slice whenever the parking worker's
+     * thread lost its CPU inside that window (docs/design.md). */
+    struct mqs_task *self = mqs__worker_self()->curr;
+    self->late_wake = true;
     int rc = mqs__block(q, deadline, "fd", d);
+    self->late_wake = false;
     atomic_fetch_sub(&rt->poll.waiting, 1);
     return rc;
 }
@@ -232,15 +239,9 @@ static void wake_dir(mqs_runtime_t *rt, struct mqs__fd *d, int dir,
         while (n < 16 && (t[n] = mqs__waitq_pop(q, result)))
             n++;
         mqs__waitq_unlock(q);
-        for (int i = 0; i < n; i++) {
-            while (atomic_load_explicit(&t[i]->on_cpu, memory_order_acquire))
-                mqs__cpu_relax();
-            MQS__STAT_ADD(t[i]->events.wakeups, 1);
-            atomic_store_explicit(&t[i]->state, MQS__RUNNABLE,
-                                  memory_order_relaxed);
-            mqs__enqueue_task(rt, t[i],
-                              MQS_ENQ_WAKEUP | MQS__ENQ_NO_WAKE_STOP);
-        }
+        for (int i = 0; i < n; i++)
+            if (!mqs__wake_leave(t[i])) /* else its switch queues it */
+                mqs__wake_nostop(rt, t[i]);
         if (n < 16)
             return;
     }

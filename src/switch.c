@@ -18,6 +18,17 @@ void mqs__finish_switch(struct mqs_worker *w)
     w->prev = NULL;
     int why = w->prev_why;
     bool detached = prev->detached; /* prev may be freed once off-CPU */
+    if (MQS__UNLIKELY(prev->late_wake)) {
+        /* Blocked where a waker may leave it its wake-up (on_cpu 2,
+         * mqs__wake_leave): one exchange, and prev is not touched after
+         * it unless the wake-up is this switch's to do. */
+        if (atomic_exchange_explicit(&prev->on_cpu, 0,
+                                     memory_order_acq_rel) == 2) {
+            MQS__STAT_ADD(w->stats.wakes_left, 1);
+            mqs__wake_nostop(w->rt, prev);
+        }
+        return;
+    }
     atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
     if (MQS__LIKELY(why <= MQS__SW_BLOCK))
         return; /* queued again, or waiting: nothing left to do */

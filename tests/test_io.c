@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "internal.h"
 #include "helpers.h"
 #include "net_helpers.h"
 
@@ -611,6 +612,104 @@ TEST(a_socket_ping_pong_loses_nothing)
     CHECK_OK(mqs_runtime_destroy(rt));
     close(sv[0]);
     close(sv[1]);
+}
+
+/* ------------------------------------------------------------------ */
+/* A wake-up left to a task still switching out                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The poller does not wait for a woken task to finish switching out: it
+ * marks the task (on_cpu 2) and the task's own switch queues it
+ * (mqs__wake_leave, mqs__finish_switch).  Pairs of tasks ping-pong a
+ * numbered byte over socket pairs on two workers, beside two plain
+ * threads that keep the CPUs busy, so that worker threads lose their
+ * CPU inside that window as they did under the echo experiment's
+ * client.  Every round trip comes back in order (a wake-up lost there
+ * hangs the pair), and some wake-ups were left to a switch (the count
+ * is internal).  Repeated, up to LEFT_TRIES runs, until one is seen.
+ */
+#define LEFT_PAIRS 4
+#define LEFT_ROUNDS 4000
+#define LEFT_TRIES 20
+
+static atomic_int left_hog_stop;
+
+static void *left_hog(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&left_hog_stop, memory_order_relaxed))
+        ;
+    return NULL;
+}
+
+static void *left_ping(void *arg)
+{
+    int fd = *(int *)arg;
+    for (int i = 0; i < LEFT_ROUNDS; i++) {
+        unsigned char c = (unsigned char)i, back;
+        CHECK_EQ(mqs_write(fd, &c, 1), 1);
+        CHECK_EQ(mqs_read(fd, &back, 1), 1);
+        CHECK_EQ(back, (unsigned char)(c + 1));
+    }
+    return NULL;
+}
+
+static void *left_pong(void *arg)
+{
+    int fd = *(int *)arg;
+    for (int i = 0; i < LEFT_ROUNDS; i++) {
+        unsigned char c;
+        CHECK_EQ(mqs_read(fd, &c, 1), 1);
+        CHECK_EQ(c, (unsigned char)i);
+        c++;
+        CHECK_EQ(mqs_write(fd, &c, 1), 1);
+    }
+    return NULL;
+}
+
+static uint64_t left_run(void)
+{
+    int sv[LEFT_PAIRS][2];
+    mqs_task_t *t[2 * LEFT_PAIRS];
+    pthread_t hog[2];
+    atomic_store(&left_hog_stop, 0);
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_create(&hog[i], NULL, left_hog, NULL), 0);
+    mqs_runtime_t *rt = rt_new(2);
+    for (int i = 0; i < LEFT_PAIRS; i++) {
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]), 0);
+        t[2 * i] = spawn(rt, left_ping, &sv[i][0]);
+        t[2 * i + 1] = spawn(rt, left_pong, &sv[i][1]);
+    }
+    for (int i = 0; i < 2 * LEFT_PAIRS; i++)
+        join(t[i]);
+    uint64_t left = 0;
+    for (int w = 0; w < rt->nworkers; w++)
+        left += MQS__STAT_GET(rt->workers[w]->stats.wakes_left);
+    for (int i = 0; i < LEFT_PAIRS; i++) {
+        CHECK_OK(mqs_close(sv[i][0]));
+        CHECK_OK(mqs_close(sv[i][1]));
+    }
+    CHECK_OK(mqs_runtime_destroy(rt));
+    atomic_store(&left_hog_stop, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(hog[i], NULL);
+    return left;
+}
+
+TEST(a_wake_up_left_to_a_switching_task_is_never_lost)
+{
+    uint64_t left = 0;
+    int runs = 0;
+    while (left == 0 && runs < LEFT_TRIES) {
+        left += left_run();
+        runs++;
+    }
+    printf("  %llu wake-ups left to a switch in %d runs of %d round "
+           "trips\n", (unsigned long long)left, runs,
+           LEFT_PAIRS * LEFT_ROUNDS);
+    CHECK_GT(left, 0);
 }
 
 /* ------------------------------------------------------------------ */
