@@ -366,8 +366,9 @@ struct mqs__preempt_worker {
     int tid;             /* the worker thread's id, for tgkill           */
     /* The thread's signal mask outside any handler, SIGURG deliverable;
      * taken once on the worker's thread.  TSan builds set it at every
-     * switch (switch.h). */
-    sigset_t mask;
+     * switch (switch.h), which blocks SIGURG across the switch itself
+     * (mask_switch: mask and SIGURG). */
+    sigset_t mask, mask_switch;
     /* The policy's answer at the last tick that found the slice not
      * spent: no tick is worth asking before quiet_until (the worker's
      * clock), while the switch count is still quiet_sw.  Written by the

@@ -234,7 +234,7 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why);
 struct mqs_task *mqs__pick_locked(struct mqs_worker *w);
 struct mqs_task *mqs__balance_and_pick(struct mqs_worker *w, int why);
 void mqs__housekeeping(struct mqs_worker *w);
-void mqs__stall_sample(struct mqs_worker *w);
+void mqs__stall_sample(struct mqs_worker *w, uint64_t wall);
 /* Make a task that mqs__waitq_pop returned runnable; no lock held.
  * From a task, may switch to the woken task when the policy says it should
  * preempt (the caller must hold no spinlock).  flags: MQS_ENQ_SYNC when

@@ -433,15 +433,18 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
      * tick boundary: a run is charged the boundaries it straddles, a
      * grid that does not move with the looks (retries come 50 us after
      * a look that found a slice spent, at times the schedule chose). */
-    atomic_store_explicit(&p->jiffy, now - now % p->tick_ns,
-                          memory_order_relaxed);
+    uint64_t jiffy = now - now % p->tick_ns;
+    atomic_store_explicit(&p->jiffy, jiffy, memory_order_relaxed);
     for (int i = 0; i < rt->nworkers; i++) {
         struct mqs_worker *w = rt->workers[i];
         uint64_t sw = MQS__STAT_GET(w->stats.switches);
         bool switched = sw != w->pre.seen;
         if (switched) {
             /* Under exact accounting the switch's own time: the look
-             * that saw it may come QUIET_TICKS after it. */
+             * that saw it may come QUIET_TICKS after it.  (Not under
+             * tick accounting: there the coarse start of a run begun
+             * just before this look is the last look's, a tick back,
+             * and every yielder's run looked old enough for a tick.) */
             uint64_t at = atomic_load_explicit(&w->rq.curr_since,
                                                memory_order_relaxed);
             w->pre.seen = sw;
@@ -494,8 +497,12 @@ static uint64_t scan(mqs_runtime_t *rt, uint64_t now, bool *awake)
         }
         /* A tick once the slice the policy gave is over (once: a stop
          * deferred comes back through missed), or a tick after the
-         * last while it gave none. */
-        if (others && quiet <= now &&
+         * last while it gave none.  Over by the time the tick op will
+         * be given: under tick accounting the grid's, so the slice ends
+         * at the first boundary past it (a stop sent at the first look
+         * past it found the coarse time short of it, and the policy gave
+         * the rest: two signals a slice). */
+        if (others && quiet <= (exact ? now : jiffy) &&
             (quiet > w->pre.since || now - w->pre.since >= p->tick_ns)) {
             why |= MQS__PRE_TICK;
             w->pre.since = now;
@@ -634,6 +641,8 @@ void mqs__preempt_worker_init(struct mqs_worker *w)
     sigaddset(&s, MQS__PREEMPT_SIGNAL);
     pthread_sigmask(SIG_UNBLOCK, &s, NULL);
     pthread_sigmask(SIG_SETMASK, NULL, &w->pre.mask);
+    w->pre.mask_switch = w->pre.mask;
+    sigaddset(&w->pre.mask_switch, MQS__PREEMPT_SIGNAL);
 }
 
 /* ------------------------------------------------------------------ */

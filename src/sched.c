@@ -65,10 +65,11 @@ struct mqs_task *mqs__balance_and_pick(struct mqs_worker *w, int why)
     return t;
 }
 
-/* Sample wall and thread CPU time together (stall detection). */
-void mqs__stall_sample(struct mqs_worker *w)
+/* Sample wall and thread CPU time together (stall detection); wall is
+ * an exact read of w's clock. */
+void mqs__stall_sample(struct mqs_worker *w, uint64_t wall)
 {
-    w->stall_wall0 = w->now;
+    w->stall_wall0 = wall;
     w->stall_cpu0 = mqs__thread_cpu_ns();
 }
 
@@ -86,9 +87,12 @@ static __attribute__((noinline)) uint64_t run_stall(struct mqs_worker *w,
                                                    uint64_t ran)
 {
     uint64_t wall0 = w->stall_wall0, cpu0 = w->stall_cpu0, off = 0;
-    mqs__stall_sample(w);
-    if (wall0) {
-        uint64_t wall = w->now - wall0, used = w->stall_cpu0 - cpu0;
+    /* Exact: under tick accounting w->now is the coarse clock, up to a
+     * tick short of the samples' wall time. */
+    uint64_t now = w->acct_tick ? mqs__clock_ns(&w->clock) : w->now;
+    mqs__stall_sample(w, now);
+    if (wall0 && now > wall0) {
+        uint64_t wall = now - wall0, used = w->stall_cpu0 - cpu0;
         off = wall > used ? wall - used : 0;
     }
     return off < ran ? off : ran;
@@ -113,13 +117,25 @@ static void timers_expire(struct mqs_worker *w, uint64_t now)
 static MQS__HOT void housekeeping(struct mqs_worker *w, bool may_poll)
 {
     /* Timers are due by the monotonic clock that deadlines are set on:
-     * the cycle-counter estimate only says when to look. */
-    if (w->now >= atomic_load_explicit(&w->timers.next, memory_order_relaxed))
-        timers_expire(w, w->now = mqs__clock_resync(&w->clock));
+     * the cycle-counter estimate only says when to look.  Under tick
+     * accounting these exact reads stay here: w->now is the time the
+     * next run starts from, and it stays on the coarse clock (a run
+     * begun at the exact time past the grid was charged the ticks it
+     * straddled less that part of one: a slice of one tick lasted
+     * two; docs/design.md, "The coarse clock"). */
+    bool coarse = w->acct_tick != 0;
+    if (w->now >= atomic_load_explicit(&w->timers.next, memory_order_relaxed)) {
+        uint64_t t = mqs__clock_resync(&w->clock);
+        timers_expire(w, t);
+        if (!coarse)
+            w->now = t;
+    }
     if (w->now >= w->next_balance) {
-        w->now = mqs__clock_resync(&w->clock);
-        w->next_balance = w->now + 1000000;
-        mqs__stall_sample(w);
+        uint64_t t = mqs__clock_resync(&w->clock);
+        if (!coarse)
+            w->now = t;
+        w->next_balance = t + 1000000;
+        mqs__stall_sample(w, t);
         mqs__rq_hint_settle(w);
         mqs__watchdog_check(w); /* stall watchdog, when on */
         /* Descriptors ready while every worker runs (poll.c). */
@@ -208,7 +224,8 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     int64_t run = (int64_t)(w->now - prev->se.exec_start_ns);
     prev->se.stall_ns =
         MQS__UNLIKELY(run >= (int64_t)MQS_STALL_CHECK_NS) &&
-                w->now - w->stall_wall0 >= MQS_STALL_SPACING_NS
+                (int64_t)(w->now - w->stall_wall0) >=
+                    (int64_t)MQS_STALL_SPACING_NS
             ? run_stall(w, (uint64_t)run)
             : 0;
     /* prev's run ends here: timers and balancing below are the

@@ -11,6 +11,11 @@
 void mqs__finish_switch(struct mqs_worker *w)
 {
     struct mqs_task *prev = w->prev;
+#if defined(MQS_TSAN)
+    /* Blocked across the switch (switch.h): deliverable again, to the
+     * fiber that runs now. */
+    pthread_sigmask(SIG_SETMASK, &w->pre.mask, NULL);
+#endif
     if (!prev)
         return;
     if (MQS__UNLIKELY(w->urg_blocked))

@@ -58,8 +58,16 @@ static MQS__HOT struct mqs_worker *mqs__switch_to(struct mqs_worker *w,
      * one to restore.  Either way the thread could stay with every
      * signal blocked: its worker got no preemption and no signal at all.
      * So in TSan builds, and only there, the context switched to runs
-     * under the worker's own mask, whatever the one switched from left. */
-    pthread_sigmask(SIG_SETMASK, &w->pre.mask, NULL);
+     * under the worker's own mask, whatever the one switched from left.
+     * SIGURG stays blocked across the switch itself, and the new context
+     * unblocks it (mqs__finish_switch): TSan keeps a signal that arrives
+     * between its last interceptor and the fiber switch pending on the
+     * fiber switched from, to be run at that fiber's next interceptor;
+     * a preemption request left there while the task switched to spun
+     * was never seen, and the monitor, which sends one signal per
+     * request, never sent another (a reader looping on system calls
+     * kept its worker for 300 ms, the yielder beside it never ran). */
+    pthread_sigmask(SIG_SETMASK, &w->pre.mask_switch, NULL);
 #endif
     /* errno belongs to the OS thread; each context keeps its own value
      * across the switch (on its own stack), whichever thread resumes it. */

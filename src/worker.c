@@ -80,7 +80,7 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
          * checked at all; an idle spin keeps the old sample, its time
          * is on the CPU). */
         w->now = mqs__clock_ns(&w->clock);
-        mqs__stall_sample(w);
+        mqs__stall_sample(w, w->now);
     }
     atomic_store(&w->parked, 0);
     /* Pairs with the monitor's store of its own parked flag before it

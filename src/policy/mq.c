@@ -212,8 +212,18 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
                   (flags & (MQS_ENQ_YIELD | MQS_ENQ_PREEMPTED))) ||
                  ((flags & MQS_ENQ_MIGRATED) && se->p[MQ_SPENT]);
         se->p[MQ_SPENT] = 0;
-        if (se->slice_ns <= 0)
-            se->slice_ns = normal_slice(m->tun, se->weight, m->nr + 1);
+        /* The overrun is paid from the next slice, up to a nice-0
+         * slice of it: under tick accounting a run is charged a whole
+         * tick, and a slice shorter than that (nice 5's 0.33 ms against
+         * nice 0's 1 ms) was otherwise forgiven the rest, so every task
+         * with a slice of a tick or less got the same share.  Still
+         * spent after the refill, it expires again at its next stop. */
+        if (se->slice_ns <= 0) {
+            int64_t debt = se->slice_ns < -m->slice_cap ? -m->slice_cap
+                                                        : se->slice_ns;
+            se->slice_ns =
+                debt + normal_slice(m->tun, se->weight, m->nr + 1);
+        }
         /* Starving expired tasks: everything queued goes behind them,
          * so the active array drains within starve_ns of wall time even
          * when the host gives this worker little CPU (a round is
