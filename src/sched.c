@@ -117,25 +117,13 @@ static void timers_expire(struct mqs_worker *w, uint64_t now)
 static MQS__HOT void housekeeping(struct mqs_worker *w, bool may_poll)
 {
     /* Timers are due by the monotonic clock that deadlines are set on:
-     * the cycle-counter estimate only says when to look.  Under tick
-     * accounting these exact reads stay here: w->now is the time the
-     * next run starts from, and it stays on the coarse clock (a run
-     * begun at the exact time past the grid was charged the ticks it
-     * straddled less that part of one: a slice of one tick lasted
-     * two; docs/design.md, "The coarse clock"). */
-    bool coarse = w->acct_tick != 0;
-    if (w->now >= atomic_load_explicit(&w->timers.next, memory_order_relaxed)) {
-        uint64_t t = mqs__clock_resync(&w->clock);
-        timers_expire(w, t);
-        if (!coarse)
-            w->now = t;
-    }
+     * the cycle-counter estimate only says when to look. */
+    if (w->now >= atomic_load_explicit(&w->timers.next, memory_order_relaxed))
+        timers_expire(w, w->now = mqs__clock_resync(&w->clock));
     if (w->now >= w->next_balance) {
-        uint64_t t = mqs__clock_resync(&w->clock);
-        if (!coarse)
-            w->now = t;
-        w->next_balance = t + 1000000;
-        mqs__stall_sample(w, t);
+        w->now = mqs__clock_resync(&w->clock);
+        w->next_balance = w->now + 1000000;
+        mqs__stall_sample(w, w->now);
         mqs__rq_hint_settle(w);
         mqs__watchdog_check(w); /* stall watchdog, when on */
         /* Descriptors ready while every worker runs (poll.c). */

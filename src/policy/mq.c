@@ -55,6 +55,9 @@ _Static_assert(WORDS == 3, "priority maps are three words");
 #define MQ_PURE_YIELD 4      /* runs under this many baselines: a yield */
 #define MQ_SPENT 1 /* se->p[MQ_SPENT]: taken out of an expired array */
 #define MQ_STOPPED 2 /* se->p[MQ_STOPPED]: when its last run ended */
+/* se->p[MQ_MEASURED]: the slice as the measured runs alone left it (the
+ * yield baselines not taken off): its overrun is what a refill carries. */
+#define MQ_MEASURED 3
 
 struct mq_tunables {
     int64_t slice_ns;
@@ -212,17 +215,23 @@ static void mq_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
                   (flags & (MQS_ENQ_YIELD | MQS_ENQ_PREEMPTED))) ||
                  ((flags & MQS_ENQ_MIGRATED) && se->p[MQ_SPENT]);
         se->p[MQ_SPENT] = 0;
-        /* The overrun is paid from the next slice, up to a nice-0
-         * slice of it: under tick accounting a run is charged a whole
-         * tick, and a slice shorter than that (nice 5's 0.33 ms against
-         * nice 0's 1 ms) was otherwise forgiven the rest, so every task
-         * with a slice of a tick or less got the same share.  Still
-         * spent after the refill, it expires again at its next stop. */
+        /* The measured overrun is paid from the next slice, up to a
+         * nice-0 slice of it: under tick accounting a run is charged a
+         * whole tick, and a slice shorter than that (nice 5's 0.33 ms
+         * against nice 0's 1 ms) was otherwise forgiven the rest, so
+         * every task with a slice of a tick or less got the same share.
+         * Not the baselines' part: they are turns, not time (10 us runs
+         * paid 10% more than 200 us ones, and got that much less CPU).
+         * Still spent after the refill, it expires again at its next
+         * stop. */
         if (se->slice_ns <= 0) {
-            int64_t debt = se->slice_ns < -m->slice_cap ? -m->slice_cap
-                                                        : se->slice_ns;
+            int64_t left = (int64_t)se->p[MQ_MEASURED];
+            int64_t debt = left >= 0 ? 0
+                           : left < -m->slice_cap ? -m->slice_cap
+                                                  : left;
             se->slice_ns =
                 debt + normal_slice(m->tun, se->weight, m->nr + 1);
+            se->p[MQ_MEASURED] = (uint64_t)se->slice_ns;
         }
         /* Starving expired tasks: everything queued goes behind them,
          * so the active array drains within starve_ns of wall time even
@@ -484,9 +493,12 @@ static void mq_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
         return;
     }
     se->slice_ns -= charge(m, se, ran_ns);
+    int64_t measured = (int64_t)(ran_ns - se->stall_ns);
+    int64_t left = (int64_t)se->p[MQ_MEASURED] - (measured > 0 ? measured : 0);
     int64_t cap = weighted(m->slice_cap, se->weight);
     if (se->slice_ns > cap)
         se->slice_ns = cap;
+    se->p[MQ_MEASURED] = (uint64_t)(left < cap ? left : cap);
 }
 
 static int64_t mq_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -570,3 +582,4 @@ const struct mqs_policy mqs_policy_mq = {
 #undef MQ_STOPPED
 #undef MQ_YIELD_MAX_NS
 #undef MQ_PURE_YIELD
+#undef MQ_MEASURED

@@ -10,8 +10,8 @@
  * nice; under `interact` (30) the task is interactive, level 100 + 20 *
  * score / interact, else batch, level 120 + (nice + 20) / 2.  Slices
  * scale with nice and shrink with the queue length (tdq_slice).  A yield
- * or preemption with slice left goes back on current; a spent slice is
- * re-scored.  Affinity is strong
+ * or preemption with slice left goes back on current (a yield alone on
+ * current goes to next); a spent slice is re-scored.  Affinity is strong
  * (sched_pickcpu: last worker if idle, or if the task slept briefly and
  * would lead there; else the least loaded).  No periodic pass over all
  * tasks: an idle worker steals one task from the most loaded (tdq_idled)
@@ -235,6 +235,15 @@ static void ule_task_new(struct mqs_rq *rq, struct mqs_sched_entity *se,
     }
 }
 
+/* A timeshare task that yields alone on current hands the worker to the
+ * next queue (as FreeBSD's sched_relinquish dropped it to the worst
+ * timeshare priority); with company on current it stays there. */
+static bool ule_yield_to_next(const struct ule_rq *u, int flags)
+{
+    return (flags & MQS_ENQ_YIELD) && u->q[u->curr].nr == 0 &&
+           u->q[u->curr ^ ULE_TS0 ^ ULE_TS1].nr != 0;
+}
+
 static void ule_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         int flags)
 {
@@ -247,7 +256,9 @@ static void ule_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
         /* back where it ran from; a preempted FIFO task keeps its place */
         head = se->cls == MQS_CLASS_FIFO && (flags & MQS_ENQ_PREEMPTED);
         if (se->cls == MQS_CLASS_NORMAL)
-            se->p[ULE_WHERE] = u->curr;
+            se->p[ULE_WHERE] = ule_yield_to_next(u, flags)
+                                   ? u->curr ^ ULE_TS0 ^ ULE_TS1
+                                   : u->curr;
     } else {
         ule_place(u, se); /* new, woken, stolen, changed, or slice spent */
     }
@@ -341,7 +352,8 @@ static struct mqs_sched_entity *ule_yield(struct mqs_rq *rq,
     unsigned lvl = (unsigned)se->p[ULE_LEVEL];
     unsigned best = mqs_rq_best_prio(rq);
     if ((best < lvl && !ule_leads(u, where, lvl)) ||
-        mqs__rt_pull_due(u->rt_hint, lvl))
+        mqs__rt_pull_due(u->rt_hint, lvl) ||
+        (se->cls == MQS_CLASS_NORMAL && ule_yield_to_next(u, MQS_ENQ_YIELD)))
         return NULL;
     struct mqs__prio_array *a = &u->q[where];
     se->p[ULE_WHERE] = where;
