@@ -32,6 +32,7 @@ void mqs__se_set_class(struct mqs_sched_entity *se, mqs_class_t cls, int prio)
 {
     se->cls = cls;
     se->prio = (uint8_t)mqs__prio_level(cls, prio);
+    se->level = se->prio;
     se->nice = (int8_t)(cls == MQS_CLASS_NORMAL ? prio : 0);
     se->rt_priority = (uint8_t)(cls == MQS_CLASS_FIFO || cls == MQS_CLASS_RR
                                     ? prio : 0);

@@ -317,7 +317,7 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
         MQS__CHK_TOOK(&tw->rq);
     }
     mqs__rq_enqueue_locked(&tw->rq, t, flags);
-    unsigned prio = t->se.prio; /* t may run and end once unlocked */
+    unsigned prio = t->se.level; /* t may run and end once unlocked */
     /* Decided under the lock: once it is dropped t may run elsewhere,
      * end and be freed. */
     if (target == waker && (flags & MQS_ENQ_WAKEUP) && self->curr &&

@@ -277,7 +277,7 @@ static void preempt_point(struct mqs_worker *w, struct mqs_task *t, int why,
                 atomic_load_explicit(&w->rt->stopping, memory_order_relaxed);
     bool due = now >= atomic_load_explicit(&w->timers.next,
                                            memory_order_relaxed);
-    bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio ||
+    bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.level ||
                   (why & MQS__PRE_WAKE);
     bool spent = false;
     if ((why & MQS__PRE_TICK) && !(stop || due || urgent)) {

@@ -61,7 +61,7 @@ static bool may_run_next(struct mqs_worker *w, struct mqs_task *t, int flags)
 {
     mqs__apply_pending(t);
     if (mqs_se_allowed(&t->se, w->index) &&
-        t->se.prio <= mqs_best_prio_anywhere(w->rt))
+        t->se.level <= mqs_best_prio_anywhere(w->rt))
         return true;
     mqs__enqueue_task(w->rt, t, flags);
     return false;
@@ -92,7 +92,7 @@ struct mqs_task *mqs__runnext_pop(struct mqs_worker *w)
         return NULL;
     mqs__apply_pending(t);
     if (!mqs_se_allowed(&t->se, w->index) ||
-        t->se.prio > mqs_best_prio_anywhere(w->rt)) {
+        t->se.level > mqs_best_prio_anywhere(w->rt)) {
         /* Something more urgent waits (or t may not run here): the
          * policy decides for the whole stack. */
         mqs__enqueue_task(w->rt, t, MQS_ENQ_PREEMPTED);
@@ -184,7 +184,7 @@ struct mqs_task *mqs__runnext_steal(struct mqs_worker *w)
         struct mqs_task *t = runnext_take(w, v);
         if (!t)
             continue;
-        if (t->se.prio > best) {
+        if (t->se.level > best) {
             mqs__enqueue_task(rt, t, MQS_ENQ_PREEMPTED);
             return NULL;
         }
@@ -221,10 +221,10 @@ bool mqs__wake_next(struct mqs_worker *w, struct mqs_task *t)
     struct mqs_task *curr = w->curr;
     if (!curr || !(w->rt->policy->flags & MQS_POLICY_WAKE_NEXT) ||
         (curr->handoff_score < 2 && (++curr->handoff_tries & 15)) ||
-        t->se.prio < curr->se.prio ||
+        t->se.level < curr->se.level ||
         atomic_load_explicit(&t->pend_flags, memory_order_relaxed) ||
         !mqs_se_allowed(&t->se, w->index) ||
-        t->se.prio > mqs_best_prio_anywhere(w->rt) ||
+        t->se.level > mqs_best_prio_anywhere(w->rt) ||
         atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed) ||
         mqs__idle_allowed(w->rt, &t->se) ||
         atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) ||
@@ -270,7 +270,7 @@ bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
            mqs_se_allowed(&prev->se, w->index) &&
            !atomic_load_explicit(&prev->pend_flags, memory_order_relaxed) &&
            !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) &&
-           child->se.prio <= mqs_best_prio_anywhere(w->rt) &&
+           child->se.level <= mqs_best_prio_anywhere(w->rt) &&
            !mqs__shuffle_coin(w, 1) && mqs__runnext_push(w, prev);
 }
 

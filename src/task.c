@@ -369,7 +369,7 @@ int mqs_checkpoint(void)
     uint64_t now = mqs__clock_ns(&w->clock);
     bool due = now >= atomic_load_explicit(&w->timers.next,
                                            memory_order_relaxed);
-    bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.prio;
+    bool urgent = mqs_best_prio_anywhere(w->rt) < t->se.level;
     /* The random-schedule mode yields at one checkpoint in four. */
     bool shuffled = mqs__shuffle_coin(w, 2);
 #ifdef MQS_CONTRACT_CHECKS

@@ -13,7 +13,8 @@
 #include "policy_harness.h"
 
 /* se->p[] words of o1.c */
-enum { ARRAY = 0, PRIO = 1, SLEEP_AVG = 2, SYNC = 3 };
+/* p[] words of o1.c; the dynamic level is se->level */
+enum { ARRAY = 0, SLEEP_AVG = 2, SYNC = 3 };
 
 #define MS 1000000ull
 #define SEC 1000000000ull
@@ -72,9 +73,9 @@ TEST(sleep_avg_gives_bonus_minus5_to_plus5)
     wake(0, 0);
     wake(1, SEC / 20); /* counted ten times from a sleep_avg of 0 */
     wake(2, 5 * SEC); /* capped at max_sleep_avg_ns */
-    CHECK_EQ(task(0)->p[PRIO], 125);
-    CHECK_EQ(task(1)->p[PRIO], 120);
-    CHECK_EQ(task(2)->p[PRIO], 115);
+    CHECK_EQ(task(0)->level, 125);
+    CHECK_EQ(task(1)->level, 120);
+    CHECK_EQ(task(2)->level, 115);
     CHECK_EQ(task(2)->p[SLEEP_AVG], SEC);
     /* most urgent dynamic priority first */
     CHECK(h_pick(&h, 0) == task(2));
@@ -110,7 +111,7 @@ TEST(sleep_raises_a_low_sleep_avg_faster)
         CHECK(h_pick(&h, 0) == x);
         h_stop(&h, 0, x, MS, false);
     }
-    CHECK_LT(x->p[PRIO], 125);
+    CHECK_LT(x->level, 125);
     h_destroy(&h);
 }
 
@@ -122,7 +123,7 @@ TEST(interactive_task_stays_in_active_array)
     struct mqs_sched_entity *s = h_pick(&h, 0);
     CHECK(s == task(0));
     spend_slice(s); /* sleep_avg 1 s - 102 ms: still interactive */
-    CHECK_EQ(s->p[PRIO], 117);
+    CHECK_EQ(s->level, 117);
     CHECK_EQ(s->p[ARRAY], task(1)->p[ARRAY]); /* active, with the hog */
     CHECK(h_pick(&h, 0) == s);                /* and ahead of it */
     h_stop(&h, 0, s, 0, false);               /* s blocks */

@@ -8,8 +8,9 @@
  * short tick on every policy; a task stopped with little more stack left
  * than a stop needs resumes, and one with less is reported as an
  * overflow; a task that runs after a stop has the worker's signal mask;
- * the monitor's looks move apart while every run is short; bad settings
- * are refused.
+ * the monitor's looks move apart while every run is short; a running
+ * task is judged by the level its policy runs it at; bad settings are
+ * refused.
  *
  * Under TSan the cases that need a spinner stopped are left out: TSan's
  * runtime holds an asynchronous signal until the thread calls into it,
@@ -781,6 +782,122 @@ TEST(malloc_and_snprintf_under_a_short_tick_on_every_policy)
         CHECK_GT(atomic_load(&h.ops), 0);
         CHECK_OK(mqs_runtime_destroy(rt));
     }
+}
+
+/* A policy whose levels are not its tasks' static priorities, as o1's
+ * sleep bonus and ule's interactivity score make them: a normal task of
+ * negative nice is queued and runs at level 125, any other at 118.  One
+ * FIFO per worker ordered by that level; its tick never says a slice is
+ * spent, so only a more urgent level waiting can stop a task. */
+static struct mqs_list moved_q[MQS_MAX_WORKERS];
+static unsigned moved_n[MQS_MAX_WORKERS];
+
+static struct mqs_sched_entity *moved_entry(struct mqs_list *n)
+{
+    return mqs_se_entry(n, struct mqs_sched_entity, node);
+}
+
+static void moved_publish(struct mqs_rq *rq)
+{
+    int w = mqs_rq_worker(rq);
+    mqs_rq_publish(rq, moved_n[w],
+                   mqs__list_empty(&moved_q[w])
+                       ? MQS_PRIO_NONE
+                       : moved_entry(moved_q[w].next)->level);
+}
+
+static void moved_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                          int flags)
+{
+    (void)flags;
+    int w = mqs_rq_worker(rq);
+    if (se->cls == MQS_CLASS_NORMAL)
+        se->level = se->nice < 0 ? 125 : 118;
+    struct mqs_list *q = &moved_q[w], *pos = q->prev;
+    while (pos != q && moved_entry(pos)->level > se->level)
+        pos = pos->prev;
+    mqs__list_add_before(pos->next, &se->node);
+    moved_n[w]++;
+    moved_publish(rq);
+}
+
+static struct mqs_sched_entity *moved_pick(struct mqs_rq *rq)
+{
+    int w = mqs_rq_worker(rq);
+    if (mqs__list_empty(&moved_q[w]))
+        return NULL;
+    struct mqs_sched_entity *se = moved_entry(moved_q[w].next);
+    mqs__list_del(&se->node);
+    moved_n[w]--;
+    moved_publish(rq);
+    return se;
+}
+
+static int64_t moved_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                          uint64_t now)
+{
+    (void)rq, (void)se, (void)now;
+    return INT64_MAX / 2;
+}
+
+static const struct mqs_policy moved_policy = {
+    .name = "moved-levels",
+    .enqueue = moved_enqueue,
+    .pick = moved_pick,
+    .tick = moved_tick,
+};
+
+struct moved {
+    atomic_int spinning, other_ran;
+    bool saw_other; /* the spinner saw the other task run */
+};
+
+static void *moved_spinner(void *arg)
+{
+    struct moved *m = arg;
+    atomic_store(&m->spinning, 1);
+    uint64_t end = mono_ns() + 3000000000u;
+    while (!atomic_load(&m->other_ran) && mono_ns() < end)
+        ;
+    m->saw_other = atomic_load(&m->other_ran);
+    return NULL;
+}
+
+static void *moved_other(void *arg)
+{
+    atomic_store(&((struct moved *)arg)->other_ran, 1);
+    return NULL;
+}
+
+/* The core compares the levels a policy publishes with the running
+ * task's level (se.level), not its static priority: a spinner of nice -5
+ * that the policy runs at level 125 is stopped for a nice-0 task queued
+ * at 118.  Compared with the spinner's static 115, the waiting 118 looked
+ * less urgent: no stop, and the other task waited out the whole spin
+ * (o1: a long task that lost its bonus kept its worker against short
+ * tasks that had earned theirs). */
+TEST(a_running_task_is_judged_by_its_policys_level)
+{
+    for (int i = 0; i < MQS_MAX_WORKERS; i++) {
+        mqs__list_init(&moved_q[i]);
+        moved_n[i] = 0;
+    }
+    mqs_config_t cfg;
+    mqs_config_init(&cfg);
+    cfg.ignore_env = true;
+    cfg.workers = 1;
+    cfg.policy_ops = &moved_policy;
+    cfg.preempt = 1;
+    mqs_runtime_t *rt = rt_create(&cfg);
+    struct moved m = {0};
+    mqs_task_t *s = spawn_prio(rt, MQS_CLASS_NORMAL, -5, moved_spinner, &m);
+    while (!atomic_load(&m.spinning))
+        sched_yield();
+    mqs_task_t *o = spawn(rt, moved_other, &m);
+    join(s);
+    join(o);
+    CHECK(m.saw_other);
+    CHECK_OK(mqs_runtime_destroy(rt));
 }
 
 #endif /* !MQS_TSAN */

@@ -128,7 +128,14 @@ struct mqs_sched_entity {
     bool any_worker; /* core: affinity is every worker */
     uint32_t weight; /* core: nice weight */
     /* core: worker it last ran on (-1 = never ran) */
-    int last_worker;
+    int16_t last_worker;
+    /* core and policy: the level it is queued and runs at, as the policy
+     * publishes it.  The core sets it to prio whenever it sets prio; a
+     * policy whose levels move with a task's history (o1's sleep bonus,
+     * ule's interactivity score) sets it where it moves them.  The core
+     * compares published levels with the running task's level (a lower
+     * one waits somewhere: the task is stopped). */
+    uint8_t level;
     /* policy */
     uint64_t key;      /* e.g. vruntime or virtual deadline */
     int64_t slice_ns;  /* remaining time slice */
@@ -284,9 +291,10 @@ struct mqs_policy {
      * best level: workers park, thieves choose victims and placement
      * counts load by what was published, never by the queue itself.  A
      * task returned by pick or yield is no longer queued.  The core
-     * compares the best level with the running task's own (se.prio):
-     * a lower one means a more urgent task waits, and preemption stops
-     * the running task at once.  So a policy that does not order normal
+     * compares the best level with the running task's own (se.level,
+     * which a policy whose levels move keeps equal to the level it
+     * queues the task at: o1, ule): a lower one means a more urgent task
+     * waits, and preemption stops the running task at once.  So a policy that does not order normal
      * tasks by nice publishes MQS_PRIO_IDLE - 1 ("a normal task waits")
      * for them, as the fair policies and ws do: nice 0 would stop every
      * running task of higher nice at once.

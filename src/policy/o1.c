@@ -41,7 +41,7 @@
 
 /* se->p[] words */
 #define O1_ARRAY 0     /* index of the array it is queued in            */
-#define O1_PRIO 1      /* dynamic priority level (normal tasks)         */
+#define O1_SPARE 1     /* (free: the dynamic level is se->level)        */
 #define O1_SLEEP_AVG 2 /* ns                                            */
 #define O1_SYNC 3      /* 1: queued by a sync wake-up (no preemption)   */
 
@@ -152,6 +152,8 @@ static int o1_bonus(const struct o1_tunables *t,
 static unsigned o1_effective_prio(const struct o1_tunables *t,
                                   const struct mqs_sched_entity *se)
 {
+    if (se->cls != MQS_CLASS_NORMAL)
+        return se->prio;
     int p = se->prio - o1_bonus(t, se);
     if (p < MQS_PRIO_NORMAL_MIN)
         p = MQS_PRIO_NORMAL_MIN;
@@ -160,16 +162,18 @@ static unsigned o1_effective_prio(const struct o1_tunables *t,
     return (unsigned)p;
 }
 
-/* The level se is queued at: dynamic for normal tasks, static others. */
+/* The level se is queued at: dynamic for normal tasks, static others
+ * (o1_effective_prio, kept in se->level, which the core compares with
+ * what the queues publish). */
 static unsigned o1_level(const struct mqs_sched_entity *se)
 {
-    return se->cls == MQS_CLASS_NORMAL ? (unsigned)se->p[O1_PRIO] : se->prio;
+    return se->level;
 }
 
 static bool o1_interactive(const struct mqs_sched_entity *se)
 {
     int delta = se->nice * O1_MAX_BONUS / 40 + 2;
-    return (int)se->p[O1_PRIO] <= se->prio - delta;
+    return (int)se->level <= se->prio - delta;
 }
 
 static bool o1_starving(const struct o1_rq *o, uint64_t now)
@@ -199,7 +203,7 @@ static void o1_add_sleep(const struct o1_tunables *t,
         slept *= O1_MAX_BONUS - bonus;
     uint64_t avg = se->p[O1_SLEEP_AVG] + slept;
     se->p[O1_SLEEP_AVG] = avg < max ? avg : max;
-    se->p[O1_PRIO] = o1_effective_prio(t, se);
+    se->level = (uint8_t)o1_effective_prio(t, se);
 }
 
 /* ----- queueing ----- */
@@ -247,7 +251,7 @@ static bool o1_new(struct mqs_rq *rq, struct mqs_sched_entity *se)
     struct o1_rq *o = o1_state(rq);
     bool here = mqs_runtime_self() == mqs_rq_runtime(rq) &&
                 mqs_worker_self() == mqs_rq_worker(rq);
-    se->p[O1_PRIO] = o1_effective_prio(o->tun, se);
+    se->level = (uint8_t)o1_effective_prio(o->tun, se);
     se->slice_ns = o1_timeslice(o->tun, se);
     if (!(o->tun->child_first && here && se->cls == MQS_CLASS_NORMAL))
         return false;
@@ -268,7 +272,7 @@ static bool o1_expire(struct o1_rq *o, struct mqs_sched_entity *se)
     se->slice_ns = o1_timeslice(o->tun, se);
     if (se->cls != MQS_CLASS_NORMAL)
         return false;
-    se->p[O1_PRIO] = o1_effective_prio(o->tun, se);
+    se->level = (uint8_t)o1_effective_prio(o->tun, se);
     return !o1_interactive(se) || o1_starving(o, mqs_sched_clock());
 }
 
@@ -295,7 +299,7 @@ static void o1_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
         else
             expire = o->tun->yield_expired && se->cls == MQS_CLASS_NORMAL;
     } else if (flags & MQS_ENQ_RESTORE) {
-        se->p[O1_PRIO] = o1_effective_prio(o->tun, se);
+        se->level = (uint8_t)o1_effective_prio(o->tun, se);
     }
     o1_add(rq, se, expire, head);
 }
@@ -512,6 +516,6 @@ const struct mqs_policy mqs_policy_o1 = {
 #undef O1_STEAL_MAX
 #undef O1_CHILD_PENALTY
 #undef O1_ARRAY
-#undef O1_PRIO
+#undef O1_SPARE
 #undef O1_SLEEP_AVG
 #undef O1_SYNC

@@ -262,6 +262,7 @@ static void ule_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     } else {
         ule_place(u, se); /* new, woken, stolen, changed, or slice spent */
     }
+    se->level = (uint8_t)se->p[ULE_LEVEL]; /* what the core compares */
     mqs__parr_add(&u->q[se->p[ULE_WHERE]], se, (unsigned)se->p[ULE_LEVEL],
                   head);
     u->nr++;
