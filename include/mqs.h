@@ -31,9 +31,15 @@
 extern "C" {
 #endif
 
+/* The version of this header; mqs_version() gives the library's, which
+ * differs when a program runs against another libmqs.so than it was
+ * built with.  (The build checks these against CMake's project().) */
 #define MQS_VERSION_MAJOR 0
 #define MQS_VERSION_MINOR 1
 #define MQS_VERSION_PATCH 0
+
+/* The library's version, "MAJOR.MINOR.PATCH" (a static string). */
+const char *mqs_version(void);
 
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */

@@ -25,6 +25,21 @@
 #include "internal.h"
 
 
+#define MQS__STR2(x) #x
+#define MQS__STR(x) MQS__STR2(x)
+#if defined(MQS_PROJECT_VERSION_MAJOR) &&                                \
+    (MQS_PROJECT_VERSION_MAJOR != MQS_VERSION_MAJOR ||                   \
+     MQS_PROJECT_VERSION_MINOR != MQS_VERSION_MINOR ||                   \
+     MQS_PROJECT_VERSION_PATCH != MQS_VERSION_PATCH)
+#error "include/mqs.h's MQS_VERSION_* differ from CMakeLists.txt's project()"
+#endif
+
+const char *mqs_version(void)
+{
+    return MQS__STR(MQS_VERSION_MAJOR) "." MQS__STR(MQS_VERSION_MINOR) "."
+        MQS__STR(MQS_VERSION_PATCH);
+}
+
 const char *mqs_strerror(int err)
 {
     switch (err) {

@@ -287,18 +287,6 @@ static long read_long(const char *path)
     return v;
 }
 
-long mqs__count_mappings(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f)
-        return -1;
-    long n = 0;
-    for (int c; (c = getc(f)) != EOF;)
-        n += c == '\n';
-    fclose(f);
-    return n;
-}
-
 /* Once per runtime (none without one: the unit tests' stacks). */
 static void report_refusal(mqs_runtime_t *rt, const char *call, int err,
                            size_t bytes)

@@ -405,3 +405,14 @@ TEST(timer_heap_wakes_in_deadline_order)
     for (int i = 0; i < SLEEPERS; i++)
         CHECK_EQ(woke_at[i], SLEEPERS - 1 - i);
 }
+
+/* mqs_version() is the header's MQS_VERSION_* (the build checks those
+ * against CMake's project()). */
+TEST(version_string_matches_the_header)
+{
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", MQS_VERSION_MAJOR,
+             MQS_VERSION_MINOR, MQS_VERSION_PATCH);
+    CHECK(mqs_version() != NULL);
+    CHECK(strcmp(mqs_version(), want) == 0);
+}

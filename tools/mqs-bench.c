@@ -51,10 +51,26 @@ static const struct experiment experiments[] = {
 
 #define NEXPERIMENTS (sizeof experiments / sizeof experiments[0])
 
+#if defined(__has_include)
+#if __has_include("mqs_build_id.h")
+#include "mqs_build_id.h"
+#endif
+#endif
+#ifndef MQS_BUILD_COMMIT
+#define MQS_BUILD_COMMIT "unknown"
+#endif
+#define MQS_BENCH_STR2(x) #x
+#define MQS_BENCH_STR(x) MQS_BENCH_STR2(x)
+/* The version of the header mqs-bench was built with. */
+#define MQS_BENCH_VERSION                                                   \
+    MQS_BENCH_STR(MQS_VERSION_MAJOR) "." MQS_BENCH_STR(MQS_VERSION_MINOR) "." \
+        MQS_BENCH_STR(MQS_VERSION_PATCH)
+
 static void usage(FILE *out)
 {
     fprintf(out, "usage: mqs-bench <experiment> [options]\n"
-                 "       mqs-bench <experiment> --help\n\n"
+                 "       mqs-bench <experiment> --help\n"
+                 "       mqs-bench --version\n\n"
                  "experiments:\n");
     for (size_t i = 0; i < NEXPERIMENTS; i++)
         fprintf(out, "  %-10s %s\n", experiments[i].name,
@@ -79,6 +95,11 @@ int main(int argc, char **argv)
     if (argc < 2) {
         usage(stderr);
         return BENCH_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("mqs-bench (mqs %s, library %s), commit %s\n",
+               MQS_BENCH_VERSION, mqs_version(), MQS_BUILD_COMMIT);
+        return 0;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
         !strcmp(argv[1], "help")) {
