@@ -41,6 +41,20 @@
 
 #define MAX_TASKS_ARG 10000000 /* spawn trees of 10^6 and 10^7 */
 
+#if defined(__has_include)
+#if __has_include("mqs_build_id.h")
+#include "mqs_build_id.h" /* written at every build: cmake/build_id.cmake */
+#endif
+#endif
+#ifndef MQS_BUILD_COMMIT
+#define MQS_BUILD_COMMIT "unknown"
+#endif
+
+const char *bench_build_commit(void)
+{
+    return MQS_BUILD_COMMIT;
+}
+
 uint64_t bench_now_ns(void)
 {
     return mqs__mono_ns(); /* the core's CLOCK_MONOTONIC read */

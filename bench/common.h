@@ -36,6 +36,8 @@ int bench_report_main(int argc, char **argv);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
+/* The commit mqs-bench was built from ("unknown" outside a checkout). */
+const char *bench_build_commit(void);
 /* Sleep for ns nanoseconds (restarted on EINTR). */
 void bench_sleep_ns(uint64_t ns);
 /* Write all of buf to fd (mqs_write: from a task only the task waits,

@@ -46,14 +46,6 @@ static void rmach_cpu(report_machine_t *m)
 #define RMACH_COMPILER "unknown"
 #endif
 
-#if defined(__has_include)
-#if __has_include("mqs_build_id.h")
-#include "mqs_build_id.h"
-#endif
-#endif
-#ifndef MQS_BUILD_COMMIT
-#define MQS_BUILD_COMMIT "unknown"
-#endif
 
 void report_machine_describe(report_machine_t *m)
 {
@@ -74,7 +66,7 @@ void report_machine_describe(report_machine_t *m)
     snprintf(m->compiler, sizeof m->compiler, "%s", RMACH_COMPILER);
     snprintf(m->version, sizeof m->version, "%d.%d.%d", MQS_VERSION_MAJOR,
              MQS_VERSION_MINOR, MQS_VERSION_PATCH);
-    snprintf(m->commit, sizeof m->commit, "%s", MQS_BUILD_COMMIT);
+    snprintf(m->commit, sizeof m->commit, "%s", bench_build_commit());
     time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm))

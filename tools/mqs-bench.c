@@ -51,14 +51,6 @@ static const struct experiment experiments[] = {
 
 #define NEXPERIMENTS (sizeof experiments / sizeof experiments[0])
 
-#if defined(__has_include)
-#if __has_include("mqs_build_id.h")
-#include "mqs_build_id.h"
-#endif
-#endif
-#ifndef MQS_BUILD_COMMIT
-#define MQS_BUILD_COMMIT "unknown"
-#endif
 #define MQS_BENCH_STR2(x) #x
 #define MQS_BENCH_STR(x) MQS_BENCH_STR2(x)
 /* The version of the header mqs-bench was built with. */
@@ -98,7 +90,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--version")) {
         printf("mqs-bench (mqs %s, library %s), commit %s\n",
-               MQS_BENCH_VERSION, mqs_version(), MQS_BUILD_COMMIT);
+               MQS_BENCH_VERSION, mqs_version(), bench_build_commit());
         return 0;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
