@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -37,6 +38,7 @@
 #include "clock.h"
 #include "mqs.h"
 #include "mqs/policy.h"
+#include "peer.h"
 #include "plot.h"
 
 #define MAX_TASKS_ARG 10000000 /* spawn trees of 10^6 and 10^7 */
@@ -526,6 +528,49 @@ static int parse_one(const bench_cli_t *cli, int key, const char *arg,
     return bench_usage(e, "internal: unhandled option %d", key);
 }
 
+/* The runtime's settings from the environment (MQS_WORKERS=0, a bad
+ * MQS_PREEMPT_TICK_NS ...) with --workers, checked as a runtime of the
+ * first policy row would check them: refused now (exit 2), not as a
+ * failed row after the others were measured. */
+static int check_environment(const char *exp, const bench_opts_t *o)
+{
+    const char *spec = NULL;
+    for (int i = 0; i < o->nrows && !spec; i++)
+        if (!o->rows[i].pseudo && !bench_peer_is(o->rows[i].spec))
+            spec = o->rows[i].spec;
+    if (!spec)
+        return 0;
+    char err[256] = "";
+    mqs_config_t cfg, res;
+    mqs_config_init(&cfg);
+    cfg.workers = o->workers;
+    cfg.policy = spec;
+    cfg.errbuf = err;
+    cfg.errbuf_size = sizeof err;
+    if (mqs_config_resolve(&cfg, &res) != 0)
+        return bench_usage(exp, "the runtime's settings: %s",
+                           err[0] ? err : "rejected by the runtime");
+    return 0;
+}
+
+/* --plot FILE: its folder must exist and be writable (said now, not
+ * after the measurements). */
+static int check_plot_path(const char *exp, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (access(dir, W_OK) != 0)
+        return bench_usage(exp, "--plot %s: folder %s: %s", path, dir,
+                           strerror(errno));
+    return 0;
+}
+
 static int finish_defaults(const bench_cli_t *cli, bench_opts_t *o)
 {
     int rc = 0;
@@ -540,6 +585,10 @@ static int finish_defaults(const bench_cli_t *cli, bench_opts_t *o)
     /* Say a missing gnuplot now, not after minutes of measuring. */
     if (rc == 0 && o->plot && !bench_plot_have_gnuplot(cli->name))
         rc = 1;
+    if (rc == 0 && o->plot)
+        rc = check_plot_path(cli->name, o->plot);
+    if (rc == 0)
+        rc = check_environment(cli->name, o);
     return rc;
 }
 

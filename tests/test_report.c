@@ -311,12 +311,47 @@ TEST(plot_option_is_parsed)
     CHECK_EQ(bench_parse_options(&cli, 3, empty, &o), BENCH_EXIT_USAGE);
     if (!bench_plot_find_gnuplot(gp, sizeof gp))
         return;
-    char *argv[] = {"yield", "--plot", "out dir/y.svg", "--csv", NULL};
+    CHECK_EQ(mkdir("/tmp/mqs-test out dir", 0700) == 0 || errno == EEXIST,
+             1);
+    char *argv[] = {"yield", "--plot", "/tmp/mqs-test out dir/y.svg", "--csv",
+                    NULL};
     CHECK_EQ(bench_parse_options(&cli, 4, argv, &o), 0);
-    CHECK(o.plot && strcmp(o.plot, "out dir/y.svg") == 0);
+    CHECK(o.plot && strcmp(o.plot, "/tmp/mqs-test out dir/y.svg") == 0);
     CHECK_EQ(o.format, BENCH_CSV);
     bench_opts_free(&o);
     CHECK(o.plot == NULL);
+    rmdir("/tmp/mqs-test out dir");
+    /* A folder that is not there: refused before anything is measured. */
+    char *missing[] = {"yield", "--plot", "/nonexistent-mqs-test/y.svg",
+                       NULL};
+    CHECK_EQ(bench_parse_options(&cli, 3, missing, &o), BENCH_EXIT_USAGE);
+}
+
+/* The runtime's settings from the environment are checked with the
+ * options, before any row is measured: MQS_WORKERS=0 printed a table of
+ * failed rows and exited 1. */
+TEST(bad_runtime_settings_are_refused_before_measuring)
+{
+    static const char *const pseudo[] = {"kernel", NULL};
+    static const bench_cli_t cli = {.name = "yield",
+                                    .summary = "s",
+                                    .details = "",
+                                    .default_tasks = "1",
+                                    .default_policy = "mq",
+                                    .pseudo = pseudo,
+                                    .default_seconds = 0.1,
+                                    .default_repeats = 1};
+    bench_opts_t o;
+    char *argv[] = {"yield", NULL};
+    setenv("MQS_WORKERS", "0", 1);
+    CHECK_EQ(bench_parse_options(&cli, 1, argv, &o), BENCH_EXIT_USAGE);
+    /* kernel rows alone need no runtime */
+    char *kernel[] = {"yield", "--policy", "kernel", NULL};
+    CHECK_EQ(bench_parse_options(&cli, 3, kernel, &o), 0);
+    bench_opts_free(&o);
+    unsetenv("MQS_WORKERS");
+    CHECK_EQ(bench_parse_options(&cli, 1, argv, &o), 0);
+    bench_opts_free(&o);
 }
 
 /* ----- CSV ----- */
