@@ -40,6 +40,7 @@
 #include "mqs/policy.h"
 #include "peer.h"
 #include "plot.h"
+#include "report.h"
 
 #define MAX_TASKS_ARG 10000000 /* spawn trees of 10^6 and 10^7 */
 
@@ -592,6 +593,38 @@ static int finish_defaults(const bench_cli_t *cli, bench_opts_t *o)
     return rc;
 }
 
+/* "mqs-bench yield --tasks 16": the experiment's argv after the program's
+ * name, an argument with a space or a quote in single quotes. */
+static char *command_line(int argc, char **argv)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fputs("mqs-bench", f);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[strcspn(a, " \t'\"\\$")] == '\0' && a[0]) {
+            fprintf(f, " %s", a);
+            continue;
+        }
+        fputs(" '", f);
+        for (; *a; a++) {
+            if (*a == '\'')
+                fputs("'\\''", f); /* close, an escaped quote, reopen */
+            else
+                fputc(*a, f);
+        }
+        fputc('\'', f);
+    }
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
                         bench_opts_t *o)
 {
@@ -620,6 +653,8 @@ int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
     }
     if (rc == 0 && optind < argc)
         rc = bench_usage(cli->name, "unexpected argument '%s'", argv[optind]);
+    if (rc == 0 && !(o->command = command_line(argc, argv)))
+        rc = bench_usage(cli->name, "out of memory");
     if (rc == 0)
         rc = finish_defaults(cli, o);
     if (rc)
@@ -632,6 +667,7 @@ void bench_opts_free(bench_opts_t *o)
     free(o->tasks);
     rows_free(o->rows, o->nrows);
     free(o->plot);
+    free(o->command);
     *o = (bench_opts_t){0};
 }
 
@@ -639,7 +675,13 @@ void bench_opts_free(bench_opts_t *o)
 
 int bench_output(const bench_results_t *rs, const bench_opts_t *o)
 {
-    int rc = bench_results_print(rs, o->format, stdout) != 0;
+    bench_results_t with = *rs;
+    char *header = o->format == BENCH_JSON
+                       ? report_machine_json(o->command ? o->command : "")
+                       : NULL;
+    with.header_json = header;
+    int rc = bench_results_print(&with, o->format, stdout) != 0;
+    free(header);
     if (rc)
         fprintf(stderr, "mqs-bench %s: writing the results failed\n",
                 rs->experiment);

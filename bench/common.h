@@ -104,6 +104,7 @@ typedef struct bench_opts {
     bench_precision_t prec; /* --repeats, --ci-target, --budget         */
     bench_format_t format;  /* table, --csv, --json                     */
     char *plot;             /* --plot FILE.svg (malloc'd), or NULL      */
+    char *command;          /* the command line, for --json (malloc'd)  */
 } bench_opts_t;
 
 /*

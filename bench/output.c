@@ -201,14 +201,17 @@ static void print_csv(const bench_results_t *rs, FILE *out)
         print_result(rs, &rs->r[i], false, out);
 }
 
+/* {"header": {...}, "rows": [{...}, ...]}: the rows as CSV has them,
+ * after what made them. */
 static void print_json(const bench_results_t *rs, FILE *out)
 {
-    fputc('[', out);
+    fprintf(out, "{\"header\": %s,\n \"rows\": [",
+            rs->header_json ? rs->header_json : "null");
     for (int i = 0; i < rs->n; i++) {
-        fputs(i ? ",\n " : "\n ", out);
+        fputs(i ? ",\n  " : "\n  ", out);
         print_result(rs, &rs->r[i], true, out);
     }
-    fputs(rs->n ? "\n]\n" : "]\n", out);
+    fputs(rs->n ? "\n ]}\n" : "]}\n", out);
 }
 
 /* ----- Table ----- */

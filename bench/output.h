@@ -62,6 +62,9 @@ typedef struct bench_results {
     int nextra;
     bench_result_t *r;
     int n, cap;
+    /* --json: a JSON object written as "header" before the rows (what
+     * made them: bench_output fills it), or NULL for null. */
+    const char *header_json;
 } bench_results_t;
 
 /* extras: nextra (<= BENCH_MAX_EXTRA) column descriptions, not copied. */

@@ -116,6 +116,9 @@ typedef struct report_machine {
 } report_machine_t;
 
 void report_machine_describe(report_machine_t *m);
+/* The machine, the build and the command as a JSON object (malloc'd;
+ * NULL without memory): --json's header. */
+char *report_machine_json(const char *command);
 
 /* ----- the whole report ----- */
 

@@ -47,6 +47,41 @@ static void rmach_cpu(report_machine_t *m)
 #endif
 
 
+char *report_machine_json(const char *command)
+{
+    report_machine_t m;
+    report_machine_describe(&m);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fputs("{\"tool\": \"mqs-bench\", \"mqs_version\": ", f);
+    bench_json_str(f, m.version);
+    fputs(", \"library_version\": ", f);
+    bench_json_str(f, mqs_version());
+    fputs(", \"commit\": ", f);
+    bench_json_str(f, m.commit);
+    fputs(", \"command\": ", f);
+    bench_json_str(f, command);
+    fputs(", \"date\": ", f);
+    bench_json_str(f, m.date);
+    fputs(",\n  \"machine\": {\"cpu\": ", f);
+    bench_json_str(f, m.cpu);
+    fprintf(f, ", \"cores_online\": %d, \"cores_allowed\": %d, "
+               "\"mem_gib\": %.1f, \"kernel\": ",
+            m.cores_online, m.cores_allowed, m.mem_gib);
+    bench_json_str(f, m.kernel);
+    fputs(", \"compiler\": ", f);
+    bench_json_str(f, m.compiler);
+    fputs("}}", f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 void report_machine_describe(report_machine_t *m)
 {
     char mem[64];

@@ -17,6 +17,7 @@
 
 #include "../bench/chat.c"
 #include "../bench/common.c"
+#include "../bench/report_machine.c"
 #include "../bench/echo.c"
 #include "../bench/mixed.c"
 #include "../bench/output.c"

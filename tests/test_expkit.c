@@ -16,6 +16,7 @@
 #include "bench_check.h"
 
 #include "../bench/common.c"
+#include "../bench/report_machine.c"
 #include "../bench/expkit.c"
 #include "../bench/output.c"
 #include "../bench/peer.c"

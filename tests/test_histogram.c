@@ -12,6 +12,7 @@
 #include "helpers.h"
 
 #include "../bench/common.c"
+#include "../bench/report_machine.c"
 #include "../bench/histogram.c"
 #include "../bench/output.c"
 #include "../bench/peer.c"

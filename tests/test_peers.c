@@ -16,6 +16,7 @@
 #include "check.h"
 
 #include "../bench/common.c"
+#include "../bench/report_machine.c"
 #include "../bench/output.c"
 #include "../bench/peer.c"
 #include "../bench/plot.c"

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "bench_check.h"
 
 #include "../bench/common.c"
 #include "../bench/output.c"
@@ -273,6 +274,17 @@ TEST(plot_gnuplot_draws_a_self_contained_svg)
     bench_results_free(&rs);
 }
 
+/* The parser's view of a yield-like experiment, for the option tests. */
+static const char *const yield_pseudo[] = {"kernel", NULL};
+static const bench_cli_t yield_cli = {.name = "yield",
+                                      .summary = "s",
+                                      .details = "",
+                                      .default_tasks = "1",
+                                      .default_policy = "mq",
+                                      .pseudo = yield_pseudo,
+                                      .default_seconds = 0.1,
+                                      .default_repeats = 1};
+
 TEST(plot_without_gnuplot_says_so_and_fails)
 {
     setenv("PATH", "/nonexistent-mqs-test", 1);
@@ -280,13 +292,7 @@ TEST(plot_without_gnuplot_says_so_and_fails)
     yield_results(&rs);
     CHECK_EQ(bench_plot_svg(&rs, "/tmp/never.svg"), 1);
     bench_results_free(&rs);
-    static const bench_cli_t cli = {.name = "yield",
-                                    .summary = "s",
-                                    .details = "",
-                                    .default_tasks = "1",
-                                    .default_policy = "mq",
-                                    .default_seconds = 0.1,
-                                    .default_repeats = 1};
+    const bench_cli_t cli = yield_cli;
     char *argv[] = {"yield", "--plot", "x.svg", NULL};
     bench_opts_t o;
     CHECK_EQ(bench_parse_options(&cli, 3, argv, &o), 1);
@@ -294,13 +300,7 @@ TEST(plot_without_gnuplot_says_so_and_fails)
 
 TEST(plot_option_is_parsed)
 {
-    static const bench_cli_t cli = {.name = "yield",
-                                    .summary = "s",
-                                    .details = "",
-                                    .default_tasks = "1",
-                                    .default_policy = "mq",
-                                    .default_seconds = 0.1,
-                                    .default_repeats = 1};
+    const bench_cli_t cli = yield_cli;
     char gp[4096];
     bench_opts_t o;
     char *none[] = {"yield", NULL};
@@ -332,15 +332,7 @@ TEST(plot_option_is_parsed)
  * failed rows and exited 1. */
 TEST(bad_runtime_settings_are_refused_before_measuring)
 {
-    static const char *const pseudo[] = {"kernel", NULL};
-    static const bench_cli_t cli = {.name = "yield",
-                                    .summary = "s",
-                                    .details = "",
-                                    .default_tasks = "1",
-                                    .default_policy = "mq",
-                                    .pseudo = pseudo,
-                                    .default_seconds = 0.1,
-                                    .default_repeats = 1};
+    const bench_cli_t cli = yield_cli;
     bench_opts_t o;
     char *argv[] = {"yield", NULL};
     setenv("MQS_WORKERS", "0", 1);
@@ -866,4 +858,29 @@ TEST(steps_run_as_children_and_failures_stay_theirs)
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ(system(cmd), 0);
+}
+
+/* --json's header: the machine, the build and the command as given, an
+ * argument with a space or a quote quoted as a shell would read it. */
+TEST(json_header_names_machine_commit_and_command)
+{
+    const bench_cli_t cli = yield_cli;
+    bench_opts_t o;
+    char *argv[] = {"yield", "--json", "--tasks", "1", NULL};
+    CHECK_EQ(bench_parse_options(&cli, 4, argv, &o), 0);
+    CHECK_STREQ(o.command, "mqs-bench yield --json --tasks 1");
+    bench_opts_free(&o);
+    char *odd[] = {"yield", "--policy", "mq:x=it's a b", NULL};
+    char *line = command_line(3, odd);
+    CHECK_STREQ(line, "mqs-bench yield --policy 'mq:x=it'\\''s a b'");
+    free(line);
+    char *h = report_machine_json("mqs-bench yield \"q\"");
+    CHECK(h != NULL);
+    CHECK_STR_CONTAINS(h, "\"command\": \"mqs-bench yield \\\"q\\\"\"");
+    CHECK_STR_CONTAINS(h, "\"commit\": ");
+    CHECK_STR_CONTAINS(h, "\"machine\": {\"cpu\": ");
+    CHECK_STR_CONTAINS(h, "\"cores_online\": ");
+    CHECK_STR_CONTAINS(h, "\"date\": \"20");
+    CHECK(h[0] == '{' && h[strlen(h) - 1] == '}');
+    free(h);
 }
