@@ -294,10 +294,11 @@ struct mqs_policy {
      * compares the best level with the running task's own (se.level,
      * which a policy whose levels move keeps equal to the level it
      * queues the task at: o1, ule): a lower one means a more urgent task
-     * waits, and preemption stops the running task at once.  So a policy that does not order normal
-     * tasks by nice publishes MQS_PRIO_IDLE - 1 ("a normal task waits")
-     * for them, as the fair policies and ws do: nice 0 would stop every
-     * running task of higher nice at once.
+     * waits, and preemption stops the running task at once.  So a
+     * policy that does not order normal tasks by nice publishes
+     * MQS_PRIO_IDLE - 1 ("a normal task waits") for them, as the fair
+     * policies and ws do: nice 0 would stop every running task of higher
+     * nice at once.
      *
      * Builds with MQS_CONTRACT_CHECKS (Debug, the sanitizer builds, the
      * mqs_checked library) assert these rules: the core checks that the
