@@ -138,6 +138,8 @@ struct mqs_policy; /* mqs/policy.h */
  *   preempt        MQS_PREEMPT         0 or 1           1
  *   preempt_tick_ns MQS_PREEMPT_TICK_NS 2e4..1e9        1000000
  *   accounting     MQS_ACCOUNTING      policy, exact    policy
+ *   offload_threads MQS_OFFLOAD_THREADS 1..4096         4 per worker, at least 16
+ *   schedtrace_ms  MQS_SCHEDTRACE      0..3600000       0 (off)
  *
  * policy_ops runs a policy table that is not in the registry (a policy
  * under development, a test's deliberately broken one): the name part of
@@ -219,6 +221,13 @@ typedef struct mqs_config {
     /* The offload pool's bound (see mqs_offload): 0 = default (4 threads
      * per worker, at least 16), else 1 to 4096.  MQS_OFFLOAD_THREADS. */
     int offload_threads;
+    /* The schedtrace line: every schedtrace_ms milliseconds one line on
+     * schedtrace_file (NULL = stderr) with each worker's queue length,
+     * running task, switches and pulls since the line before (format in
+     * docs/tracing.md): 0 = off (the default), else 1 to 3600000.
+     * MQS_SCHEDTRACE=MS. */
+    int64_t schedtrace_ms;
+    FILE *schedtrace_file;
 } mqs_config_t;
 
 /*

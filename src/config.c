@@ -305,6 +305,26 @@ static int apply_offload(const mqs_config_t *cfg, mqs_config_t *out,
     return 0;
 }
 
+#define MAX_SCHEDTRACE_MS 3600000LL
+
+static int apply_schedtrace(const mqs_config_t *cfg, mqs_config_t *out,
+                            char *err, size_t n)
+{
+    const char *e = env(cfg, "MQS_SCHEDTRACE");
+    long long v = cfg->schedtrace_ms;
+    if (e && (!parse_ll(e, &v) || v < 0 || v > MAX_SCHEDTRACE_MS))
+        return fail(err, n, MQS_EINVAL,
+                    "MQS_SCHEDTRACE=%s: expected milliseconds between lines, "
+                    "a whole number from 1 to %lld (0: off)",
+                    e, MAX_SCHEDTRACE_MS);
+    if (!e && (v < 0 || v > MAX_SCHEDTRACE_MS))
+        return fail(err, n, MQS_EINVAL,
+                    "config.schedtrace_ms=%lld: expected 0 (off) or 1 to "
+                    "%lld", v, MAX_SCHEDTRACE_MS);
+    out->schedtrace_ms = v;
+    return 0;
+}
+
 static int apply_shuffle(const mqs_config_t *cfg, mqs_config_t *out,
                          char *err, size_t n)
 {
@@ -341,6 +361,7 @@ int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
         (rc = apply_preempt(cfg, out, err, n)) ||
         (rc = apply_accounting(cfg, out, err, n)) ||
         (rc = apply_offload(cfg, out, err, n)) ||
+        (rc = apply_schedtrace(cfg, out, err, n)) ||
         (rc = apply_shuffle(cfg, out, err, n)))
         return rc;
     const char *e = env(cfg, "MQS_POLICY");

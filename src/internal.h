@@ -281,6 +281,9 @@ struct mqs_rq {
     /* When the running task started running (the owner's clock), for a
      * remote waker's "has it run a while" (place.c). */
     _Atomic uint64_t curr_since;
+    /* Its id, for the schedtrace line (schedtrace.c); meaningful only
+     * while curr_level is not MQS_PRIO_NONE. */
+    _Atomic uint64_t curr_id;
 #ifdef MQS_CONTRACT_CHECKS
     /* The contract's checks (rq.c): the thread holding own_lock (an
      * address unique to it, 0: none), the last op called under it, and
@@ -552,6 +555,20 @@ struct mqs_runtime {
         pthread_t *threads;
         uint64_t calls, completed, waited, max_wait_ns;
     } offload;
+
+    /* MQS_SCHEDTRACE (schedtrace.c): the line's thread, which alone
+     * uses the fields below `started` (stop under lock). */
+    struct mqs__schedtrace {
+        bool started, stop;
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        pthread_t thread;
+        uint64_t period_ns, t0;
+        FILE *out;
+        char *buf;
+        size_t cap;
+        struct mqs__schedtrace_worker *workers;
+    } strace;
 
     /* The poller (poll.c): epoll and the eventfd that wakes its waiter
      * (-1 until the first I/O call starts them), the descriptor table,

@@ -348,7 +348,8 @@ MQS__MUST_USE int mqs__offload_init(mqs_runtime_t *rt, int limit);
 void mqs__offload_fini(mqs_runtime_t *rt);
 void mqs__offload_dump(mqs_runtime_t *rt, FILE *out);
 
-/* ---- the runtime: config.c (runtime.c, stats.c: public only) ------- */
+/* ---- the runtime: config.c, schedtrace.c (runtime.c, stats.c: public
+ * only) ---- */
 /* config.c */
 int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out,
                       char *err, size_t errn);
@@ -359,5 +360,11 @@ int mqs__policy_parse(const char *spec, const struct mqs_policy **pol,
 int mqs__policy_parse_ops(const char *spec, const struct mqs_policy *custom,
                           const struct mqs_policy **pol, int64_t *values,
                           char *err, size_t errn);
+/* schedtrace.c: start (runtime create, once the workers run; period_ms
+ * 0: off, out NULL: stderr) and stop (destroy, before the workers stop;
+ * safe when never started). */
+MQS__MUST_USE int mqs__schedtrace_start(mqs_runtime_t *rt, int64_t period_ms,
+                                        FILE *out);
+void mqs__schedtrace_stop(mqs_runtime_t *rt);
 
 #endif

@@ -293,6 +293,7 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
 
 static void stop_workers(mqs_runtime_t *rt, int started)
 {
+    mqs__schedtrace_stop(rt);
     atomic_store(&rt->stopping, 1);
     for (int i = 0; i < started; i++)
         mqs__kick(rt->workers[i]);
@@ -331,6 +332,11 @@ int mqs_runtime_create(mqs_runtime_t **out, const mqs_config_t *cfg)
     if (rc == 0 && (rc = mqs__preempt_start(rt)) != 0) {
         stop_workers(rt, rt->nworkers);
         snprintf(err, sizeof err, "could not start the preemption monitor");
+    }
+    if (rc == 0 && (rc = mqs__schedtrace_start(rt, c.schedtrace_ms,
+                                               c.schedtrace_file)) != 0) {
+        stop_workers(rt, rt->nworkers);
+        snprintf(err, sizeof err, "could not start the schedtrace thread");
     }
     if (rc) {
         if (err[0])

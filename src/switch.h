@@ -108,6 +108,7 @@ static MQS__HOT void mqs__account_start(struct mqs_worker *w, struct mqs_task *t
     t->se.exec_start_ns = now;
     atomic_store_explicit(&w->rq.curr_level, t->se.level, memory_order_relaxed);
     atomic_store_explicit(&w->rq.curr_since, now, memory_order_relaxed);
+    atomic_store_explicit(&w->rq.curr_id, t->id, memory_order_relaxed);
     atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
     atomic_store_explicit(&t->state, MQS__RUNNING, memory_order_relaxed);
     w->curr = t;
