@@ -1152,8 +1152,8 @@ static bool share_spin;
  * worker 230 ns, and o1, whose slices leave one task running alone for
  * milliseconds at each epoch's end, turned that into shares of
  * 0.45 / 0.29 / 0.12 / 0.14 of a worker (shuffle.conformance.o1,
- * min/mean 0.32-0.47 in 3 of 20 runs).  Counted this way, 0.77-0.94 in
- * 20 runs: the count measures the policy, not the cache line.
+ * min/mean 0.32-0.47 in 4 of 28 runs).  Counted this way, 0.76-0.97 in
+ * 40 runs: the count measures the policy, not the cache line.
  */
 #define SHARE_BATCH 32
 
