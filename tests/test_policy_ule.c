@@ -10,8 +10,8 @@
 #include "internal.h"
 #include "policy_harness.h"
 
-/* se->p[] words of ule.c */
-enum { WHERE = 0, LEVEL = 1, RUN = 2, SLP = 4 };
+/* se->p[] words of ule.c (its level is se->level) */
+enum { WHERE = 0, RUN = 2, SLP = 4 };
 
 #define SEC 1000000000ull
 
@@ -38,15 +38,15 @@ TEST(score_and_level_from_known_histories)
 {
     h_init(&h, "ule", 1);
     /* only slept: score 0, interactive, level 100 */
-    CHECK_EQ(hist(0, 0, 0, 0, SEC)->p[LEVEL], 100);
+    CHECK_EQ(hist(0, 0, 0, 0, SEC)->level, 100);
     /* run 1 s, slept 4 s: 1e9 / (4e9 / 50) = 12 -> 100 + 20 * 12 / 30 */
-    CHECK_EQ(hist(1, 0, 0, SEC, 4 * SEC)->p[LEVEL], 108);
+    CHECK_EQ(hist(1, 0, 0, SEC, 4 * SEC)->level, 108);
     /* the same history at nice 19: 12 + 19 = 31 >= 30, batch */
-    CHECK_EQ(hist(2, 0, 19, SEC, 4 * SEC)->p[LEVEL], 139);
+    CHECK_EQ(hist(2, 0, 19, SEC, 4 * SEC)->level, 139);
     /* run 4 s, slept 1 s: 100 - 12 = 88, batch at 120 + 20 / 2 */
-    CHECK_EQ(hist(3, 0, 0, 4 * SEC, SEC)->p[LEVEL], 130);
+    CHECK_EQ(hist(3, 0, 0, 4 * SEC, SEC)->level, 130);
     /* equal: 50, batch */
-    CHECK_EQ(hist(4, 0, 0, SEC, SEC)->p[LEVEL], 130);
+    CHECK_EQ(hist(4, 0, 0, SEC, SEC)->level, 130);
     /* interactive ones on current, batch ones on next */
     CHECK_EQ(task(0)->p[WHERE], task(1)->p[WHERE]);
     CHECK(task(2)->p[WHERE] != task(1)->p[WHERE]);
@@ -58,7 +58,7 @@ TEST(threshold_is_a_tunable)
 {
     h_init(&h, "ule:interact=10", 1);
     /* score 12 is no longer interactive */
-    CHECK_EQ(hist(0, 0, 0, SEC, 4 * SEC)->p[LEVEL], 130);
+    CHECK_EQ(hist(0, 0, 0, SEC, 4 * SEC)->level, 130);
     h_destroy(&h);
 }
 

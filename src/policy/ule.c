@@ -45,7 +45,7 @@
 
 /* se->p[] words (read by tests/test_policy_ule.c) */
 #define ULE_WHERE 0 /* part it is queued in                          */
-#define ULE_LEVEL 1 /* level it is queued at                         */
+#define ULE_SPARE 1 /* (free: the level is se->level)                */
 #define ULE_RUN 2   /* recent run time, ns (ts_runtime)              */
 #define ULE_NR 3    /* queue length its slice was sized for          */
 #define ULE_SLP 4   /* recent sleep time, ns (ts_slptime); p[0..3],  */
@@ -185,15 +185,15 @@ static void ule_place(struct ule_rq *u, struct mqs_sched_entity *se)
     case MQS_CLASS_FIFO:
     case MQS_CLASS_RR:
         se->p[ULE_WHERE] = ULE_RT;
-        se->p[ULE_LEVEL] = se->prio;
+        se->level = (uint8_t)se->prio;
         return;
     case MQS_CLASS_IDLE:
         se->p[ULE_WHERE] = ULE_IDLE;
-        se->p[ULE_LEVEL] = MQS_PRIO_IDLE;
+        se->level = MQS_PRIO_IDLE;
         return;
     default:
         ule_interact_update(u->tun, se);
-        se->p[ULE_LEVEL] = ule_ts_level(u->tun, se, &inter);
+        se->level = (uint8_t)ule_ts_level(u->tun, se, &inter);
         se->p[ULE_WHERE] = inter ? u->curr : (u->curr ^ ULE_TS0 ^ ULE_TS1);
     }
 }
@@ -262,16 +262,14 @@ static void ule_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
     } else {
         ule_place(u, se); /* new, woken, stolen, changed, or slice spent */
     }
-    se->level = (uint8_t)se->p[ULE_LEVEL]; /* what the core compares */
-    mqs__parr_add(&u->q[se->p[ULE_WHERE]], se, (unsigned)se->p[ULE_LEVEL],
-                  head);
+    mqs__parr_add(&u->q[se->p[ULE_WHERE]], se, se->level, head);
     u->nr++;
     ule_publish(rq);
 }
 
 static void ule_del(struct ule_rq *u, struct mqs_sched_entity *se)
 {
-    mqs__parr_del(&u->q[se->p[ULE_WHERE]], se, (unsigned)se->p[ULE_LEVEL]);
+    mqs__parr_del(&u->q[se->p[ULE_WHERE]], se, se->level);
     u->nr--;
 }
 
@@ -350,7 +348,7 @@ static struct mqs_sched_entity *ule_yield(struct mqs_rq *rq,
         return NULL;
     unsigned where = se->cls == MQS_CLASS_NORMAL ? u->curr
                                                   : (unsigned)se->p[ULE_WHERE];
-    unsigned lvl = (unsigned)se->p[ULE_LEVEL];
+    unsigned lvl = se->level;
     unsigned best = mqs_rq_best_prio(rq);
     if ((best < lvl && !ule_leads(u, where, lvl)) ||
         mqs__rt_pull_due(u->rt_hint, lvl) ||
@@ -411,7 +409,7 @@ static bool ule_wake_preempt(struct mqs_rq *rq, struct mqs_sched_entity *curr,
 {
     (void)rq;
     return woken->prio < MQS_PRIO_NORMAL_MIN &&
-           woken->prio < (unsigned)curr->p[ULE_LEVEL];
+           woken->prio < curr->level;
 }
 
 /* ----- placement and balancing ----- */
@@ -449,7 +447,7 @@ static int ule_select_worker(mqs_runtime_t *rt, struct mqs_sched_entity *se,
             return last;
         bool affine = mqs_sched_clock() - se->slept_at_ns <
                       (uint64_t)t->affinity_ns;
-        if (affine && se->p[ULE_LEVEL] < mqs_rq_best_prio(mqs_rq_of(rt, last)))
+        if (affine && se->level < mqs_rq_best_prio(mqs_rq_of(rt, last)))
             return last;
     }
     unsigned load;
@@ -523,7 +521,7 @@ const struct mqs_policy mqs_policy_ule = {
 #undef ULE_IDLE
 #undef ULE_PARTS
 #undef ULE_WHERE
-#undef ULE_LEVEL
+#undef ULE_SPARE
 #undef ULE_RUN
 #undef ULE_SLP
 #undef ULE_NR
