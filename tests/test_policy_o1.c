@@ -84,6 +84,44 @@ TEST(sleep_avg_gives_bonus_minus5_to_plus5)
     h_destroy(&h);
 }
 
+/* A task spawned from outside the runtime inherits, less CHILD_PENALTY,
+ * the history of a parent that has mostly slept (a program's main
+ * thread, as 2.6 saw one started from a shell): interactive from the
+ * start, level 116.  A task's child inherits its parent's own (here 0:
+ * level 125), and outside_sleep_pct=0 starts outside spawns at 0. */
+static struct mqs_sched_entity *spawned(int k, const char *spec,
+                                        const struct mqs_sched_entity *parent)
+{
+    if (!h.rt)
+        h_init(&h, spec, 1);
+    struct mqs_sched_entity *x = h_task(&h, k, MQS_CLASS_NORMAL, 0);
+    struct mqs_rq *rq = h_rq(&h, 0);
+    h.pol->task_new(rq, x, parent); /* h_enqueue's is parentless */
+    mqs_rq_lock(rq);
+    h_queued(&h, 0, x);
+    h.pol->enqueue(rq, x, MQS_ENQ_NEW);
+    mqs_rq_unlock(rq);
+    return x;
+}
+
+TEST(outside_spawns_start_with_a_sleeping_parents_history)
+{
+    struct mqs_sched_entity *a = spawned(0, "o1", NULL);
+    CHECK_EQ(a->p[SLEEP_AVG], SEC * 95 / 100);
+    CHECK_EQ(a->level, 116);
+    struct mqs_sched_entity *parent = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
+    struct mqs_sched_entity *b = spawned(2, "o1", parent);
+    CHECK_EQ(b->p[SLEEP_AVG], 0);
+    CHECK_EQ(b->level, 125);
+    CHECK(h_pick(&h, 0) == a);
+    h_destroy(&h);
+    memset(&h, 0, sizeof h);
+    struct mqs_sched_entity *c = spawned(0, "o1:outside_sleep_pct=0", NULL);
+    CHECK_EQ(c->p[SLEEP_AVG], 0);
+    CHECK_EQ(c->level, 125);
+    h_destroy(&h);
+}
+
 /* A sleep counts (10 - bonus) times, at least once (2.6's
  * recalc_task_prio): the lower the sleep_avg, the faster it rises. */
 TEST(sleep_raises_a_low_sleep_avg_faster)

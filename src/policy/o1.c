@@ -58,6 +58,7 @@ struct o1_tunables {
     int64_t cache_hot_ns;
     int64_t cache_nice_tries;
     int64_t rt_pull;
+    int64_t outside_sleep_pct;
 };
 
 /* A worker's queue: every field under its rq lock except child_pending,
@@ -112,6 +113,11 @@ static const struct mqs_tunable o1_tunables[] = {
     {"rt_pull", 0, 1, 1, offsetof(struct o1_tunables, rt_pull),
      "pick takes a more urgent realtime task from another worker (0: 2.6.0, "
      "which had no realtime pull)"},
+    {"outside_sleep_pct", 0, 100, 100,
+     offsetof(struct o1_tunables, outside_sleep_pct),
+     "the sleep history, in % of max_sleep_avg_ns, of the parent a task "
+     "spawned from outside the runtime inherits from (less CHILD_PENALTY); "
+     "100: a program's main thread, which has mostly slept"},
     {NULL, 0, 0, 0, 0, NULL},
 };
 
@@ -228,14 +234,21 @@ static void o1_add(struct mqs_rq *rq, struct mqs_sched_entity *se,
 }
 
 /* A spawned task starts with its parent's sleep history, less a penalty
- * (sched_fork's CHILD_PENALTY); one spawned from outside a task, with
- * none. */
+ * (sched_fork's CHILD_PENALTY); one spawned from outside a task with
+ * outside_sleep_pct of the most, less the same: a program's main thread
+ * has mostly slept, as 2.6 saw one started from a shell.  With none, a
+ * short task spawned beside long ones waited behind their whole slices
+ * at their level until two sleeps earned it a bonus (mixed, 5 short and
+ * 5 long: the least short task at 0-0.08 of the kernel's records;
+ * 0.32-0.53 with it, docs/policies/o1.md). */
 static void o1_task_new(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         const struct mqs_sched_entity *parent)
 {
-    (void)rq;
-    if (parent)
-        se->p[O1_SLEEP_AVG] = parent->p[O1_SLEEP_AVG] * O1_CHILD_PENALTY / 100;
+    const struct o1_tunables *t = o1_state(rq)->tun;
+    uint64_t from = parent ? parent->p[O1_SLEEP_AVG]
+                           : (uint64_t)t->max_sleep_avg_ns *
+                                 (uint64_t)t->outside_sleep_pct / 100;
+    se->p[O1_SLEEP_AVG] = from * O1_CHILD_PENALTY / 100;
 }
 
 /* A spawned task (o1_task_new gave it its history): its priority and
