@@ -180,6 +180,40 @@ static bool rwrite_numeric(const char *v)
     return *end == '\0' || !strcmp(v, "nan") || !strcmp(v, "inf");
 }
 
+/*
+ * A numeric CSV cell as the table shows it (results.json keeps the
+ * experiment's own text): nan and inf as a dash (no value), integers
+ * under a million whole, values from a million up in M or G with three
+ * significant digits, other values with three significant digits and no
+ * exponent down to 0.001 (0.00435078 reads 0.00435, 17.3456 reads
+ * 17.3), below that as d.dde-N.  Cells that are not numbers stay as
+ * they are.
+ */
+static void report_number(const char *v, char *buf, size_t n)
+{
+    char *end;
+    double x = strtod(v, &end);
+    double a = fabs(x);
+    if (!*v || *end) {
+        snprintf(buf, n, "%s", v);
+    } else if (isnan(x) || isinf(x)) {
+        snprintf(buf, n, "\u2013");
+    } else if (a >= 1e9) {
+        snprintf(buf, n, "%.3g G", x / 1e9);
+    } else if (a >= 1e6) {
+        snprintf(buf, n, "%.3g M", x / 1e6);
+    } else if (x == floor(x)) {
+        snprintf(buf, n, "%.0f", x);
+    } else if (a >= 100) {
+        snprintf(buf, n, "%.0f", x);
+    } else if (a >= 0.001) {
+        int digits = a >= 10 ? 1 : a >= 1 ? 2 : 2 - (int)floor(log10(a));
+        snprintf(buf, n, "%.*f", digits, x);
+    } else {
+        snprintf(buf, n, "%.2e", x);
+    }
+}
+
 static void rwrite_table(FILE *out, const report_csv_t *c)
 {
     int skip = report_csv_col(c, "experiment"), frc = report_csv_col(c, "frc");
@@ -191,12 +225,15 @@ static void rwrite_table(FILE *out, const report_csv_t *c)
     for (int r = 0; r < c->nrow; r++) {
         bool flagged = frc >= 0 && !strcmp(c->cell[r][frc], "1");
         fputs(flagged ? "<tr class=\"frc\">" : "<tr>", out);
-        for (int i = 0; i < c->ncol; i++)
-            if (i != skip)
-                rwrite_html(out,
-                            rwrite_numeric(c->cell[r][i]) ? "<td class=\"n\">"
-                                                          : "<td>",
-                            c->cell[r][i], "</td>");
+        for (int i = 0; i < c->ncol; i++) {
+            if (i == skip)
+                continue;
+            bool num = rwrite_numeric(c->cell[r][i]);
+            char shown[64];
+            report_number(c->cell[r][i], shown, sizeof shown);
+            rwrite_html(out, num ? "<td class=\"n\">" : "<td>",
+                        num ? shown : c->cell[r][i], "</td>");
+        }
         fputs("</tr>\n", out);
     }
     fputs("</table>\n", out);

@@ -479,6 +479,37 @@ static char *json_of(const report_t *rp)
     return buf;
 }
 
+/* The table's cells: what the issue found (nan, 2.29879e+07,
+ * 0.00435078) and the ordinary cases. */
+TEST(numbers_in_tables_read_with_three_significant_digits)
+{
+    static const char *const in[][2] = {
+        {"nan", "\u2013"},       {"-inf", "\u2013"},
+        {"2.29879e+07", "23 M"}, {"23772057", "23.8 M"},
+        {"1.5e9", "1.5 G"},      {"0.00435078", "0.00435"},
+        {"17.3456", "17.3"},     {"5.685", "5.68"},
+        {"1024", "1024"},        {"479337", "479337"},
+        {"0", "0"},              {"0.5", "0.500"},
+        {"327.9", "328"},        {"3.2e-05", "3.20e-05"},
+        {"short/long=5/5", "short/long=5/5"}, {"", ""},
+    };
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+        char buf[64];
+        report_number(in[i][0], buf, sizeof buf);
+        if (strcmp(buf, in[i][1]))
+            CHECK__FAIL("%s shown as '%s', expected '%s'", in[i][0], buf,
+                        in[i][1]);
+    }
+    /* ... and in the HTML (known_csv has nan cells) */
+    report_t rp;
+    known_report(&rp);
+    char *h = html_of(&rp);
+    CHECK(!strstr(h, ">nan<"));
+    CHECK_STR_CONTAINS(h, "<td class=\"n\">\u2013</td>");
+    free(h);
+    report_free(&rp);
+}
+
 TEST(html_has_every_section_and_escapes)
 {
     report_t rp;
