@@ -468,7 +468,7 @@ static void print_help(const bench_cli_t *cli, FILE *out)
             "(default %d)\n"
             "  --ci-target F       repeat until the 95%% CI half-width <= F *"
             " mean\n"
-            "                      (default 0.01)\n"
+            "                      (default %g)\n"
             "  --budget S          ... or S seconds are spent on the data "
             "point; then\n"
             "                      flag FRC (default max(2, 10 * seconds))\n"
@@ -478,7 +478,7 @@ static void print_help(const bench_cli_t *cli, FILE *out)
             "(needs gnuplot)\n"
             "  --help              this text\n\n%s",
             cli->default_policy, cli->default_seconds, cli->default_repeats,
-            cli->details);
+            BENCH_CI_TARGET, cli->details);
 }
 
 static int parse_one(const bench_cli_t *cli, int key, const char *arg,
@@ -631,7 +631,7 @@ int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
     /* max_repeats is set after parsing; budget_s < 0 is "the default" */
     *o = (bench_opts_t){.seconds = cli->default_seconds,
                         .prec = {.min_repeats = cli->default_repeats,
-                                 .ci_target = 0.01,
+                                 .ci_target = BENCH_CI_TARGET,
                                  .budget_s = -1},
                         .format = BENCH_TABLE};
     optind = 1;

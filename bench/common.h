@@ -23,6 +23,9 @@
 #include "stats.h"
 
 #define BENCH_EXIT_USAGE 2
+/* --ci-target's default: the 95% CI half-width a point repeats until,
+ * as a fraction of its mean (the report states it). */
+#define BENCH_CI_TARGET 0.01
 /* Returned by bench_parse_options() after printing --help. */
 #define BENCH_HELP_SHOWN (-100)
 

@@ -237,6 +237,13 @@ static void rwrite_table(FILE *out, const report_csv_t *c)
         fputs("</tr>\n", out);
     }
     fputs("</table>\n", out);
+    int missed = 0;
+    for (int r = 0; frc >= 0 && r < c->nrow; r++)
+        missed += !strcmp(c->cell[r][frc], "1");
+    if (frc >= 0)
+        fprintf(out, "<p class=\"frcnote\">%d of %d rows missed the CI "
+                     "target%s</p>\n",
+                missed, c->nrow, missed ? " (shaded)" : ".");
 }
 
 static void rwrite_plot(FILE *out, const report_t *rp, const report_step_t *s)
@@ -296,10 +303,13 @@ int report_write_html(const report_t *rp, FILE *out)
     rwrite_machine(out, rp);
     fputs("<h2>Experiments</h2>\n", out);
     rwrite_summary(out, rp);
-    fputs("<p>Values are means of the repeats with their 95% confidence "
-          "half-width (ci95); frc = 1 (shaded) means the CI target was not "
-          "reached in the time given.  results.json holds the same rows.</p>\n",
-          out);
+    fprintf(out,
+            "<p>Values are means of the repeats with their 95%% confidence "
+            "half-width (ci95).  The CI target: repeats until ci95 is at "
+            "most %g%% of the mean, or the point's time is spent; frc = 1 "
+            "(shaded) means it was not reached.  results.json holds the "
+            "same rows.</p>\n",
+            BENCH_CI_TARGET * 100);
     for (int i = 0; i < rp->nsteps; i++)
         rwrite_step(out, rp, &rp->steps[i]);
     fputs("</body>\n</html>\n", out);

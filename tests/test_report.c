@@ -522,6 +522,9 @@ TEST(html_has_every_section_and_escapes)
     CHECK_STR_CONTAINS(h, "Test CPU &lt;3 &amp; co");
     CHECK_STR_CONTAINS(h, "<img src=\"yield.svg\"");
     CHECK_STR_CONTAINS(h, "<tr class=\"frc\">");
+    /* the target, and how many rows missed it */
+    CHECK_STR_CONTAINS(h, "most 1% of the mean");
+    CHECK_STR_CONTAINS(h, "1 of 2 rows missed the CI target (shaded)");
     /* the command as it ran, rows not in the build named */
     CHECK_STR_CONTAINS(h, "/usr/bin/mqs-bench yield --policy all,kernel "
                           "--tasks 1,2,8 --seconds ");
