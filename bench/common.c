@@ -424,6 +424,7 @@ enum {
     OPT_CSV,
     OPT_JSON,
     OPT_PLOT,
+    OPT_TRACE,
     OPT_HELP,
 };
 
@@ -438,6 +439,7 @@ static const struct option long_opts[] = {
     {"csv", no_argument, NULL, OPT_CSV},
     {"json", no_argument, NULL, OPT_JSON},
     {"plot", required_argument, NULL, OPT_PLOT},
+    {"trace", required_argument, NULL, OPT_TRACE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -476,6 +478,10 @@ static void print_help(const bench_cli_t *cli, FILE *out)
             "aligned table)\n"
             "  --plot FILE.svg     also draw the results with gnuplot "
             "(needs gnuplot)\n"
+            "  --trace FILE.json   trace every mqs runtime of the run "
+            "(MQS_TRACE):\n"
+            "                      the first into FILE.json, the n-th "
+            "into FILE-n.json\n"
             "  --help              this text\n\n%s",
             cli->default_policy, cli->default_seconds, cli->default_repeats,
             BENCH_CI_TARGET, cli->details);
@@ -523,8 +529,16 @@ static int parse_one(const bench_cli_t *cli, int key, const char *arg,
         if (!*arg)
             return bench_usage(e, "--plot: needs a file name");
         free(o->plot);
+    free(o->trace);
         o->plot = strdup(arg);
         return o->plot ? 0 : bench_usage(e, "out of memory");
+    case OPT_TRACE:
+        if (!*arg || strlen(arg) > 200)
+            return bench_usage(e, "--trace: needs a file name (at most "
+                                  "200 bytes)");
+        free(o->trace);
+        o->trace = strdup(arg);
+        return o->trace ? 0 : bench_usage(e, "out of memory");
     }
     return bench_usage(e, "internal: unhandled option %d", key);
 }
@@ -554,9 +568,46 @@ static int check_environment(const char *exp, const bench_opts_t *o)
     return 0;
 }
 
+/* --trace: the file name given, and how many runtimes were traced. */
+static struct {
+    char path[256];
+    int runtimes;
+} bench_trace;
+
+void bench_trace_set(const char *path)
+{
+    snprintf(bench_trace.path, sizeof bench_trace.path, "%s",
+             path ? path : "");
+    bench_trace.runtimes = 0;
+}
+
+/* The n-th runtime's trace file: FILE.json, FILE-2.json, ... (the
+ * number before the last extension of the file's own name). */
+static void trace_name(char *out, size_t size, const char *path, int n)
+{
+    if (n == 1) {
+        snprintf(out, size, "%s", path);
+        return;
+    }
+    const char *base = strrchr(path, '/');
+    const char *dot = strrchr(base ? base + 1 : path, '.');
+    if (!dot || dot == (base ? base + 1 : path))
+        snprintf(out, size, "%s-%d", path, n);
+    else
+        snprintf(out, size, "%.*s-%d%s", (int)(dot - path), path, n, dot);
+}
+
+bool bench_trace_next(char *out, size_t size)
+{
+    if (!bench_trace.path[0])
+        return false;
+    trace_name(out, size, bench_trace.path, ++bench_trace.runtimes);
+    return true;
+}
+
 /* --plot FILE: its folder must exist and be writable (said now, not
  * after the measurements). */
-static int check_plot_path(const char *exp, const char *path)
+static int check_out_path(const char *exp, const char *opt, const char *path)
 {
     const char *slash = strrchr(path, '/');
     char dir[PATH_MAX];
@@ -567,7 +618,7 @@ static int check_plot_path(const char *exp, const char *path)
     else
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     if (access(dir, W_OK) != 0)
-        return bench_usage(exp, "--plot %s: folder %s: %s", path, dir,
+        return bench_usage(exp, "%s %s: folder %s: %s", opt, path, dir,
                            strerror(errno));
     return 0;
 }
@@ -587,7 +638,11 @@ static int finish_defaults(const bench_cli_t *cli, bench_opts_t *o)
     if (rc == 0 && o->plot && !bench_plot_have_gnuplot(cli->name))
         rc = 1;
     if (rc == 0 && o->plot)
-        rc = check_plot_path(cli->name, o->plot);
+        rc = check_out_path(cli->name, "--plot", o->plot);
+    if (rc == 0 && o->trace)
+        rc = check_out_path(cli->name, "--trace", o->trace);
+    if (rc == 0)
+        bench_trace_set(o->trace);
     if (rc == 0)
         rc = check_environment(cli->name, o);
     return rc;

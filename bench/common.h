@@ -107,6 +107,7 @@ typedef struct bench_opts {
     bench_precision_t prec; /* --repeats, --ci-target, --budget         */
     bench_format_t format;  /* table, --csv, --json                     */
     char *plot;             /* --plot FILE.svg (malloc'd), or NULL      */
+    char *trace;            /* --trace FILE.json (malloc'd), or NULL    */
     char *command;          /* the command line, for --json (malloc'd)  */
 } bench_opts_t;
 
@@ -120,6 +121,14 @@ typedef struct bench_opts {
 int bench_parse_options(const bench_cli_t *cli, int argc, char **argv,
                         bench_opts_t *o);
 void bench_opts_free(bench_opts_t *o);
+
+/* --trace FILE.json (bench_parse_options sets it; NULL turns it off):
+ * every mqs runtime the experiment makes is traced (config.trace_file),
+ * the first into FILE.json, the n-th into FILE-n.json.  next: the next
+ * runtime's file name into out, false when --trace was not given.  The
+ * process's own setting (the bench is a program, not the library). */
+void bench_trace_set(const char *path);
+bool bench_trace_next(char *out, size_t size);
 
 /* "mqs-bench <exp>: <fmt...>" on stderr; returns BENCH_EXIT_USAGE. */
 int bench_usage(const char *exp, const char *fmt, ...)

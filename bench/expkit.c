@@ -96,6 +96,7 @@ static bool kit_same_policy(const char *name, const char *spec)
 int bench_runtime_open(const char *exp, const char *spec, int workers,
                        size_t stack_size, mqs_runtime_t **rt)
 {
+    char trace[300];
     char err[256] = "";
     mqs_config_t cfg;
     mqs_config_init(&cfg);
@@ -104,6 +105,10 @@ int bench_runtime_open(const char *exp, const char *spec, int workers,
     cfg.stack_size = stack_size;
     cfg.errbuf = err;
     cfg.errbuf_size = sizeof err;
+    if (bench_trace_next(trace, sizeof trace)) {
+        cfg.trace_file = trace;
+        fprintf(stderr, "mqs-bench %s: %s: trace in %s\n", exp, spec, trace);
+    }
     *rt = NULL;
     int rc = mqs_runtime_create(rt, &cfg);
     if (rc != 0) {
@@ -241,10 +246,17 @@ int bench_group_start(bench_group_t *g, const char *exp, const char *row,
         return -1;
     pthread_attr_t attr;
     bench_thread_attr(&attr, g->workers, g->stack);
+    mqs_task_attr_t a;
+    mqs_task_attr_init(&a);
+    char name[32];
     int rc = 0;
-    for (; g->started < n && rc == 0; g->started += rc == 0)
-        rc = bench_task_start(&g->t[g->started], g->rt, NULL, &attr, fn,
+    for (; g->started < n && rc == 0; g->started += rc == 0) {
+        snprintf(name, sizeof name, "%s-%d", g->name ? g->name : "",
+                 g->started);
+        a.name = g->name ? name : NULL;
+        rc = bench_task_start(&g->t[g->started], g->rt, &a, &attr, fn,
                               (char *)arg + (size_t)g->started * stride);
+    }
     pthread_attr_destroy(&attr);
     if (rc)
         bench_task_error(exp, row, !g->rt, rc);

@@ -66,6 +66,7 @@ int bench_take_options(const char *exp, int *argc, char **argv,
  */
 int bench_runtime_open(const char *exp, const char *spec, int workers,
                        size_t stack_size, mqs_runtime_t **rt);
+
 /* Destroy it, reporting an error on stderr (then -1); NULL is a no-op. */
 int bench_runtime_close(const char *exp, mqs_runtime_t *rt);
 
@@ -112,6 +113,7 @@ typedef struct bench_group {
     mqs_runtime_t *rt;
     int workers;
     size_t stack;
+    const char *name; /* mqs tasks are named "<name>-<i>" (NULL: default) */
     int started;
     bench_task_t *t;
 } bench_group_t;

@@ -218,14 +218,15 @@ static void *wake_hog_fn(void *arg)
 /* Start fn(arg) as a task on the point's runtime or (kernel row) a
  * thread on the first `workers` CPUs; under --class rt the urgent ones
  * are MQS_CLASS_RR or SCHED_FIFO.  0 or the error. */
-static int wake_spawn(struct wake_point *pt, bool urgent, void *(*fn)(void *),
-                      void *arg, bench_task_t *t)
+static int wake_spawn(struct wake_point *pt, bool urgent, const char *name,
+                      void *(*fn)(void *), void *arg, bench_task_t *t)
 {
     bool rt = urgent && pt->cfg->rt;
     struct sched_param sp = {.sched_priority = WAKE_RT_PRIO};
     mqs_task_attr_t a;
     pthread_attr_t ka;
     mqs_task_attr_init(&a);
+    a.name = name; /* what a trace (--trace) shows */
     bench_thread_attr(&ka, pt->p->workers, 0);
     if (rt) {
         a.sched_class = MQS_CLASS_RR;
@@ -253,7 +254,9 @@ static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
                            double seconds)
 {
     const struct wake_cfg *cfg = pt->cfg;
-    bench_group_t hogs = {.rt = pt->p->rt, .workers = pt->p->workers};
+    bench_group_t hogs = {.rt = pt->p->rt, .workers = pt->p->workers,
+                          .name = "hog"};
+    char name[32];
     bench_task_t waker = {0};
     for (int i = 0; i < cfg->clients; i++) {
         if (r->kernel)
@@ -264,11 +267,14 @@ static int wake_run_sample(struct wake_point *pt, struct wake_run *r,
     int rc = cfg->hogs ? bench_group_start(&hogs, "wake", pt->p->row->spec,
                                            cfg->hogs, wake_hog_fn, r, 0)
                        : 0;
-    for (int i = 0; i < cfg->clients && rc == 0; i++)
-        rc = wake_spawn(pt, true, wake_client_fn, &pt->c[i], &pt->c[i].t);
+    for (int i = 0; i < cfg->clients && rc == 0; i++) {
+        snprintf(name, sizeof name, "client-%d", i);
+        rc = wake_spawn(pt, true, name, wake_client_fn, &pt->c[i],
+                        &pt->c[i].t);
+    }
     if (rc)
         atomic_store(&r->stop, 1);
-    int rw = wake_spawn(pt, rc == 0, wake_waker_fn, r, &waker);
+    int rw = wake_spawn(pt, rc == 0, "waker", wake_waker_fn, r, &waker);
     if (rc == 0 && rw == 0)
         bench_window(&r->started, &r->stop, seconds);
     else

@@ -140,6 +140,7 @@ struct mqs_policy; /* mqs/policy.h */
  *   accounting     MQS_ACCOUNTING      policy, exact    policy
  *   offload_threads MQS_OFFLOAD_THREADS 1..4096         4 per worker, at least 16
  *   schedtrace_ms  MQS_SCHEDTRACE      0..3600000       0 (off)
+ *   trace_file     MQS_TRACE           a file name      NULL (off)
  *
  * policy_ops runs a policy table that is not in the registry (a policy
  * under development, a test's deliberately broken one): the name part of
@@ -228,6 +229,15 @@ typedef struct mqs_config {
      * MQS_SCHEDTRACE=MS. */
     int64_t schedtrace_ms;
     FILE *schedtrace_file;
+    /* The trace: every switch, wake-up, block, migration, pull, park and
+     * spawn, written to this file at mqs_runtime_destroy as Chrome
+     * trace-event JSON, which ui.perfetto.dev and chrome://tracing open
+     * (docs/tracing.md).  NULL = off (the default).  The file is created
+     * (truncated) by mqs_runtime_create, which fails with MQS_ESYS and a
+     * message when it cannot be; a runtime never destroyed writes
+     * nothing.  Each runtime writes its own file: give each its own
+     * name.  MQS_TRACE=FILE. */
+    const char *trace_file;
 } mqs_config_t;
 
 /*

@@ -325,6 +325,22 @@ static int apply_schedtrace(const mqs_config_t *cfg, mqs_config_t *out,
     return 0;
 }
 
+/* MQS_TRACE=FILE: the trace (trace.c); the file itself is opened by
+ * runtime create, which says so when it cannot be. */
+static int apply_trace(const mqs_config_t *cfg, mqs_config_t *out,
+                       char *err, size_t n)
+{
+    const char *e = env(cfg, "MQS_TRACE");
+    const char *v = e ? e : cfg->trace_file;
+    if (v && (!*v || strlen(v) >= 256))
+        return fail(err, n, MQS_EINVAL,
+                    "%s=%s: expected the trace's file name (1 to 255 "
+                    "bytes), or unset for no trace",
+                    e ? "MQS_TRACE" : "config.trace_file", v);
+    out->trace_file = v;
+    return 0;
+}
+
 static int apply_shuffle(const mqs_config_t *cfg, mqs_config_t *out,
                          char *err, size_t n)
 {
@@ -362,6 +378,7 @@ int mqs__config_apply(const mqs_config_t *cfg, mqs_config_t *out, char *err,
         (rc = apply_accounting(cfg, out, err, n)) ||
         (rc = apply_offload(cfg, out, err, n)) ||
         (rc = apply_schedtrace(cfg, out, err, n)) ||
+        (rc = apply_trace(cfg, out, err, n)) ||
         (rc = apply_shuffle(cfg, out, err, n)))
         return rc;
     const char *e = env(cfg, "MQS_POLICY");

@@ -101,6 +101,49 @@ struct mqs__fd {
 };
 
 /* ------------------------------------------------------------------ */
+/* The trace's records (trace.c has the vocabulary)                    */
+/* ------------------------------------------------------------------ */
+
+/* Kinds (the low byte of tk; the time in ns since the runtime started
+ * is the rest). */
+enum {
+    MQS__TR_START = 1, MQS__TR_STOP, MQS__TR_BLOCK, MQS__TR_MIGRATE,
+    MQS__TR_WAKE, MQS__TR_PULL, MQS__TR_PARK, MQS__TR_UNPARK,
+    MQS__TR_SPAWN, MQS__TR_NAME,
+};
+/* Why a run ended (STOP's a). */
+enum {
+    MQS__TR_WHY_YIELD, MQS__TR_WHY_BLOCK, MQS__TR_WHY_EXIT,
+    MQS__TR_WHY_MOVE, MQS__TR_WHY_CHILD, MQS__TR_WHY_PREEMPT,
+};
+/* Who woke a task (WAKE's source). */
+enum {
+    MQS__TR_SRC_TASK, MQS__TR_SRC_TIMER, MQS__TR_SRC_POLL,
+    MQS__TR_SRC_LEFT, MQS__TR_SRC_OUTSIDE, MQS__TR_SRC_SLOT,
+};
+
+struct mqs__trace_rec {
+    uint64_t tk;   /* ns since start << 8 | kind */
+    uint64_t task; /* the task's id              */
+    uint64_t a, b;
+};
+
+/* Records per ring; a full ring is written to its spill file. */
+#define MQS__TRACE_RING 8192
+
+/* One writer's ring: a worker's (owner-only) or the outside threads'
+ * (under rt->trace.ext_lock). */
+struct mqs__trace_ring {
+    struct mqs__trace_rec *rec;
+    unsigned n;
+    const mqs__clock_t *clock;
+    uint64_t t0;
+    FILE *spill;
+    int err;       /* the spill's first failed write: errno */
+    uint64_t lost; /* records dropped by failed spills */
+};
+
+/* ------------------------------------------------------------------ */
 /* Tasks                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -200,6 +243,10 @@ struct mqs_task {
     uint64_t wait_value;           /* hand-off word (mutex, wait groups)   */
     const char *wait_what;         /* "mutex", "channel recv", ...         */
     const void *wait_obj;
+    /* MQS_TRACE (trace.c): the flow of the wake-up that made it
+     * runnable and when (trace clock), for its next run's START; set by
+     * its waker or spawner before it is queued, cleared by that START. */
+    uint64_t trace_flow, trace_ready;
     /* The mutexes it owns, newest first, linked through their held_*
      * fields (sync.c); released "owner died" at exit.  Owner-only. */
     struct mqs_mutex *held_mutexes;
@@ -410,6 +457,9 @@ struct mqs_worker {
     /* The worker thread's errno: every switch keeps each context's own
      * value across it (switch.h).  Set once on the thread. */
     int *errno_p;
+    /* MQS_TRACE (trace.c): this worker's event ring, NULL when the
+     * trace is off (the one test each traced place pays then). */
+    struct mqs__trace_ring *trace;
     uint64_t now;                  /* timestamp of this scheduling point  */
     /* Tick accounting (mqs__sched_clock, below): 0 when scheduling
      * points read the clock, else the tick whose coarse time they take. */
@@ -569,6 +619,20 @@ struct mqs_runtime {
         size_t cap;
         struct mqs__schedtrace_worker *workers;
     } strace;
+
+    /* MQS_TRACE (trace.c): the output file, opened at create and
+     * written at destroy; the rings' time origin; the wake-ups' flow
+     * counter; the ring of threads outside the runtime, under ext_lock.
+     * `on` is set once before the workers start. */
+    struct mqs__trace {
+        bool inited, on;
+        FILE *out;
+        char path[256];
+        uint64_t t0;
+        _Atomic uint64_t flows;
+        pthread_mutex_t ext_lock;
+        struct mqs__trace_ring ext;
+    } trace;
 
     /* The poller (poll.c): epoll and the eventfd that wakes its waiter
      * (-1 until the first I/O call starts them), the descriptor table,

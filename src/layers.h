@@ -34,6 +34,29 @@ bool mqs__hold_put(mqs_runtime_t *rt);
 /* An error for the user: into cfg's errbuf if it has one, else stderr. */
 void mqs__report_error(const mqs_config_t *cfg, const char *msg);
 
+/* ---- the trace: trace.c ------------------------------------------- */
+/* Recording, from any layer above, each behind a test that the trace is
+ * on (w->trace or rt->trace.on): put: into a worker's own ring (only
+ * that worker's thread); ext: into the outside threads' ring; start,
+ * stop: a run on w (stop's why MQS__TR_WHY_*); wake: t woken and queued
+ * on worker `target` (src MQS__TR_SRC_*, flags the MQS_ENQ_* it had,
+ * handoff: into the waker's hand-off slot), before t is queued; spawn:
+ * t made, before it is queued (named: its name was chosen).
+ * open: runtime create, before the workers start (path NULL: off);
+ * close: runtime free, after they stopped, writing the JSON if asked. */
+void mqs__trace_put(struct mqs__trace_ring *r, unsigned kind, uint64_t task,
+                    uint64_t a, uint64_t b);
+void mqs__trace_ext(mqs_runtime_t *rt, unsigned kind, uint64_t task,
+                    uint64_t a, uint64_t b);
+void mqs__trace_start(struct mqs_worker *w, struct mqs_task *t);
+void mqs__trace_stop(struct mqs_worker *w, struct mqs_task *t, int why);
+void mqs__trace_wake(mqs_runtime_t *rt, struct mqs_task *t, int target,
+                     unsigned src, int flags, bool handoff);
+void mqs__trace_spawn(mqs_runtime_t *rt, struct mqs_task *t, bool named);
+MQS__MUST_USE int mqs__trace_open(mqs_runtime_t *rt, const char *path,
+                                  char *err, size_t n);
+void mqs__trace_close(mqs_runtime_t *rt, bool write);
+
 /* ---- memory: stack.c, overflow.c, handle.c --------------------------- */
 /* stack.c */
 /* The stagger serial for a new task's stack, spawned by worker self (or
@@ -169,12 +192,23 @@ static inline bool mqs__shuffle_coin(struct mqs_worker *w, unsigned bits)
  * thread, no lock held.  flags: the policy's MQS_ENQ_*, and
  * MQS__ENQ_NO_WAKE_STOP, which only this call reads (place.c). */
 #define MQS__ENQ_NO_WAKE_STOP (1 << 30)
+/* Who woke the task, for the trace: a timer, the poller, a switch that
+ * a waker left the wake-up to, or a hand-off slot whose task goes to the
+ * policy after all (else a task or an outside thread); also read by
+ * this call only. */
+#define MQS__ENQ_SRC_TIMER (1 << 29)
+#define MQS__ENQ_SRC_POLL (1 << 28)
+#define MQS__ENQ_SRC_LEFT (1 << 27)
+#define MQS__ENQ_SRC_SLOT (1 << 26)
+#define MQS__ENQ_CORE                                                        \
+    (MQS__ENQ_NO_WAKE_STOP | MQS__ENQ_SRC_TIMER | MQS__ENQ_SRC_POLL |        \
+     MQS__ENQ_SRC_LEFT | MQS__ENQ_SRC_SLOT)
 bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags);
 /* A wake-up that asks no worker to stop for t (MQS__ENQ_NO_WAKE_STOP),
  * for t popped by the caller (WAKING) with on_cpu 0: counts it, makes it
- * RUNNABLE and queues it.  The poller's, and a switch's that a wake-up
- * was left to. */
-void mqs__wake_nostop(mqs_runtime_t *rt, struct mqs_task *t);
+ * RUNNABLE and queues it.  The poller's (src MQS__ENQ_SRC_POLL), and a
+ * switch's that a wake-up was left to (MQS__ENQ_SRC_LEFT). */
+void mqs__wake_nostop(mqs_runtime_t *rt, struct mqs_task *t, int src);
 /* Instead of waiting for t's on_cpu: true when t, popped by the caller
  * and blocked with late_wake set, is still on its CPU and its switch
  * will queue it (mqs__finish_switch, with mqs__wake_nostop); false when

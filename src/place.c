@@ -73,11 +73,21 @@ static int two_choices(mqs_runtime_t *rt, const struct mqs_sched_entity *se,
                : a;
 }
 
-void mqs__wake_nostop(mqs_runtime_t *rt, struct mqs_task *t)
+void mqs__wake_nostop(mqs_runtime_t *rt, struct mqs_task *t, int src)
 {
     MQS__STAT_ADD(t->events.wakeups, 1);
     atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
-    mqs__enqueue_task(rt, t, MQS_ENQ_WAKEUP | MQS__ENQ_NO_WAKE_STOP);
+    mqs__enqueue_task(rt, t, MQS_ENQ_WAKEUP | MQS__ENQ_NO_WAKE_STOP | src);
+}
+
+/* The trace's name for who woke a task (MQS__ENQ_SRC_*). */
+static unsigned trace_src(int core)
+{
+    return core & MQS__ENQ_SRC_TIMER  ? MQS__TR_SRC_TIMER
+           : core & MQS__ENQ_SRC_POLL ? MQS__TR_SRC_POLL
+           : core & MQS__ENQ_SRC_LEFT ? MQS__TR_SRC_LEFT
+           : core & MQS__ENQ_SRC_SLOT ? MQS__TR_SRC_SLOT
+                                      : MQS__TR_SRC_TASK;
 }
 
 /* 1 -> 2 decides: the switch's exchange then reads 2 and queues t.  A
@@ -301,11 +311,14 @@ bool mqs__enqueue_task(mqs_runtime_t *rt, struct mqs_task *t, int flags)
         self = NULL;
     int waker = self ? self->index : -1;
     int quiet = flags & MQS__ENQ_NO_WAKE_STOP;
-    flags &= ~MQS__ENQ_NO_WAKE_STOP; /* the policy's flags only below */
+    int core = flags & MQS__ENQ_CORE;
+    flags &= ~MQS__ENQ_CORE; /* the policy's flags only below */
     mqs__apply_pending(t);
     if ((flags & MQS_ENQ_SYNC) && self && mqs__shuffle_coin(self, 1))
         flags &= ~MQS_ENQ_SYNC;
     int target = select_worker(rt, t, waker, flags);
+    if (MQS__UNLIKELY(rt->trace.on) && (flags & MQS_ENQ_WAKEUP))
+        mqs__trace_wake(rt, t, target, trace_src(core), flags, false);
     struct mqs_worker *tw = rt->workers[target];
     t->se.queued_at_ns = self ? self->now : mqs__clock_ns(&rt->clock);
     bool preempt = false, fast = false;

@@ -241,7 +241,7 @@ static void wake_dir(mqs_runtime_t *rt, struct mqs__fd *d, int dir,
         mqs__waitq_unlock(q);
         for (int i = 0; i < n; i++)
             if (!mqs__wake_leave(t[i])) /* else its switch queues it */
-                mqs__wake_nostop(rt, t[i]);
+                mqs__wake_nostop(rt, t[i], MQS__ENQ_SRC_POLL);
         if (n < 16)
             return;
     }

@@ -431,6 +431,9 @@ uint64_t mqs_sched_clock(void)
 
 void mqs__count_pulls(struct mqs_worker *w, int why, int n)
 {
+    if (w->trace && w == mqs__worker_self()) /* the puller's own ring */
+        mqs__trace_put(w->trace, MQS__TR_PULL, 0, (uint64_t)why,
+                       (uint64_t)n);
     switch (why) {
     case MQS_BALANCE_IDLE:
         MQS__STAT_ADD(w->stats.pulls_idle, n);

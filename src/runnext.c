@@ -137,7 +137,7 @@ void mqs__runnext_flush(struct mqs_worker *w)
     if (woken) {
         handoff_scored(r, false);
         atomic_store_explicit(&r->woken, NULL, memory_order_relaxed);
-        mqs__enqueue_task(w->rt, woken, MQS_ENQ_WAKEUP);
+        mqs__enqueue_task(w->rt, woken, MQS_ENQ_WAKEUP | MQS__ENQ_SRC_SLOT);
     }
     while (atomic_load_explicit(&r->n, memory_order_relaxed)) {
         mqs__spin_lock(&r->lock);
@@ -237,9 +237,12 @@ bool mqs__wake_next(struct mqs_worker *w, struct mqs_task *t)
     if (older)
         handoff_scored(r, false);
     r->woken_by = curr;
+    if (MQS__UNLIKELY(w->trace))
+        mqs__trace_wake(w->rt, t, w->index, MQS__TR_SRC_TASK, MQS_ENQ_SYNC,
+                        true);
     atomic_store_explicit(&r->woken, t, memory_order_relaxed);
     if (older)
-        mqs__enqueue_task(w->rt, older, MQS_ENQ_WAKEUP);
+        mqs__enqueue_task(w->rt, older, MQS_ENQ_WAKEUP | MQS__ENQ_SRC_SLOT);
     return true;
 }
 
@@ -295,6 +298,10 @@ void mqs__run_child(struct mqs_worker *w, struct mqs_task *prev,
     MQS__STAT_ADD(w->stats.switches, 1);
     w->prev = prev;
     w->prev_why = MQS__SW_CHILD;
+    if (MQS__UNLIKELY(w->trace)) {
+        mqs__trace_stop(w, prev, MQS__TR_WHY_CHILD);
+        mqs__trace_start(w, child);
+    }
     mqs__account_start(w, child, now);
     w = mqs__switch_to(w, prev, child);
     mqs__finish_switch(w);

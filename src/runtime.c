@@ -182,6 +182,7 @@ static void runtime_free(mqs_runtime_t *rt)
 {
     if (!rt)
         return;
+    mqs__trace_close(rt, false); /* written by destroy, if it came */
     mqs__offload_fini(rt);
     mqs__poll_fini(rt);
     for (int i = 0; rt->workers && i < rt->nworkers; i++)
@@ -288,6 +289,8 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
         return rc;
     for (int i = 0; rt->policy->init_rq && i < rt->nworkers; i++)
         rt->policy->init_rq(&rt->workers[i]->rq);
+    if ((rc = mqs__trace_open(rt, c->trace_file, err, n)))
+        return rc;
     return mqs__overflow_handler_install();
 }
 
@@ -569,6 +572,7 @@ int mqs_runtime_destroy_ex(mqs_runtime_t *rt, int flags, FILE *out)
     cancel_all_blocked(rt);
     int alive = reap_all(rt, rc || (flags & MQS_DESTROY_REPORT)
                                  ? (out ? out : stderr) : NULL);
+    mqs__trace_close(rt, true);
     runtime_free(rt);
     if (flags & MQS_DESTROY_REPORT)
         return alive;

@@ -106,7 +106,7 @@ static void timers_expire(struct mqs_worker *w, uint64_t now)
         struct mqs_task *t = mqs__timer_expire(w, now, &more);
         if (!t)
             break;
-        mqs__enqueue_task(w->rt, t, MQS_ENQ_WAKEUP);
+        mqs__enqueue_task(w->rt, t, MQS_ENQ_WAKEUP | MQS__ENQ_SRC_TIMER);
     }
 }
 
@@ -162,7 +162,8 @@ void mqs__housekeeping(struct mqs_worker *w)
  * that path (never while the runtime stops). */
 static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
                                              struct mqs_task *prev,
-                                             uint64_t now, bool stopping)
+                                             uint64_t now, bool stopping,
+                                             bool *was_preempted)
 {
     const struct mqs_policy *p = w->rt->policy;
     mqs__apply_pending(prev);
@@ -173,6 +174,7 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
     if (MQS__UNLIKELY(w->preempting)) {
         preempted = true;
         w->preempting = false;
+        *was_preempted = true; /* for the trace's STOP */
     }
     if (MQS__UNLIKELY(!prev->se.any_worker && !preempted &&
                       !mqs_mask_isset(&prev->se.affinity, w->index))) {
@@ -197,6 +199,25 @@ static MQS__HOT struct mqs_sched_entity *requeue_prev(struct mqs_worker *w,
     mqs__rq_enqueue_locked(&w->rq, prev,
                            preempted ? MQS_ENQ_PREEMPTED : MQS_ENQ_YIELD);
     return NULL;
+}
+
+/* The trace's records of a switch (MQS_TRACE): prev's run ends, why
+ * (MQS__TR_WHY_*: the switch's MQS__SW_*, or a preemption), next's
+ * starts. */
+static __attribute__((noinline)) void trace_switch(struct mqs_worker *w,
+                                                   struct mqs_task *prev,
+                                                   int why,
+                                                   struct mqs_task *next)
+{
+    _Static_assert((int)MQS__TR_WHY_YIELD == (int)MQS__SW_YIELD &&
+                       (int)MQS__TR_WHY_BLOCK == (int)MQS__SW_BLOCK &&
+                       (int)MQS__TR_WHY_EXIT == (int)MQS__SW_EXIT &&
+                       (int)MQS__TR_WHY_MOVE == (int)MQS__SW_MOVE &&
+                       (int)MQS__TR_WHY_CHILD == (int)MQS__SW_CHILD,
+                   "a stop's reasons are the switch's");
+    mqs__trace_stop(w, prev, why);
+    if (next)
+        mqs__trace_start(w, next);
 }
 
 void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
@@ -247,10 +268,11 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
                                          memory_order_relaxed);
     bool move = false;
     struct mqs_sched_entity *fast = NULL;
+    bool preempted = false;
     if (why == MQS__SW_YIELD) {
         atomic_store_explicit(&prev->state, MQS__RUNNABLE,
                               memory_order_relaxed);
-        fast = requeue_prev(w, prev, now, stopping);
+        fast = requeue_prev(w, prev, now, stopping, &preempted);
         move = !fast && atomic_load_explicit(&prev->resched_move,
                                              memory_order_relaxed);
     }
@@ -271,6 +293,12 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     }
     if (!next && why != MQS__SW_YIELD && !stopping)
         next = mqs__balance_and_pick(w, MQS_BALANCE_NEWIDLE);
+    if (MQS__UNLIKELY(w->trace))
+        trace_switch(w, prev,
+                     move         ? MQS__TR_WHY_MOVE
+                     : preempted  ? MQS__TR_WHY_PREEMPT
+                                  : why,
+                     next);
     MQS__STAT_ADD(w->stats.switches, 1);
     w->prev = prev;
     w->prev_why = move ? MQS__SW_MOVE : why;

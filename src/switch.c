@@ -30,7 +30,7 @@ void mqs__finish_switch(struct mqs_worker *w)
         if (atomic_exchange_explicit(&prev->on_cpu, 0,
                                      memory_order_acq_rel) == 2) {
             MQS__STAT_ADD(w->stats.wakes_left, 1);
-            mqs__wake_nostop(w->rt, prev);
+            mqs__wake_nostop(w->rt, prev, MQS__ENQ_SRC_LEFT);
         }
         return;
     }

@@ -143,6 +143,8 @@ static void task_init(struct mqs_task *t, mqs_runtime_t *rt,
     mqs__waitq_init(&t->joinq);
     atomic_init(&t->queued_on, -1);
     t->timer_index = -1;
+    t->trace_flow = 0;
+    t->trace_ready = 0;
     t->sp = mqs__ctx_make(t->stack_hi, task_main, t);
     t->tsan_fiber = NULL;
 }
@@ -202,6 +204,8 @@ int mqs_spawn(mqs_runtime_t *rt, mqs_task_t **out, const mqs_task_attr_t *attr,
         rt->policy->task_new(self ? &self->rq : &rt->workers[0]->rq, &t->se,
                              self && self->curr ? &self->curr->se : NULL);
     }
+    if (MQS__UNLIKELY(rt->trace.on))
+        mqs__trace_spawn(rt, t, attr->name != NULL);
     atomic_store_explicit(&t->state, MQS__RUNNABLE, memory_order_relaxed);
     if (self && mqs__child_first(self, self->curr, t))
         mqs__run_child(self, self->curr, t);

@@ -69,6 +69,8 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
         uint64_t next = atomic_load(&w->timers.next);
         uint64_t now = mqs__clock_ns(&w->clock);
         MQS__STAT_ADD(w->stats.parks, 1);
+        if (w->trace)
+            mqs__trace_put(w->trace, MQS__TR_PARK, 0, 0, 0);
         uint64_t wait = mqs__watchdog_park_ns(
             w->rt, next == UINT64_MAX ? UINT64_MAX
                                       : (next > now ? next - now : 0));
@@ -81,6 +83,8 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
          * is on the CPU). */
         w->now = mqs__clock_ns(&w->clock);
         mqs__stall_sample(w, w->now);
+        if (w->trace)
+            mqs__trace_put(w->trace, MQS__TR_UNPARK, 0, 0, 0);
     }
     atomic_store(&w->parked, 0);
     /* Pairs with the monitor's store of its own parked flag before it
@@ -118,6 +122,8 @@ void mqs__worker_loop(struct mqs_worker *w)
             continue;
         MQS__STAT_ADD(w->stats.switches, 1);
         w->now = mqs__clock_ns(&w->clock);
+        if (MQS__UNLIKELY(w->trace))
+            mqs__trace_start(w, next);
         mqs__account_start(w, next, w->now);
         w = mqs__switch_to(w, NULL, next);
     }
