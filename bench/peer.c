@@ -94,6 +94,25 @@ static bool find_program(const char *peer, char *path, size_t n)
     return false;
 }
 
+bool bench_peer_version(const char *peer, char *out, size_t n)
+{
+    char path[PATH_MAX], line[256] = "";
+    if (!find_program(peer, path, sizeof path - 8)) {
+        snprintf(out, n, "not installed");
+        return false;
+    }
+    strcat(path, ".version");
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(line, sizeof line, f))
+            line[0] = 0;
+        fclose(f);
+    }
+    line[strcspn(line, "\n")] = 0;
+    snprintf(out, n, "%s", line[0] ? line : "version unknown");
+    return true;
+}
+
 int bench_peer_parse(const char *line, bench_peer_result_t *r)
 {
     r->n = 0;

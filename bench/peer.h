@@ -46,6 +46,12 @@ typedef struct bench_peer_result {
     double val[BENCH_PEER_MAX_KEYS];
 } bench_peer_result_t;
 
+/* The version of peer `peer`'s toolchain as its build recorded it
+ * (mqs-peer-<peer>.version beside the program: "go version go1.19.8
+ * linux/amd64", "Boost 1.74.0, GNU 12.2.0"), into out: "version unknown"
+ * when not recorded; "not installed" (and false) when there is no such
+ * program. */
+bool bench_peer_version(const char *peer, char *out, size_t n);
 /* Is row one of the peer rows ("go", "fiber")? */
 bool bench_peer_is(const char *row);
 /* Is it a one-thread peer row (go1, fiber1)? */

@@ -19,10 +19,12 @@
  * and '^' in row names stay themselves, and the SVG terminal escapes
  * text itself and references nothing outside the file.
  *
- * Rejected: bar charts for the grouped case (gnuplot's histogram style
- * needs every row at every param, which rows with no value break);
- * plotting FRC points differently (the caption counts them instead; an
- * open marker is easy to miss and hard to explain in a legend).
+ * Rejected: gnuplot's histogram style for the grouped case (it needs
+ * every row at every param, which rows with no value break: the bars are
+ * boxes at explicit x instead); plotting FRC points differently (the
+ * caption counts them instead; an open marker is easy to miss and hard
+ * to explain in a legend); gnuplot's default colours (eight, so twelve
+ * rows repeat them: mq and kernel were both purple squares).
  */
 #include "plot.h"
 #include "common.h"
@@ -48,6 +50,7 @@ struct plot_series {
     int workers; /* -1: any */
     int *idx;    /* results in this series, sorted by x */
     int n;
+    int style;   /* colour and marker: its index in its unit's panel */
 };
 
 /* The rows sharing a unit. */
@@ -58,6 +61,7 @@ struct plot_panel {
     int ns;
     const char **cats; /* groups: the distinct params */
     int ncat;
+    bool zoom; /* the panel before's fast series (shares idx, cats) */
 };
 
 static const char *plot_unit(const bench_result_t *r)
@@ -109,7 +113,7 @@ static bool plot_power_of_two(double x)
 
 /* What the rows with a value in this unit have in common. */
 struct plot_scan {
-    int n;
+    int n, npct;
     bool all_pct, all_num, all_pow2, lower_positive, lower_nonneg;
     const char *key0;
     size_t keylen0;
@@ -120,7 +124,9 @@ static void plot_scan_one(struct plot_scan *sc, const bench_result_t *r)
 {
     double x, p, ci = plot_ci(r);
     size_t kl;
-    sc->all_pct = sc->all_pct && plot_param_pct(r->param, &p);
+    bool pct = plot_param_pct(r->param, &p);
+    sc->all_pct = sc->all_pct && pct;
+    sc->npct += pct;
     bool num = plot_param_number(r->param, &x, &kl);
     if (num && sc->n == 0) {
         sc->key0 = r->param;
@@ -145,25 +151,39 @@ static bool plot_spans(double lo, double hi, double factor)
     return lo > 0 && hi / lo > factor;
 }
 
+static void plot_scan(const bench_results_t *rs, const char *unit,
+                      bool pct_only, struct plot_scan *sc)
+{
+    *sc = (struct plot_scan){.all_pct = true, .all_num = true,
+                             .all_pow2 = true, .lower_positive = true,
+                             .lower_nonneg = true,
+                             .xmin = INFINITY, .xmax = -INFINITY,
+                             .vmin = INFINITY, .vmax = -INFINITY};
+    double p;
+    for (int i = 0; i < rs->n; i++)
+        if (plot_in(&rs->r[i], unit, true) &&
+            (!pct_only || plot_param_pct(rs->r[i].param, &p)))
+            plot_scan_one(sc, &rs->r[i]);
+}
+
 void bench_plot_shape_of(const bench_results_t *rs, const char *unit,
                          bench_plot_shape_t *out)
 {
-    struct plot_scan sc = {.all_pct = true, .all_num = true,
-                           .all_pow2 = true, .lower_positive = true,
-                           .lower_nonneg = true,
-                           .xmin = INFINITY, .xmax = -INFINITY,
-                           .vmin = INFINITY, .vmax = -INFINITY};
-    for (int i = 0; i < rs->n; i++)
-        if (plot_in(&rs->r[i], unit, true))
-            plot_scan_one(&sc, &rs->r[i]);
+    struct plot_scan sc;
+    plot_scan(rs, unit, false, &sc);
     memset(out, 0, sizeof *out);
     if (sc.n == 0) {
         out->kind = BENCH_PLOT_LINES;
         return;
     }
-    out->kind = sc.all_pct   ? BENCH_PLOT_CDF
-                : sc.all_num ? BENCH_PLOT_LINES
-                             : BENCH_PLOT_GROUPS;
+    /* Percentiles among other statistics: the distribution alone. */
+    if (!sc.all_pct && sc.npct >= 2) {
+        out->pct_only = true;
+        plot_scan(rs, unit, true, &sc);
+    }
+    out->kind = sc.all_pct                         ? BENCH_PLOT_CDF
+                : sc.all_num && sc.xmin < sc.xmax ? BENCH_PLOT_LINES
+                                                   : BENCH_PLOT_GROUPS;
     if (out->kind == BENCH_PLOT_CDF) {
         out->logx = plot_spans(sc.vmin, sc.vmax, BENCH_PLOT_LOGX_SPAN);
         out->logx_base = 10;
@@ -179,6 +199,15 @@ void bench_plot_shape_of(const bench_results_t *rs, const char *unit,
 }
 
 /* ----- Panels and series ----- */
+
+/* Is r one of panel pl's points? */
+static bool plot_in_panel(const struct plot_panel *pl,
+                          const bench_result_t *r)
+{
+    double p;
+    return plot_in(r, pl->unit, true) &&
+           (!pl->shape.pct_only || plot_param_pct(r->param, &p));
+}
 
 /* The x of a result in its panel (groups: the category, before the
  * series' offset). */
@@ -199,12 +228,13 @@ static double plot_x(const struct plot_panel *pl, const bench_result_t *r)
 }
 
 /* Does some row kind appear with two worker counts in this panel? */
-static bool plot_split_workers(const bench_results_t *rs, const char *unit)
+static bool plot_split_workers(const bench_results_t *rs,
+                               const struct plot_panel *pl)
 {
     for (int i = 0; i < rs->n; i++)
         for (int j = i + 1; j < rs->n; j++) {
             const bench_result_t *a = &rs->r[i], *b = &rs->r[j];
-            if (plot_in(a, unit, true) && plot_in(b, unit, true) &&
+            if (plot_in_panel(pl, a) && plot_in_panel(pl, b) &&
                 !strcmp(a->row, b->row) && a->workers != b->workers)
                 return true;
         }
@@ -219,9 +249,10 @@ static struct plot_series *plot_series_for(struct plot_panel *pl,
     for (int k = 0; k < pl->ns; k++)
         if (!strcmp(pl->s[k].row, r->row) && pl->s[k].workers == w)
             return &pl->s[k];
-    struct plot_series *s = &pl->s[pl->ns++];
+    struct plot_series *s = &pl->s[pl->ns];
     s->row = r->row;
     s->workers = w;
+    s->style = pl->ns++;
     return s;
 }
 
@@ -250,10 +281,10 @@ static int plot_panel_build(const bench_results_t *rs, const char *unit,
     pl->cats = calloc(n, sizeof *pl->cats);
     if (!pl->s || !pl->cats)
         return -1;
-    bool split = plot_split_workers(rs, unit);
+    bool split = plot_split_workers(rs, pl);
     for (int i = 0; i < rs->n; i++) {
         const bench_result_t *r = &rs->r[i];
-        if (!plot_in(r, unit, true))
+        if (!plot_in_panel(pl, r))
             continue;
         bench_intern(pl->cats, &pl->ncat, r->param);
         struct plot_series *s = plot_series_for(pl, r, split);
@@ -268,10 +299,52 @@ static int plot_panel_build(const bench_results_t *rs, const char *unit,
 
 static void plot_panel_free(struct plot_panel *pl)
 {
-    for (int k = 0; pl->s && k < pl->ns; k++)
+    for (int k = 0; !pl->zoom && pl->s && k < pl->ns; k++)
         free(pl->s[k].idx);
     free(pl->s);
-    free(pl->cats);
+    if (!pl->zoom)
+        free(pl->cats);
+}
+
+/* The largest value of series s. */
+static double plot_series_max(const bench_results_t *rs,
+                              const struct plot_series *s)
+{
+    double m = -INFINITY;
+    for (int i = 0; i < s->n; i++)
+        m = fmax(m, rs->r[s->idx[i]].value);
+    return m;
+}
+
+/* The zoom of panel pl (a log y axis whose fast series bundle at its
+ * bottom) into z: the series whose largest value is at most
+ * BENCH_PLOT_ZOOM times the smallest series' largest, on a linear axis;
+ * false when there is nothing to zoom (fewer than two such series, or no
+ * other series).  -1 when out of memory. */
+static int plot_zoom_of(const bench_results_t *rs,
+                        const struct plot_panel *pl, struct plot_panel *z)
+{
+    if (pl->shape.kind == BENCH_PLOT_CDF || !pl->shape.logy || pl->ns < 3)
+        return 0;
+    double least = INFINITY;
+    for (int k = 0; k < pl->ns; k++)
+        least = fmin(least, plot_series_max(rs, &pl->s[k]));
+    int fast = 0;
+    for (int k = 0; k < pl->ns; k++)
+        fast += plot_series_max(rs, &pl->s[k]) <= BENCH_PLOT_ZOOM * least;
+    if (fast < 2 || fast == pl->ns)
+        return 0;
+    *z = *pl;
+    z->zoom = true;
+    z->shape.logy = false;
+    z->shape.from_zero = true;
+    z->ns = 0;
+    if (!(z->s = calloc((size_t)fast, sizeof *z->s)))
+        return -1;
+    for (int k = 0; k < pl->ns; k++)
+        if (plot_series_max(rs, &pl->s[k]) <= BENCH_PLOT_ZOOM * least)
+            z->s[z->ns++] = pl->s[k];
+    return 1;
 }
 
 /* The distinct units, first-seen order, of every row (with a value or
@@ -287,6 +360,20 @@ static int plot_units(const bench_results_t *rs, const char **units)
 }
 
 /* ----- The script ----- */
+
+/* Fourteen colours that tell apart (Tableau's and d3's categories), and
+ * fourteen markers; series k has colour k % 14, marker k % 14 and, from
+ * the fifteenth on, a dashed line. */
+static const char *const plot_colours[] = {
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+    "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#000000", "#4e79a7",
+    "#aec7e8", "#f28e2b"};
+static const int plot_markers[] = {7, 5, 9, 13, 11, 15, 6,
+                                   4, 8, 12, 10, 14, 1, 2};
+#define PLOT_STYLES (int)(sizeof plot_colours / sizeof *plot_colours)
+_Static_assert(sizeof plot_markers / sizeof *plot_markers ==
+                   sizeof plot_colours / sizeof *plot_colours,
+               "a marker for every colour");
 
 /* A gnuplot single-quoted string: nothing inside is interpreted but ''. */
 static void plot_q(FILE *out, const char *s)
@@ -357,25 +444,38 @@ static void plot_caption_missing(FILE *f, const bench_results_t *rs,
 }
 
 /* The x label's text: what x is, then the caption. */
-static int plot_caption(const bench_results_t *rs, const char *unit,
-                        const char *what, char **out)
+static int plot_caption(const bench_results_t *rs,
+                        const struct plot_panel *pl, const char *what,
+                        char **out)
 {
+    const char *unit = pl->unit;
     size_t len = 0;
     FILE *f = open_memstream(out, &len);
     if (!f)
         return -1;
     fprintf(f, "%s\n", what);
-    int n = 0, frc = 0;
+    if (pl->zoom) {
+        fprintf(f, "the rows of the panel above whose values stay within "
+                   "%gx of the lowest row's, on a linear axis\n",
+                BENCH_PLOT_ZOOM);
+        return fclose(f) == 0 ? 0 : -1;
+    }
+    int n = 0, frc = 0, other = 0;
     for (int i = 0; i < rs->n; i++)
-        if (plot_in(&rs->r[i], unit, true)) {
+        if (plot_in_panel(pl, &rs->r[i])) {
             n++;
             frc += rs->r[i].frc;
+        } else if (plot_in(&rs->r[i], unit, true)) {
+            other++;
         }
     fputs(n ? "error bars: 95% confidence half-width\n"
             : "no row has a value in this unit\n",
           f);
     if (frc)
         fprintf(f, "%d of %d points FRC (CI target not reached)\n", frc, n);
+    if (other)
+        fprintf(f, "the %d values that are not percentiles (max, mean, "
+                   "...) are in the table only\n", other);
     plot_caption_missing(f, rs, unit);
     return fclose(f) == 0 ? 0 : -1;
 }
@@ -451,7 +551,7 @@ static int plot_x_label(FILE *out, const bench_results_t *rs,
         snprintf(what, sizeof what, "%.*s", (int)plot_cat_key(pl),
                  pl->ncat ? pl->cats[0] : "");
     }
-    if (plot_caption(rs, pl->unit, what, &cap) != 0)
+    if (plot_caption(rs, pl, what, &cap) != 0)
         return -1;
     fputs("set xlabel ", out);
     plot_q_lines(out, cap);
@@ -476,12 +576,17 @@ static void plot_y_axis(FILE *out, const bench_results_t *rs,
     /* One tic per percentile present, on the nines scale. */
     fputs("set ylabel 'percentile'\nset ytics (", out);
     int t = 0;
+    char seen[512] = "";
     double lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < rs->n; i++) {
         double p;
         const bench_result_t *r = &rs->r[i];
-        if (!plot_in(r, pl->unit, true) || !plot_param_pct(r->param, &p))
+        if (!plot_in_panel(pl, r) || !plot_param_pct(r->param, &p) ||
+            strstr(seen, r->param))
             continue;
+        /* each percentile once, though every row has it */
+        snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s;",
+                 r->param);
         fprintf(out, "%s'%g' %.9g", t++ ? ", " : "", p, plot_nines(p));
         lo = fmin(lo, plot_nines(p));
         hi = fmax(hi, plot_nines(p));
@@ -491,7 +596,7 @@ static void plot_y_axis(FILE *out, const bench_results_t *rs,
 
 static const char *const plot_style[] = {[BENCH_PLOT_LINES] = "yerrorlines",
                                          [BENCH_PLOT_CDF] = "xerrorlines",
-                                         [BENCH_PLOT_GROUPS] = "yerrorbars"};
+                                         [BENCH_PLOT_GROUPS] = "boxerrorbars"};
 
 static void plot_command(FILE *out, const struct plot_panel *pl, int p)
 {
@@ -502,12 +607,18 @@ static void plot_command(FILE *out, const struct plot_panel *pl, int p)
               out);
         return;
     }
+    if (pl->shape.kind == BENCH_PLOT_GROUPS)
+        fprintf(out, "set boxwidth %.9g absolute\n"
+                     "set style fill solid 0.7 border rgb 'black'\n",
+                PLOT_GROUP_SPREAD / pl->ns);
     fputs("plot ", out);
     for (int k = 0; k < pl->ns; k++) {
-        fprintf(out, "%s$P%dS%d using 1:2:3 with %s lw 2 pt %d ps 1 dt %d "
-                     "title ",
+        int st = pl->s[k].style;
+        fprintf(out, "%s$P%dS%d using 1:2:3 with %s lw 2 lc rgb '%s' pt %d "
+                     "ps 1 dt %d title ",
                 k ? ", \\\n     " : "", p, k, plot_style[pl->shape.kind],
-                5 + 2 * (k % 4), 1 + k / 8);
+                plot_colours[st % PLOT_STYLES],
+                plot_markers[st % PLOT_STYLES], 1 + st / PLOT_STYLES);
         plot_series_title(out, &pl->s[k]);
     }
     fputc('\n', out);
@@ -548,12 +659,18 @@ int bench_plot_script(const bench_results_t *rs, const char *svg_path,
 {
     size_t n = rs->n ? (size_t)rs->n : 1;
     const char **units = calloc(n, sizeof *units);
-    struct plot_panel *pls = calloc(n, sizeof *pls);
-    int npanel = units && pls ? plot_units(rs, units) : 0, rc = 0;
+    struct plot_panel *pls = calloc(2 * n, sizeof *pls); /* and zooms */
+    int nunit = units && pls ? plot_units(rs, units) : 0, rc = 0;
+    int npanel = 0;
     if (!units || !pls)
         rc = -1;
-    for (int p = 0; rc == 0 && p < npanel; p++)
-        rc = plot_panel_build(rs, units[p], &pls[p]);
+    for (int u = 0; rc == 0 && u < nunit; u++) {
+        rc = plot_panel_build(rs, units[u], &pls[npanel++]);
+        int z = rc == 0 ? plot_zoom_of(rs, &pls[npanel - 1], &pls[npanel])
+                        : 0;
+        rc = z < 0 ? -1 : rc;
+        npanel += z > 0;
+    }
     if (rc == 0)
         plot_header(out, svg_path, npanel);
     for (int p = 0; rc == 0 && p < npanel; p++)

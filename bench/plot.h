@@ -10,14 +10,25 @@
  *           x = the number, y = value, CI half-width as error bars; x is
  *           logarithmic when the numbers are positive and span more than
  *           a factor of 10 (base 2 when all are powers of two).
+ *           One x value alone is drawn as groups (bars), not as a line
+ *           on an empty range.
  *   cdf     every param is pct=P with 0 <= P < 100 (a latency
- *           distribution): x = the value (log when it spans more than a
+ *           distribution), or at least two are and the others are not
+ *           (wake's stat=max, stat=mean: left to the table, said under
+ *           the panel): x = the value (log when it spans more than a
  *           factor of 10), y = P on a "nines" scale, -log10(1 - P/100),
  *           so 50, 90, 99 and 99.9 are evenly spaced; CI as x error bars.
- *   groups  anything else ("placement=same"): one group of points per
- *           param, one point per row kind, CI as error bars; when every
+ *   groups  anything else ("placement=same"): one group of bars per
+ *           param, one bar per row kind, CI as error bars; when every
  *           param is key=name with one key, the key labels the axis and
  *           the names the groups.
+ *
+ * Every series has its own colour and marker (fourteen colours, then
+ * dashes), the same in every panel.  A panel on a log y axis whose
+ * fastest rows would bundle at its bottom (yield: the policies at 5-50 ns
+ * under kernel threads at 10^5) is followed by a zoom: the rows whose
+ * largest value is at most BENCH_PLOT_ZOOM times the smallest row's
+ * largest, on a linear axis from zero.
  *
  * y is logarithmic when every value minus its CI is positive and the
  * values span more than a factor of BENCH_PLOT_LOGY_SPAN: the floor and a
@@ -36,6 +47,7 @@
 
 #define BENCH_PLOT_LOGX_SPAN 10.0
 #define BENCH_PLOT_LOGY_SPAN 50.0
+#define BENCH_PLOT_ZOOM 10.0
 
 typedef enum bench_plot_kind {
     BENCH_PLOT_LINES,
@@ -50,6 +62,8 @@ typedef struct bench_plot_shape {
     bool logx, logy;
     int logx_base;  /* 2 or 10 when logx                          */
     bool from_zero; /* linear y starts at 0: no value - CI below 0 */
+    bool pct_only;  /* a cdf of the pct= rows; the others (stat=max,
+                       ...) are left to the table                   */
 } bench_plot_shape_t;
 
 void bench_plot_shape_of(const bench_results_t *rs, const char *unit,

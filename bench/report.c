@@ -330,6 +330,7 @@ static int report_go(report_t *rp, bool dry)
         return 0;
     report_machine_describe(&rp->machine);
     report_run_all(rp);
+    report_machine_finish(&rp->machine);
     int w = report_write_file(rp, "index.html", report_write_html) |
             report_write_file(rp, "results.json", report_write_json);
     if (w)

@@ -113,9 +113,22 @@ typedef struct report_machine {
     char version[32];
     char commit[192]; /* "unknown (...)" when not from a git checkout */
     char date[64];    /* when the report started, UTC                 */
+    char clock[256];    /* the kernel's clock source, the cycle counter */
+    char topology[256]; /* sockets, cores, threads, NUMA nodes, L3      */
+    char virt[384];     /* a hypervisor, as the CPU and DMI say         */
+    char build[512];    /* build type and compiler flags of mqs-bench   */
+    char peers[512];    /* the peers' toolchains                        */
+    char load[256];     /* load and stolen time during the run (finish) */
+    /* /proc/loadavg's 1-minute figure and /proc/stat's cpu line (all
+     * and steal ticks) at describe, for finish. */
+    double load0;
+    unsigned long long ticks0, steal0;
+    bool stat0;
 } report_machine_t;
 
+/* describe: before the run; finish: after it (the load line). */
 void report_machine_describe(report_machine_t *m);
+void report_machine_finish(report_machine_t *m);
 /* The machine, the build and the command as a JSON object (malloc'd;
  * NULL without memory): --json's header. */
 char *report_machine_json(const char *command);

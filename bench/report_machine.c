@@ -1,8 +1,14 @@
 /*
  * report_machine.c - the machine a report ran on, for its header: CPU
  * model, cores (online, and those this process may use), memory, kernel,
- * the compiler that built mqs-bench, the mqs version, the git commit of
- * the source tree, and the date.
+ * the compiler that built mqs-bench and its flags, the mqs version, the
+ * git commit of the source tree, the date; the clock (the kernel's clock
+ * source, whether the cycle counter mqs reads is invariant, the CPU's
+ * nominal MHz), the topology (sockets, cores, threads per core, NUMA
+ * nodes, L3), a hypervisor if the CPU or the firmware names one, the
+ * peers' toolchains, and the load during the run (the 1-minute load
+ * average before and after, and the share of CPU time the host stole:
+ * on a VM the figures mean little when it is high).
  *
  * Figures without the machine are not results, so every field is filled
  * with something, "unknown" when the system does not say.  The commit is
@@ -23,6 +29,8 @@
 
 #include "common.h"
 #include "mqs.h"
+#include "mqs_build_flags.h"
+#include "peer.h"
 
 static void rmach_cpu(report_machine_t *m)
 {
@@ -36,6 +44,193 @@ static void rmach_cpu(report_machine_t *m)
         return;
     }
     snprintf(m->cpu, sizeof m->cpu, "unknown");
+}
+
+/* Is `flag` among the CPU's flags (x86: "flags", aarch64: "Features")? */
+static bool rmach_cpu_flag(const char *flag)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return false;
+    char *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    size_t fl = strlen(flag);
+    while (!found && getline(&line, &cap, f) > 0) {
+        if (strncmp(line, "flags", 5) && strncmp(line, "Features", 8))
+            continue;
+        for (char *p = strchr(line, ':'); p && !found;
+             p = strchr(p + 1, ' '))
+            found = !strncmp(p + 1, flag, fl) &&
+                    (p[1 + fl] == ' ' || p[1 + fl] == '\n' || !p[1 + fl]);
+        break; /* the first CPU's line says it */
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+/* The first line of a small file, or "" (false). */
+static bool rmach_file_line(const char *path, char *out, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    out[0] = 0;
+    if (!f)
+        return false;
+    if (!fgets(out, (int)n, f))
+        out[0] = 0;
+    fclose(f);
+    out[strcspn(out, "\n")] = 0;
+    return out[0] != 0;
+}
+
+static void rmach_clock(report_machine_t *m)
+{
+    char src[64], mhz[64];
+    if (!rmach_file_line(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            src, sizeof src))
+        snprintf(src, sizeof src, "unknown");
+    const char *counter;
+#if defined(__x86_64__)
+    counter = rmach_cpu_flag("constant_tsc") && rmach_cpu_flag("nonstop_tsc")
+                  ? "TSC, invariant (constant_tsc, nonstop_tsc): mqs reads it"
+                  : "TSC not invariant: mqs reads CLOCK_MONOTONIC";
+#elif defined(__aarch64__)
+    counter = "the generic timer (cntvct_el0): mqs reads it";
+#else
+    counter = "none: mqs reads CLOCK_MONOTONIC";
+#endif
+    bool have_mhz = bench_proc_field("/proc/cpuinfo", "cpu MHz", mhz,
+                                     sizeof mhz);
+    snprintf(m->clock, sizeof m->clock, "kernel clock source %s; cycle "
+             "counter: %s%s%s%s", src, counter, have_mhz ? "; " : "",
+             have_mhz ? mhz : "", have_mhz ? " MHz as the kernel reads it" : "");
+}
+
+/* How many distinct values `key` has in /proc/cpuinfo (physical id). */
+static int rmach_distinct(const char *key)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return 0;
+    char line[256], seen[64][32];
+    int n = 0;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f) && n < 64) {
+        const char *c = strchr(line, ':');
+        if (strncmp(line, key, kl) || !c)
+            continue;
+        char v[32];
+        snprintf(v, sizeof v, "%.*s", (int)strcspn(c + 2, "\n"), c + 2);
+        bool dup = false;
+        for (int i = 0; i < n && !dup; i++)
+            dup = !strcmp(seen[i], v);
+        if (!dup)
+            snprintf(seen[n++], sizeof seen[0], "%s", v);
+    }
+    fclose(f);
+    return n;
+}
+
+static void rmach_topology(report_machine_t *m)
+{
+    int sockets = rmach_distinct("physical id");
+    char cores[32] = "", siblings[32] = "", l3[32] = "";
+    bool c = bench_proc_field("/proc/cpuinfo", "cpu cores", cores,
+                              sizeof cores);
+    bool s = bench_proc_field("/proc/cpuinfo", "siblings", siblings,
+                              sizeof siblings);
+    int nodes = 0;
+    char path[96];
+    for (int i = 0; i < 1024; i++) {
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%d", i);
+        if (access(path, F_OK) != 0)
+            break;
+        nodes++;
+    }
+    /* index3 is the L3 on x86 and on most arm64 machines that have one */
+    char lvl[8] = "";
+    rmach_file_line("/sys/devices/system/cpu/cpu0/cache/index3/level", lvl,
+                    sizeof lvl);
+    if (strcmp(lvl, "3") ||
+        !rmach_file_line("/sys/devices/system/cpu/cpu0/cache/index3/size",
+                         l3, sizeof l3))
+        snprintf(l3, sizeof l3, "unknown");
+    int per_core = c && s && atoi(cores) > 0 ? atoi(siblings) / atoi(cores)
+                                             : 0;
+    char pc[32] = "unknown";
+    if (per_core > 0)
+        snprintf(pc, sizeof pc, "%d", per_core);
+    snprintf(m->topology, sizeof m->topology,
+             "%d socket(s); %s core(s) a socket; %s thread(s) a core; %d "
+             "NUMA node(s); L3 %s (as cpu0 sees it)",
+             sockets ? sockets : 1, c ? cores : "unknown", pc,
+             nodes ? nodes : 1, l3);
+}
+
+static void rmach_virt(report_machine_t *m)
+{
+    char vendor[64] = "", product[64] = "", hv[32] = "";
+    rmach_file_line("/sys/class/dmi/id/sys_vendor", vendor, sizeof vendor);
+    rmach_file_line("/sys/class/dmi/id/product_name", product,
+                    sizeof product);
+    rmach_file_line("/sys/hypervisor/type", hv, sizeof hv);
+    bool flag = rmach_cpu_flag("hypervisor");
+    char fw[136];
+    snprintf(fw, sizeof fw, "%s%s%s", vendor[0] ? vendor : "not readable",
+             product[0] ? " " : "", product);
+    if (!flag && !hv[0]) {
+        snprintf(m->virt, sizeof m->virt,
+                 "none seen (no hypervisor flag; firmware: %s)", fw);
+        return;
+    }
+    snprintf(m->virt, sizeof m->virt,
+             "a virtual machine (%s%s%s; firmware: %s): vCPUs may be "
+             "descheduled by the host (see the stolen time under load)",
+             flag ? "the CPU's hypervisor flag" : "", flag && hv[0] ? ", " : "",
+             hv[0] ? hv : "", fw);
+}
+
+/* /proc/stat's first line: all ticks and the stolen ones. */
+static bool rmach_stat(unsigned long long *all, unsigned long long *steal)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return false;
+    unsigned long long v[8] = {0};
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 4)
+        return false;
+    *all = 0;
+    for (int i = 0; i < 8; i++)
+        *all += v[i];
+    *steal = n >= 8 ? v[7] : 0;
+    return true;
+}
+
+static double rmach_load(void)
+{
+    char l[64];
+    return rmach_file_line("/proc/loadavg", l, sizeof l) ? strtod(l, NULL)
+                                                         : -1;
+}
+
+void report_machine_finish(report_machine_t *m)
+{
+    unsigned long long all, steal;
+    double load1 = rmach_load();
+    int k = snprintf(m->load, sizeof m->load,
+                     "1-minute load average %.2f before the run, %.2f after",
+                     m->load0, load1);
+    if (m->stat0 && rmach_stat(&all, &steal) && all > m->ticks0 &&
+        k > 0 && (size_t)k < sizeof m->load)
+        snprintf(m->load + k, sizeof m->load - (size_t)k,
+                 "; %.1f%% of the CPU time stolen by the host during the run",
+                 100.0 * (double)(steal - m->steal0) /
+                     (double)(all - m->ticks0));
 }
 
 #if defined(__clang__)
@@ -106,4 +301,16 @@ void report_machine_describe(report_machine_t *m)
     struct tm tm;
     if (gmtime_r(&now, &tm))
         strftime(m->date, sizeof m->date, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    rmach_clock(m);
+    rmach_topology(m);
+    rmach_virt(m);
+    snprintf(m->build, sizeof m->build, "%s", MQS_BUILD_FLAGS);
+    char go[200], fiber[200];
+    bench_peer_version("go", go, sizeof go);
+    bench_peer_version("fiber", fiber, sizeof fiber);
+    snprintf(m->peers, sizeof m->peers, "go: %s; fiber: %s", go, fiber);
+    m->load0 = rmach_load();
+    m->stat0 = rmach_stat(&m->ticks0, &m->steal0);
+    snprintf(m->load, sizeof m->load, "not measured (the report did not "
+                                      "run)");
 }

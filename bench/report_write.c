@@ -50,6 +50,22 @@ static void rwrite_html(FILE *out, const char *before, const char *s,
     fputs(after, out);
 }
 
+/* A column's name, with a line-break opportunity after each '_' so
+ * that a table of long names (mixed's) wraps its header instead of
+ * running past the page. */
+static void rwrite_head(FILE *out, const char *name)
+{
+    fputs("<th>", out);
+    for (const char *p = name; *p;) {
+        size_t n = strcspn(p, "_");
+        char part[128];
+        snprintf(part, sizeof part, "%.*s", (int)(n < 120 ? n : 120), p);
+        rwrite_html(out, "", part, p[n] == '_' ? "_<wbr>" : "");
+        p += n + (p[n] == '_');
+    }
+    fputs("</th>", out);
+}
+
 /* ----- Shared wording ----- */
 
 /* Each status's name, and its class in the HTML (the colour). */
@@ -105,7 +121,10 @@ static const char rwrite_style[] =
     "body{font-family:sans-serif;max-width:1100px;margin:1em auto;"
     "padding:0 1em;color:#222}\n"
     "table{border-collapse:collapse;margin:.5em 0}\n"
-    "td,th{border:1px solid #ccc;padding:2px 8px;font-size:90%}\n"
+    "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}\n"
+    "table.results th{font-size:80%;vertical-align:bottom}\n"
+    /* a table that still cannot fit scrolls inside the page */
+    "table.results{display:block;max-width:100%;overflow-x:auto}\n"
     "th{background:#f0f0f0}\ntd.n{text-align:right;"
     "font-variant-numeric:tabular-nums}\n"
     "tr.frc td{background:#fff6e0}\n"
@@ -135,8 +154,14 @@ static void rwrite_machine(FILE *out, const report_t *rp)
     else
         snprintf(buf, sizeof buf, "unknown");
     rwrite_kv(out, "memory", buf);
+    rwrite_kv(out, "topology", m->topology);
+    rwrite_kv(out, "clock", m->clock);
+    rwrite_kv(out, "virtualisation", m->virt);
+    rwrite_kv(out, "load", m->load);
     rwrite_kv(out, "kernel", m->kernel);
     rwrite_kv(out, "compiler", m->compiler);
+    rwrite_kv(out, "build", m->build);
+    rwrite_kv(out, "peers", m->peers);
     rwrite_kv(out, "mqs", m->version);
     rwrite_kv(out, "git commit", m->commit);
     rwrite_kv(out, "date", m->date);
@@ -220,7 +245,7 @@ static void rwrite_table(FILE *out, const report_csv_t *c)
     fputs("<table class=\"results\">\n<tr>", out);
     for (int i = 0; i < c->ncol; i++)
         if (i != skip)
-            rwrite_html(out, "<th>", c->head[i], "</th>");
+            rwrite_head(out, c->head[i]);
     fputs("</tr>\n", out);
     for (int r = 0; r < c->nrow; r++) {
         bool flagged = frc >= 0 && !strcmp(c->cell[r][frc], "1");
@@ -384,6 +409,12 @@ static void rwrite_json_machine(FILE *out, const report_machine_t *m)
             m->cores_online, m->cores_allowed, m->mem_gib);
     const char *const kv[][2] = {{"kernel", m->kernel},
                                  {"compiler", m->compiler},
+                                 {"topology", m->topology},
+                                 {"clock", m->clock},
+                                 {"virtualisation", m->virt},
+                                 {"load", m->load},
+                                 {"build", m->build},
+                                 {"peers", m->peers},
                                  {"mqs_version", m->version},
                                  {"git_commit", m->commit},
                                  {"date", m->date}};

@@ -152,10 +152,136 @@ TEST(plot_pct_params_are_a_cdf)
     /* x is the latency, y the percentile */
     CHECK_STR_CONTAINS(s, "\n6000 2 10\n");
     free(s);
-    /* one param that is not a percentile breaks the CDF */
+    CHECK(!sh.pct_only);
+    /* params that are not percentiles (wake's stat=max, a pct=100) are
+     * left to the table and said to be there; the CDF stays */
     add_result(&rs, "mq", "pct=100", 1e6, 0, "ns", NULL);
+    add_result(&rs, "mq", "stat=max", 7e6, 0, "ns", NULL);
+    bench_plot_shape_of(&rs, "ns", &sh);
+    CHECK_EQ(sh.kind, BENCH_PLOT_CDF);
+    CHECK(sh.pct_only);
+    CHECK(sh.logx);
+    s = script_of(&rs);
+    CHECK_STR_CONTAINS(s, "the 2 values that are not percentiles");
+    CHECK(!strstr(s, "\n1000000 "));
+    CHECK(!strstr(s, "\n7000000 "));
+    CHECK_EQ(count_of(s, "'99.9' 3"), 1); /* each tic once */
+    free(s);
+    /* one percentile among other statistics is no distribution */
+    bench_results_free(&rs);
+    bench_results_init(&rs, "wake", "wake-up latency", NULL, 0);
+    add_result(&rs, "mq", "pct=50", 2000, 10, "ns", NULL);
+    add_result(&rs, "mq", "stat=max", 9000, 10, "ns", NULL);
     bench_plot_shape_of(&rs, "ns", &sh);
     CHECK(sh.kind != BENCH_PLOT_CDF);
+    bench_results_free(&rs);
+}
+
+/* "lc rgb '#rrggbb' pt N" of the series titled `title` in panel text s
+ * from `from` on, into style; false when there is none. */
+static bool style_of(const char *s, const char *title, char *style,
+                     size_t n)
+{
+    char want[64];
+    snprintf(want, sizeof want, "title '%s'", title);
+    const char *t = strstr(s, want);
+    if (!t)
+        return false;
+    const char *lc = t;
+    while (lc > s && strncmp(lc, "lc rgb", 6))
+        lc--;
+    const char *dt = strstr(lc, " ps ");
+    if (lc == s || !dt || dt > t)
+        return false;
+    snprintf(style, n, "%.*s", (int)(dt - lc), lc);
+    return true;
+}
+
+TEST(plot_gives_each_row_its_own_colour_and_marker)
+{
+    bench_results_t rs;
+    bench_results_init(&rs, "yield", "ns per yield", NULL, 0);
+    static const char *const rows[] = {"mq", "global", "o1", "ule", "cfs",
+                                       "eevdf", "bfs", "ws", "kernel",
+                                       "floor", "go", "fiber"};
+    for (int i = 0; i < 12; i++) {
+        add_result(&rs, rows[i], "tasks=1", 10 + i, 1, "ns", NULL);
+        add_result(&rs, rows[i], "tasks=16", 12 + i, 1, "ns", NULL);
+    }
+    char *s = script_of(&rs);
+    char st[12][64];
+    for (int i = 0; i < 12; i++) {
+        CHECK(style_of(s, rows[i], st[i], sizeof st[i]));
+        for (int j = 0; j < i; j++) {
+            char ci[16], cj[16];
+            int pi, pj;
+            CHECK_EQ(sscanf(st[i], "lc rgb '%15[^']' pt %d", ci, &pi), 2);
+            CHECK_EQ(sscanf(st[j], "lc rgb '%15[^']' pt %d", cj, &pj), 2);
+            if (!strcmp(ci, cj) || pi == pj)
+                CHECK__FAIL("%s and %s share a colour or marker: %s / %s",
+                            rows[i], rows[j], st[i], st[j]);
+        }
+    }
+    free(s);
+    bench_results_free(&rs);
+}
+
+TEST(plot_zooms_on_rows_bundled_at_the_bottom_of_a_log_axis)
+{
+    bench_results_t rs;
+    bench_results_init(&rs, "yield", "ns per yield", NULL, 0);
+    const double v[][2] = {{5, 9}, {16, 21}, {27, 30}, {2000, 100000}};
+    const char *rows[] = {"floor", "mq", "cfs", "kernel"};
+    for (int i = 0; i < 4; i++) {
+        add_result(&rs, rows[i], "tasks=1", v[i][0], 0.1, "ns", NULL);
+        add_result(&rs, rows[i], "tasks=1024", v[i][1], 0.1, "ns", NULL);
+    }
+    char *s = script_of(&rs);
+    CHECK_STR_CONTAINS(s, "set multiplot layout 2,1\n");
+    CHECK_STR_CONTAINS(s, "set terminal svg size 960,960 ");
+    CHECK(strstr(s, "the rows of the panel above") != NULL);
+    const char *zoom = strstr(s, "reset\n");
+    CHECK(zoom != NULL);
+    zoom = strstr(zoom + 1, "reset\n"); /* the second panel's script */
+    CHECK(zoom != NULL);
+    CHECK_EQ(count_of(s, "title 'kernel'"), 1); /* not in the zoom */
+    CHECK_EQ(count_of(s, "title 'mq'"), 2);
+    CHECK(!strstr(zoom, "set logscale y"));
+    CHECK_STR_CONTAINS(zoom, "set yrange [0:*]");
+    /* the same row keeps its colour and marker in the zoom */
+    char a[64], b[64];
+    CHECK(style_of(s, "mq", a, sizeof a));
+    CHECK(style_of(zoom, "mq", b, sizeof b));
+    CHECK(!strcmp(a, b));
+    free(s);
+    /* nothing bundles on a linear axis: no zoom */
+    bench_results_free(&rs);
+    bench_results_init(&rs, "yield", "ns per yield", NULL, 0);
+    for (int i = 0; i < 3; i++) {
+        add_result(&rs, rows[i], "tasks=1", v[i][0], 0.1, "ns", NULL);
+        add_result(&rs, rows[i], "tasks=1024", v[i][1], 0.1, "ns", NULL);
+    }
+    s = script_of(&rs);
+    CHECK(!strstr(s, "multiplot"));
+    free(s);
+    bench_results_free(&rs);
+}
+
+TEST(plot_one_x_value_is_bars)
+{
+    bench_results_t rs;
+    bench_results_init(&rs, "pipe", "bandwidth", NULL, 0);
+    add_result(&rs, "mq", "bytes=65536", 5000, 50, "MB/s", NULL);
+    add_result(&rs, "kernel", "bytes=65536", 3000, 50, "MB/s", NULL);
+    bench_plot_shape_t sh;
+    bench_plot_shape_of(&rs, "MB/s", &sh);
+    CHECK_EQ(sh.kind, BENCH_PLOT_GROUPS);
+    char *s = script_of(&rs);
+    CHECK_STR_CONTAINS(s, "with boxerrorbars");
+    CHECK_STR_CONTAINS(s, "set boxwidth 0.35 absolute");
+    CHECK_STR_CONTAINS(s, "set xtics ('65536' 0)");
+    CHECK_STR_CONTAINS(s, "set xlabel 'bytes'.");
+    free(s);
     bench_results_free(&rs);
 }
 
@@ -174,7 +300,7 @@ TEST(plot_names_are_groups)
     char *s = script_of(&rs);
     CHECK_STR_CONTAINS(s, "set xtics ('same' 0, 'cross' 1)");
     CHECK_STR_CONTAINS(s, "set xlabel 'placement'.");
-    CHECK_STR_CONTAINS(s, "with yerrorbars");
+    CHECK_STR_CONTAINS(s, "with boxerrorbars"); /* bars */
     /* two series side by side in each group: offsets -0.175 and 0.175 */
     CHECK_STR_CONTAINS(s, "$P0S0 << EOD\n-0.175 900 5\n0.825 4000 5\n");
     CHECK_STR_CONTAINS(s, "$P0S1 << EOD\n0.175 3000 5\n1.175 6000 5\n");
@@ -419,9 +545,10 @@ static const report_def_t test_defs[] = {
 };
 
 static const char known_csv[] =
-    "experiment,row,workers,param,value,unit,ci95,frc,repeats,note\n"
-    "yield,<script>alert(1)</script>,2,tasks=1,12.5,ns,0.25,1,5,\n"
-    "yield,go,2,tasks=1,nan,ns,nan,0,nan,\"a&b \"\"q\"\", <i>\"\n";
+    "experiment,row,workers,param,value,unit,ci95,frc,repeats,note,"
+    "zero_work_tasks\n"
+    "yield,<script>alert(1)</script>,2,tasks=1,12.5,ns,0.25,1,5,,0\n"
+    "yield,go,2,tasks=1,nan,ns,nan,0,nan,\"a&b \"\"q\"\", <i>\",nan\n";
 
 /* A finished report: yield ok (from known_csv), pipe failed with a
  * stderr holding a newline and a byte that is not UTF-8, wake absent,
@@ -540,8 +667,41 @@ TEST(html_has_every_section_and_escapes)
     CHECK_STR_CONTAINS(h, "the budget was spent before its turn");
     CHECK_EQ(count_of(h, "<section "), 4);
     CHECK_STR_CONTAINS(h, "</html>\n");
+    /* long column names may wrap; the machine's rows are all there */
+    CHECK_STR_CONTAINS(h, "_<wbr>");
+    static const char *const rows[] = {"topology", "clock",
+                                       "virtualisation", "load", "build",
+                                       "peers"};
+    for (int i = 0; i < 6; i++) {
+        char th[64];
+        snprintf(th, sizeof th, "<tr><th>%s</th>", rows[i]);
+        CHECK_STR_CONTAINS(h, th);
+    }
     free(h);
     report_free(&rp);
+}
+
+/* The machine as this one describes itself: every field says something
+ * (Linux has /proc and /sys), and the load line comes after the run. */
+TEST(machine_says_clock_topology_virtualisation_load_build_and_peers)
+{
+    report_machine_t m;
+    report_machine_describe(&m);
+    CHECK_STR_CONTAINS(m.clock, "kernel clock source ");
+    CHECK_STR_CONTAINS(m.clock, "cycle counter: ");
+    CHECK_STR_CONTAINS(m.topology, "socket(s)");
+    CHECK_STR_CONTAINS(m.topology, "NUMA node(s)");
+    CHECK(!strncmp(m.virt, "none seen", 9) ||
+          !strncmp(m.virt, "a virtual machine", 17));
+    CHECK_STR_CONTAINS(m.build, ": "); /* "<build type>: <flags>" */
+    CHECK_STR_CONTAINS(m.peers, "go: ");
+    CHECK_STR_CONTAINS(m.peers, "; fiber: ");
+    CHECK_STR_CONTAINS(m.load, "not measured");
+    report_machine_finish(&m);
+    CHECK_STR_CONTAINS(m.load, "1-minute load average ");
+    CHECK_STR_CONTAINS(m.load, " after");
+    fprintf(stderr, "  %s\n  %s\n  %s\n  %s\n  %s\n  %s\n", m.clock,
+            m.topology, m.virt, m.load, m.build, m.peers);
 }
 
 TEST(json_has_rows_machine_commands_and_escapes)
@@ -556,6 +716,9 @@ TEST(json_has_rows_machine_commands_and_escapes)
     CHECK_STR_CONTAINS(j, "\"value\": null");
     CHECK_STR_CONTAINS(j, "\"workers\": 2");
     CHECK_STR_CONTAINS(j, "\"cpu\": \"Test CPU <3 & co\"");
+    CHECK_STR_CONTAINS(j, "\"topology\": ");
+    CHECK_STR_CONTAINS(j, "\"virtualisation\": ");
+    CHECK_STR_CONTAINS(j, "\"peers\": ");
     CHECK_STR_CONTAINS(j, "\"stderr\": \"boom <here>\\nbad \\ufffd byte\"");
     CHECK_STR_CONTAINS(j, "\"status\": \"not in this build\"");
     CHECK_STR_CONTAINS(j, "\"argv\": [\"/usr/bin/mqs-bench\", \"yield\", "
