@@ -122,6 +122,7 @@ static const char rwrite_style[] =
     "padding:0 1em;color:#222}\n"
     "table{border-collapse:collapse;margin:.5em 0}\n"
     "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}\n"
+    "td.n{white-space:nowrap}\np.part{margin:.6em 0 0;color:#555}\n"
     "table.results th{font-size:80%;vertical-align:bottom}\n"
     /* a table that still cannot fit scrolls inside the page */
     "table.results{display:block;max-width:100%;overflow-x:auto}\n"
@@ -239,19 +240,42 @@ static void report_number(const char *v, char *buf, size_t n)
     }
 }
 
-static void rwrite_table(FILE *out, const report_csv_t *c)
+/* Columns a table part shows beside the rows' names; a wider CSV
+ * (mixed's twenty) is split into parts that each fit the page, every
+ * part repeating the columns that name a row. */
+#define RWRITE_PART_COLS 8
+
+static bool rwrite_names_row(const report_csv_t *c, int i)
+{
+    return !strcmp(c->head[i], "row") || !strcmp(c->head[i], "workers") ||
+           !strcmp(c->head[i], "param");
+}
+
+/* One part: the naming columns and the others numbered [from, to) among
+ * those that do not name a row. */
+static void rwrite_table_part(FILE *out, const report_csv_t *c, int from,
+                              int to, int nother)
 {
     int skip = report_csv_col(c, "experiment"), frc = report_csv_col(c, "frc");
+    if (from > 0 || to < nother)
+        fprintf(out, "<p class=\"part\">columns %d to %d of %d:</p>\n",
+                from + 1, to, nother);
     fputs("<table class=\"results\">\n<tr>", out);
-    for (int i = 0; i < c->ncol; i++)
-        if (i != skip)
+    for (int i = 0, k = 0; i < c->ncol; i++) {
+        bool name = rwrite_names_row(c, i);
+        if (i != skip && (name || (k >= from && k < to)))
             rwrite_head(out, c->head[i]);
+        k += i != skip && !name;
+    }
     fputs("</tr>\n", out);
     for (int r = 0; r < c->nrow; r++) {
         bool flagged = frc >= 0 && !strcmp(c->cell[r][frc], "1");
         fputs(flagged ? "<tr class=\"frc\">" : "<tr>", out);
-        for (int i = 0; i < c->ncol; i++) {
-            if (i == skip)
+        for (int i = 0, k = 0; i < c->ncol; i++) {
+            bool name = rwrite_names_row(c, i);
+            bool shown_here = i != skip && (name || (k >= from && k < to));
+            k += i != skip && !name;
+            if (!shown_here)
                 continue;
             bool num = rwrite_numeric(c->cell[r][i]);
             char shown[64];
@@ -262,6 +286,25 @@ static void rwrite_table(FILE *out, const report_csv_t *c)
         fputs("</tr>\n", out);
     }
     fputs("</table>\n", out);
+}
+
+static void rwrite_table(FILE *out, const report_csv_t *c)
+{
+    int skip = report_csv_col(c, "experiment"), frc = report_csv_col(c, "frc");
+    int nother = 0;
+    for (int i = 0; i < c->ncol; i++)
+        nother += i != skip && !rwrite_names_row(c, i);
+    /* parts of equal width, none wider than RWRITE_PART_COLS */
+    int parts = (nother + RWRITE_PART_COLS - 1) / RWRITE_PART_COLS;
+    parts = parts ? parts : 1;
+    int each = (nother + parts - 1) / parts;
+    for (int from = 0; from < nother || from == 0; from += each) {
+        rwrite_table_part(out, c, from,
+                          from + each < nother ? from + each : nother,
+                          nother);
+        if (each == 0)
+            break;
+    }
     int missed = 0;
     for (int r = 0; frc >= 0 && r < c->nrow; r++)
         missed += !strcmp(c->cell[r][frc], "1");

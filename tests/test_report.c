@@ -681,6 +681,39 @@ TEST(html_has_every_section_and_escapes)
     report_free(&rp);
 }
 
+/* mixed's table: twenty columns do not fit the page; it comes in parts
+ * of at most RWRITE_PART_COLS columns, each naming its rows. */
+TEST(wide_tables_are_split_into_parts_that_name_their_rows)
+{
+    char csv[2048], err[128];
+    int n = snprintf(csv, sizeof csv, "experiment,row,workers,param");
+    for (int i = 0; i < 17; i++)
+        n += snprintf(csv + n, sizeof csv - (size_t)n, ",col_%d", i);
+    n += snprintf(csv + n, sizeof csv - (size_t)n, "\nmixed,mq,2,x=1");
+    for (int i = 0; i < 17; i++)
+        n += snprintf(csv + n, sizeof csv - (size_t)n, ",%d", 100 + i);
+    snprintf(csv + n, sizeof csv - (size_t)n, "\n");
+    report_csv_t c;
+    CHECK_EQ(report_csv_parse(csv, &c, err, sizeof err), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    rwrite_table(f, &c);
+    fclose(f);
+    /* 17 columns: three parts of 6, 6 and 5 */
+    CHECK_EQ(count_of(buf, "<table class=\"results\">"), 3);
+    CHECK_STR_CONTAINS(buf, "columns 1 to 6 of 17:");
+    CHECK_STR_CONTAINS(buf, "columns 7 to 12 of 17:");
+    CHECK_STR_CONTAINS(buf, "columns 13 to 17 of 17:");
+    CHECK_EQ(count_of(buf, "<th>row</th>"), 3);
+    CHECK_EQ(count_of(buf, "<th>param</th>"), 3);
+    CHECK_EQ(count_of(buf, "<td>mq</td>"), 3);
+    CHECK_EQ(count_of(buf, "<th>col_<wbr>16</th>"), 1);
+    CHECK_EQ(count_of(buf, "<td class=\"n\">116</td>"), 1);
+    free(buf);
+    report_csv_free(&c);
+}
+
 /* The machine as this one describes itself: every field says something
  * (Linux has /proc and /sys), and the load line comes after the run. */
 TEST(machine_says_clock_topology_virtualisation_load_build_and_peers)
