@@ -241,9 +241,9 @@ static void report_number(const char *v, char *buf, size_t n)
 }
 
 /* Columns a table part shows beside the rows' names; a wider CSV
- * (mixed's twenty) is split into parts that each fit the page, every
+ * (mixed's seventeen) is split into parts that each fit the page, every
  * part repeating the columns that name a row. */
-#define RWRITE_PART_COLS 8
+#define RWRITE_PART_COLS 10
 
 static bool rwrite_names_row(const report_csv_t *c, int i)
 {
