@@ -84,11 +84,12 @@ TEST(sleep_avg_gives_bonus_minus5_to_plus5)
     h_destroy(&h);
 }
 
-/* A task spawned from outside the runtime inherits, less CHILD_PENALTY,
- * the history of a parent that has mostly slept (a program's main
- * thread, as 2.6 saw one started from a shell): interactive from the
- * start, level 116.  A task's child inherits its parent's own (here 0:
- * level 125), and outside_sleep_pct=0 starts outside spawns at 0. */
+/* With outside_sleep_pct=100 a task spawned from outside the runtime
+ * inherits, less CHILD_PENALTY, the history of a parent that has mostly
+ * slept (a program's main thread, as 2.6 saw one started from a shell):
+ * interactive from the start, level 116.  A task's child inherits its
+ * parent's own (here 0: level 125), and by default (0) outside spawns
+ * start at 0. */
 static struct mqs_sched_entity *spawned(int k, const char *spec,
                                         const struct mqs_sched_entity *parent)
 {
@@ -104,19 +105,20 @@ static struct mqs_sched_entity *spawned(int k, const char *spec,
     return x;
 }
 
-TEST(outside_spawns_start_with_a_sleeping_parents_history)
+TEST(outside_spawns_may_start_with_a_sleeping_parents_history)
 {
-    struct mqs_sched_entity *a = spawned(0, "o1", NULL);
+    struct mqs_sched_entity *a = spawned(0, "o1:outside_sleep_pct=100", NULL);
     CHECK_EQ(a->p[SLEEP_AVG], SEC * 95 / 100);
     CHECK_EQ(a->level, 116);
     struct mqs_sched_entity *parent = h_task(&h, 1, MQS_CLASS_NORMAL, 0);
-    struct mqs_sched_entity *b = spawned(2, "o1", parent);
+    struct mqs_sched_entity *b = spawned(2, "o1:outside_sleep_pct=100",
+                                        parent);
     CHECK_EQ(b->p[SLEEP_AVG], 0);
     CHECK_EQ(b->level, 125);
     CHECK(h_pick(&h, 0) == a);
     h_destroy(&h);
     memset(&h, 0, sizeof h);
-    struct mqs_sched_entity *c = spawned(0, "o1:outside_sleep_pct=0", NULL);
+    struct mqs_sched_entity *c = spawned(0, "o1", NULL);
     CHECK_EQ(c->p[SLEEP_AVG], 0);
     CHECK_EQ(c->level, 125);
     h_destroy(&h);

@@ -113,11 +113,12 @@ static const struct mqs_tunable o1_tunables[] = {
     {"rt_pull", 0, 1, 1, offsetof(struct o1_tunables, rt_pull),
      "pick takes a more urgent realtime task from another worker (0: 2.6.0, "
      "which had no realtime pull)"},
-    {"outside_sleep_pct", 0, 100, 100,
+    {"outside_sleep_pct", 0, 100, 0,
      offsetof(struct o1_tunables, outside_sleep_pct),
      "the sleep history, in % of max_sleep_avg_ns, of the parent a task "
      "spawned from outside the runtime inherits from (less CHILD_PENALTY); "
-     "100: a program's main thread, which has mostly slept"},
+     "100: a program's main thread, which has mostly slept (not the "
+     "default: yield-loop tasks started so were unfair, docs/policies/o1.md)"},
     {NULL, 0, 0, 0, 0, NULL},
 };
 
