@@ -37,7 +37,7 @@ void mqs__report_error(const mqs_config_t *cfg, const char *msg);
 /* ---- the trace: trace.c ------------------------------------------- */
 /* Recording, from any layer above, each behind a test that the trace is
  * on (w->trace or rt->trace.on): put: into a worker's own ring (only
- * that worker's thread); ext: into the outside threads' ring; start,
+ * that worker's thread); start,
  * stop: a run on w (stop's why MQS__TR_WHY_*); wake: t woken and queued
  * on worker `target` (src MQS__TR_SRC_*, flags the MQS_ENQ_* it had,
  * handoff: into the waker's hand-off slot), before t is queued; spawn:
@@ -45,8 +45,6 @@ void mqs__report_error(const mqs_config_t *cfg, const char *msg);
  * open: runtime create, before the workers start (path NULL: off);
  * close: runtime free, after they stopped, writing the JSON if asked. */
 void mqs__trace_put(struct mqs__trace_ring *r, unsigned kind, uint64_t task,
-                    uint64_t a, uint64_t b);
-void mqs__trace_ext(mqs_runtime_t *rt, unsigned kind, uint64_t task,
                     uint64_t a, uint64_t b);
 void mqs__trace_start(struct mqs_worker *w, struct mqs_task *t);
 void mqs__trace_stop(struct mqs_worker *w, struct mqs_task *t, int why);

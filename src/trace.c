@@ -135,12 +135,6 @@ static uint64_t ext_put(mqs_runtime_t *rt, unsigned kind, uint64_t task,
     return now;
 }
 
-void mqs__trace_ext(mqs_runtime_t *rt, unsigned kind, uint64_t task,
-                    uint64_t a, uint64_t b)
-{
-    (void)ext_put(rt, kind, task, a, b);
-}
-
 /* A record of kind k for task t, from whichever thread calls: its own
  * worker's ring, or the shared one.  Returns its time. */
 static uint64_t trace_any(mqs_runtime_t *rt, unsigned kind, uint64_t task,
@@ -196,24 +190,18 @@ void mqs__trace_spawn(mqs_runtime_t *rt, struct mqs_task *t, bool named)
     struct mqs_worker *self = mqs__worker_self();
     uint64_t parent = self && self->rt == rt && self->curr ? self->curr->id
                                                           : 0;
+    bool own = self && self->rt == rt;
+    struct mqs__trace_ring *r = own ? self->trace : &rt->trace.ext;
     t->trace_flow = 0;
-    if (self && self->rt == rt) {
-        t->trace_ready =
-            ring_put(self->trace, MQS__TR_SPAWN, t->id, parent, named);
-        if (named) {
-            mqs__trace_put(self->trace, MQS__TR_NAME, t->id, 0, 0);
-            memcpy(ring_slot(self->trace), t->name, MQS__NAME_MAX);
-        }
-        return;
-    }
-    pthread_mutex_lock(&rt->trace.ext_lock);
-    t->trace_ready =
-        ring_put(&rt->trace.ext, MQS__TR_SPAWN, t->id, parent, named);
+    if (!own)
+        pthread_mutex_lock(&rt->trace.ext_lock);
+    t->trace_ready = ring_put(r, MQS__TR_SPAWN, t->id, parent, named);
     if (named) {
-        mqs__trace_put(&rt->trace.ext, MQS__TR_NAME, t->id, 0, 0);
-        memcpy(ring_slot(&rt->trace.ext), t->name, MQS__NAME_MAX);
+        ring_put(r, MQS__TR_NAME, t->id, 0, 0);
+        memcpy(ring_slot(r), t->name, MQS__NAME_MAX);
     }
-    pthread_mutex_unlock(&rt->trace.ext_lock);
+    if (!own)
+        pthread_mutex_unlock(&rt->trace.ext_lock);
 }
 
 _Static_assert(MQS__NAME_MAX <= sizeof(struct mqs__trace_rec),
@@ -282,7 +270,6 @@ int mqs__trace_open(mqs_runtime_t *rt, const char *path, char *err, size_t n)
 
 struct jw {
     FILE *f;
-    int nworkers; /* tid of the outside threads' track */
 };
 
 static void json_str(FILE *f, const char *s, size_t max)
@@ -482,7 +469,7 @@ static void emit_ring(const struct jw *j, int tid, struct mqs__trace_ring *r,
 static void trace_write(mqs_runtime_t *rt)
 {
     struct mqs__trace *tr = &rt->trace;
-    struct jw j = {tr->out, rt->nworkers};
+    struct jw j = {tr->out};
     FILE *f = tr->out;
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"policy\":");
     json_str(f, rt->policy_spec, sizeof rt->policy_spec);

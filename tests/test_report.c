@@ -226,16 +226,23 @@ TEST(plot_gives_each_row_its_own_colour_and_marker)
     bench_results_free(&rs);
 }
 
+/* Yield-like results: floor, mq, cfs and (with_kernel) kernel threads
+ * two orders of magnitude above them. */
+static void zoom_results(bench_results_t *rs, bool with_kernel)
+{
+    const double v[][2] = {{5, 9}, {16, 21}, {27, 30}, {2000, 100000}};
+    const char *rows[] = {"floor", "mq", "cfs", "kernel"};
+    bench_results_init(rs, "yield", "ns per yield", NULL, 0);
+    for (int i = 0; i < (with_kernel ? 4 : 3); i++) {
+        add_result(rs, rows[i], "tasks=1", v[i][0], 0.1, "ns", NULL);
+        add_result(rs, rows[i], "tasks=1024", v[i][1], 0.1, "ns", NULL);
+    }
+}
+
 TEST(plot_zooms_on_rows_bundled_at_the_bottom_of_a_log_axis)
 {
     bench_results_t rs;
-    bench_results_init(&rs, "yield", "ns per yield", NULL, 0);
-    const double v[][2] = {{5, 9}, {16, 21}, {27, 30}, {2000, 100000}};
-    const char *rows[] = {"floor", "mq", "cfs", "kernel"};
-    for (int i = 0; i < 4; i++) {
-        add_result(&rs, rows[i], "tasks=1", v[i][0], 0.1, "ns", NULL);
-        add_result(&rs, rows[i], "tasks=1024", v[i][1], 0.1, "ns", NULL);
-    }
+    zoom_results(&rs, true);
     char *s = script_of(&rs);
     CHECK_STR_CONTAINS(s, "set multiplot layout 2,1\n");
     CHECK_STR_CONTAINS(s, "set terminal svg size 960,960 ");
@@ -256,11 +263,7 @@ TEST(plot_zooms_on_rows_bundled_at_the_bottom_of_a_log_axis)
     free(s);
     /* nothing bundles on a linear axis: no zoom */
     bench_results_free(&rs);
-    bench_results_init(&rs, "yield", "ns per yield", NULL, 0);
-    for (int i = 0; i < 3; i++) {
-        add_result(&rs, rows[i], "tasks=1", v[i][0], 0.1, "ns", NULL);
-        add_result(&rs, rows[i], "tasks=1024", v[i][1], 0.1, "ns", NULL);
-    }
+    zoom_results(&rs, false);
     s = script_of(&rs);
     CHECK(!strstr(s, "multiplot"));
     free(s);

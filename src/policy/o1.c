@@ -41,7 +41,7 @@
 
 /* se->p[] words */
 #define O1_ARRAY 0     /* index of the array it is queued in            */
-#define O1_FLOOR 1     /* sleep_avg below which the bonus drops a step  */
+#define O1_SPARE 1     /* (free: the dynamic level is se->level)        */
 #define O1_SLEEP_AVG 2 /* ns                                            */
 #define O1_SYNC 3      /* 1: queued by a sync wake-up (no preemption)   */
 
@@ -169,18 +169,6 @@ static unsigned o1_effective_prio(const struct o1_tunables *t,
     return (unsigned)p;
 }
 
-/* Set se's level from its sleep_avg (o1_effective_prio), and the
- * sleep_avg below which its bonus drops a step (O1_FLOOR), so that
- * o1_put_prev sees a level change with one compare, no division. */
-static void o1_set_level(const struct o1_tunables *t,
-                         struct mqs_sched_entity *se)
-{
-    se->level = (uint8_t)o1_effective_prio(t, se);
-    uint64_t max = (uint64_t)t->max_sleep_avg_ns;
-    uint64_t b = se->p[O1_SLEEP_AVG] * O1_MAX_BONUS / max;
-    se->p[O1_FLOOR] = b >= O1_MAX_BONUS ? max - 1 : b * max / O1_MAX_BONUS;
-}
-
 /* The level se is queued at: dynamic for normal tasks, static others
  * (o1_effective_prio, kept in se->level, which the core compares with
  * what the queues publish). */
@@ -222,7 +210,7 @@ static void o1_add_sleep(const struct o1_tunables *t,
         slept *= O1_MAX_BONUS - bonus;
     uint64_t avg = se->p[O1_SLEEP_AVG] + slept;
     se->p[O1_SLEEP_AVG] = avg < max ? avg : max;
-    o1_set_level(t, se);
+    se->level = (uint8_t)o1_effective_prio(t, se);
 }
 
 /* ----- queueing ----- */
@@ -248,12 +236,14 @@ static void o1_add(struct mqs_rq *rq, struct mqs_sched_entity *se,
 
 /* A spawned task starts with its parent's sleep history, less a penalty
  * (sched_fork's CHILD_PENALTY); one spawned from outside a task with
- * outside_sleep_pct of the most, less the same: a program's main thread
- * has mostly slept, as 2.6 saw one started from a shell.  With none, a
- * short task spawned beside long ones waited behind their whole slices
- * at their level until two sleeps earned it a bonus (mixed, 5 short and
- * 5 long: the least short task at 0-0.08 of the kernel's records;
- * 0.32-0.53 with it, docs/policies/o1.md). */
+ * outside_sleep_pct of the most, less the same (by default none).  At
+ * 100, a program's main thread that has mostly slept, as 2.6 saw one
+ * started from a shell, a short task spawned beside long ones no longer
+ * waits behind their whole slices until two sleeps earn it a bonus
+ * (mixed, 5 short and 5 long: the least short task at 0.32-0.53 of the
+ * kernel's records, 0-0.08 at 0), but eight yield-loop tasks so started
+ * on two workers left one at a tenth of a worker's steps in one run in
+ * six under ASan (docs/policies/o1.md). */
 static void o1_task_new(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         const struct mqs_sched_entity *parent)
 {
@@ -277,7 +267,7 @@ static bool o1_new(struct mqs_rq *rq, struct mqs_sched_entity *se)
     struct o1_rq *o = o1_state(rq);
     bool here = mqs_runtime_self() == mqs_rq_runtime(rq) &&
                 mqs_worker_self() == mqs_rq_worker(rq);
-    o1_set_level(o->tun, se);
+    se->level = (uint8_t)o1_effective_prio(o->tun, se);
     se->slice_ns = o1_timeslice(o->tun, se);
     if (!(o->tun->child_first && here && se->cls == MQS_CLASS_NORMAL))
         return false;
@@ -298,7 +288,7 @@ static bool o1_expire(struct o1_rq *o, struct mqs_sched_entity *se)
     se->slice_ns = o1_timeslice(o->tun, se);
     if (se->cls != MQS_CLASS_NORMAL)
         return false;
-    o1_set_level(o->tun, se);
+    se->level = (uint8_t)o1_effective_prio(o->tun, se);
     return !o1_interactive(se) || o1_starving(o, mqs_sched_clock());
 }
 
@@ -325,7 +315,7 @@ static void o1_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
         else
             expire = o->tun->yield_expired && se->cls == MQS_CLASS_NORMAL;
     } else if (flags & MQS_ENQ_RESTORE) {
-        o1_set_level(o->tun, se);
+        se->level = (uint8_t)o1_effective_prio(o->tun, se);
     }
     o1_add(rq, se, expire, head);
 }
@@ -423,25 +413,13 @@ static struct mqs_sched_entity *o1_yield(struct mqs_rq *rq,
 static void o1_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         uint64_t ran_ns)
 {
+    (void)rq;
     if (se->cls == MQS_CLASS_FIFO)
         return;
     uint64_t ran = ran_ns - se->stall_ns;
     se->slice_ns -= (int64_t)ran;
     uint64_t avg = se->p[O1_SLEEP_AVG];
     se->p[O1_SLEEP_AVG] = avg > ran ? avg - ran : 0;
-    /* Not 2.6.0, which recomputed the priority only when the slice ran
-     * out: a run that drains the bonus a step shows in the level at
-     * once, so yielders that ran more queue behind those that ran less.
-     * With the level kept for a whole slice, eight tasks yielding in a
-     * loop on two workers, spawned with a sleeper's history, left one
-     * of four on a worker at 0.07-0.1 of a worker's steps against the
-     * others' 0.24-0.35 (shuffle.conformance.o1 under ASan, 2 of 12 runs,
-     * min/mean 0.27 and 0.37; 0.82-0.95 in 14 of 14 with no history to
-     * drain): whichever spent its slice first lost a level and waited
-     * while the others, still a level better, yielded among
-     * themselves. */
-    if (se->cls == MQS_CLASS_NORMAL && se->p[O1_SLEEP_AVG] < se->p[O1_FLOOR])
-        o1_set_level(o1_state(rq)->tun, se);
 }
 
 static int64_t o1_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
@@ -554,6 +532,6 @@ const struct mqs_policy mqs_policy_o1 = {
 #undef O1_STEAL_MAX
 #undef O1_CHILD_PENALTY
 #undef O1_ARRAY
-#undef O1_FLOOR
+#undef O1_SPARE
 #undef O1_SLEEP_AVG
 #undef O1_SYNC
