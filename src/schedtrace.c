@@ -104,6 +104,31 @@ static void schedtrace_line(mqs_runtime_t *rt)
     fflush(st->out);
 }
 
+/* t plus ns. */
+static struct timespec ts_add(struct timespec t, uint64_t ns)
+{
+    ns += (uint64_t)t.tv_nsec;
+    t.tv_sec += (time_t)(ns / 1000000000u);
+    t.tv_nsec = (long)(ns % 1000000000u);
+    return t;
+}
+
+/* When the next line is due: a period after the last one was due, so
+ * that lines keep their rhythm, unless that time has already passed (the
+ * last write blocked on a full pipe or terminal, or this thread was not
+ * run): then a period from now.  Deadlines only a period apart would
+ * come back from a write that blocked for k periods as k lines written
+ * back to back, each saying almost nothing. */
+static struct timespec schedtrace_next(struct timespec due, uint64_t period_ns)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    due = ts_add(due, period_ns);
+    bool past = due.tv_sec < now.tv_sec ||
+                (due.tv_sec == now.tv_sec && due.tv_nsec <= now.tv_nsec);
+    return past ? ts_add(now, period_ns) : due;
+}
+
 static void *schedtrace_main(void *arg)
 {
     mqs_runtime_t *rt = arg;
@@ -112,9 +137,7 @@ static void *schedtrace_main(void *arg)
     clock_gettime(CLOCK_MONOTONIC, &next);
     pthread_mutex_lock(&st->lock);
     while (!st->stop) {
-        uint64_t ns = (uint64_t)next.tv_nsec + st->period_ns;
-        next.tv_sec += (time_t)(ns / 1000000000u);
-        next.tv_nsec = (long)(ns % 1000000000u);
+        next = schedtrace_next(next, st->period_ns);
         int rc = 0;
         while (!st->stop && rc != ETIMEDOUT)
             rc = pthread_cond_timedwait(&st->wake, &st->lock, &next);

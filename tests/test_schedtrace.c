@@ -4,13 +4,16 @@
  * runtime's header and one part per worker, and they say what each
  * worker does: the id of a task spinning alone on worker 0, three
  * yielders queued and switching on worker 1, both workers parked once
- * every task has ended.  Off (the default), no line.  Bad values are
- * refused with a message.
+ * every task has ended.  A stream that stalls gets no burst of missed
+ * lines.  Off (the default), no line.  Bad values are refused with a
+ * message.
  */
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "helpers.h"
@@ -150,6 +153,58 @@ TEST(lines_say_what_each_worker_runs)
     CHECK_GE(yield_seen, 2);
     CHECK_GE(parked_seen, 1);
     free(text);
+}
+
+/* A stream that does not take the lines for a while (a full pipe, a
+ * stopped terminal) gets one late line when it takes them again, then
+ * lines a period apart: not one line per missed period, back to back.
+ * The pipe is a page, filled before the runtime starts; it is widened
+ * after 300 ms (30 periods of 10 ms). */
+TEST(a_stalled_stream_gets_no_burst_of_missed_lines)
+{
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 4096);
+    CHECK_EQ(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
+    char fill[512];
+    memset(fill, 'x', sizeof fill);
+    size_t filled = 0;
+    for (ssize_t n; (n = write(p[1], fill, sizeof fill)) > 0;)
+        filled += (size_t)n;
+    CHECK_EQ(fcntl(p[1], F_SETFL, 0), 0);
+    FILE *f = fdopen(p[1], "w");
+    CHECK(f != NULL);
+    mqs_config_t cfg = cfg_workers(2);
+    cfg.schedtrace_ms = 10;
+    cfg.schedtrace_file = f;
+    mqs_runtime_t *rt = rt_create(&cfg);
+    sleep_ms(300);
+    CHECK(fcntl(p[1], F_SETPIPE_SZ, 1 << 20) >= 1 << 20);
+    sleep_ms(100);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    CHECK_EQ(fclose(f), 0);
+
+    static char text[1 << 20];
+    size_t len = 0;
+    for (ssize_t n; (n = read(p[0], text + len, sizeof text - 1 - len)) > 0;)
+        len += (size_t)n;
+    close(p[0]);
+    text[len] = 0;
+    CHECK(len > filled);
+    int lines = 0, back_to_back = 0;
+    long long last = -1;
+    for (char *line = text + filled; *line; line = strchr(line, '\n') + 1) {
+        CHECK(strchr(line, '\n') != NULL);
+        long long ms;
+        CHECK_EQ(sscanf(line, "mqs %lldms:", &ms), 1);
+        back_to_back += last >= 0 && ms - last < 5;
+        last = ms;
+        lines++;
+    }
+    fprintf(stderr, "  %d lines, %d of them less than half a period after "
+                    "the one before\n", lines, back_to_back);
+    CHECK_GE(lines, 3);
+    CHECK_LE(back_to_back, 3); /* 28 or more when every missed period writes */
 }
 
 TEST(off_by_default_no_line)
