@@ -370,6 +370,12 @@ static int spawn_fork(bench_point_t *p, struct spawn_out *out)
         _exit(w == (ssize_t)sizeof o ? 0 : 1);
     }
     close(fd[1]);
+    /* A runtime row's child named its trace (--trace) from its copy of
+     * the count: count that name here too, or every child would write
+     * the same file. */
+    char taken[PATH_MAX];
+    if (!p->row->pseudo)
+        (void)bench_trace_next(taken, sizeof taken);
     size_t got = bench_read(fd[0], out, sizeof *out);
     close(fd[0]);
     int st = bench_wait_pid(pid);

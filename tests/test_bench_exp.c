@@ -11,6 +11,7 @@
  * static there has its file's prefix, so they share this unit.
  */
 #include <math.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "bench_check.h"
@@ -357,6 +358,38 @@ TEST(spawn_small_tree_sums_right_on_mq_and_kernel)
         CHECK(r.value > 0 && isfinite(r.value));
         CHECK(r.extra[SPAWN_X_RSS] > 0);
     }
+}
+
+/* --trace: each point's runtimes are made in forked children, and each
+ * child's trace gets its own file (the warm-up's t.json, the measured
+ * run's t-2.json, ...), not one name they all overwrite. */
+TEST(spawn_children_trace_into_files_of_their_own)
+{
+    char dir[] = "/tmp/mqs-spawn-trace-XXXXXX", path[64], name[80];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/t.json", dir);
+    bench_trace_set(path);
+    bench_opts_t o = small_opts();
+    bench_result_t r;
+    struct spawn_point sp = {100, 10, 10000, 0};
+    CHECK_EQ(run_point(&o, "mq", false, &spawn_kind, &sp, SPAWN_X_COUNT, &r),
+             0);
+    bench_trace_set(NULL);
+    int files = 0;
+    struct stat st;
+    for (int n = 1; n <= 8; n++) {
+        if (n == 1)
+            snprintf(name, sizeof name, "%s", path);
+        else
+            snprintf(name, sizeof name, "%s/t-%d.json", dir, n);
+        if (stat(name, &st) != 0)
+            break;
+        CHECK(st.st_size > 0);
+        files++;
+        unlink(name);
+    }
+    rmdir(dir);
+    CHECK_GE(files, 2); /* the warm-up and at least one measured run */
 }
 
 /* --live: every task alive at once, a few mappings for all of them (the
