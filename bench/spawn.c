@@ -373,7 +373,7 @@ static int spawn_fork(bench_point_t *p, struct spawn_out *out)
     /* A runtime row's child named its trace (--trace) from its copy of
      * the count: count that name here too, or every child would write
      * the same file. */
-    char taken[PATH_MAX];
+    char taken[300]; /* as bench_runtime_open's */
     if (!p->row->pseudo)
         (void)bench_trace_next(taken, sizeof taken);
     size_t got = bench_read(fd[0], out, sizeof *out);

@@ -141,6 +141,7 @@ struct mqs_policy; /* mqs/policy.h */
  *   offload_threads MQS_OFFLOAD_THREADS 1..4096         4 per worker, at least 16
  *   schedtrace_ms  MQS_SCHEDTRACE      0..3600000       0 (off)
  *   trace_file     MQS_TRACE           a file name      NULL (off)
+ *   trace_max_mb   MQS_TRACE_MAX_MB    1..1048576       256
  *
  * policy_ops runs a policy table that is not in the registry (a policy
  * under development, a test's deliberately broken one): the name part of
@@ -238,6 +239,12 @@ typedef struct mqs_config {
      * nothing.  Each runtime writes its own file: give each its own
      * name.  MQS_TRACE=FILE. */
     const char *trace_file;
+    /* The most the trace keeps, in MiB of its 32-byte records (0 = the
+     * default, 256 MiB: 8 M records, some 0.8 GB of JSON): the first
+     * records of the run are kept and the rest dropped, counted in the
+     * file's otherData.records_past_limit and said on stderr at
+     * destroy.  MQS_TRACE_MAX_MB. */
+    int64_t trace_max_mb;
 } mqs_config_t;
 
 /*

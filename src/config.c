@@ -326,7 +326,12 @@ static int apply_schedtrace(const mqs_config_t *cfg, mqs_config_t *out,
 }
 
 /* MQS_TRACE=FILE: the trace (trace.c); the file itself is opened by
- * runtime create, which says so when it cannot be. */
+ * runtime create, which says so when it cannot be.  MQS_TRACE_MAX_MB:
+ * the most records it keeps (a yield loop makes gigabytes of them a second;
+ * 256 MiB is 8 M records, some 0.8 GB of JSON, about what Perfetto's
+ * page opens). */
+#define MAX_TRACE_MB 1048576LL
+#define DEFAULT_TRACE_MB 256
 static int apply_trace(const mqs_config_t *cfg, mqs_config_t *out,
                        char *err, size_t n)
 {
@@ -338,6 +343,18 @@ static int apply_trace(const mqs_config_t *cfg, mqs_config_t *out,
                     "bytes), or unset for no trace",
                     e ? "MQS_TRACE" : "config.trace_file", v);
     out->trace_file = v;
+    const char *m = env(cfg, "MQS_TRACE_MAX_MB");
+    long long mb = cfg->trace_max_mb;
+    if (m && (!parse_ll(m, &mb) || mb < 1 || mb > MAX_TRACE_MB))
+        return fail(err, n, MQS_EINVAL,
+                    "MQS_TRACE_MAX_MB=%s: expected the most MiB of records "
+                    "a trace keeps, a whole number from 1 to %lld", m,
+                    MAX_TRACE_MB);
+    if (!m && (mb < 0 || mb > MAX_TRACE_MB))
+        return fail(err, n, MQS_EINVAL,
+                    "config.trace_max_mb=%lld: expected 0 (default) or 1 "
+                    "to %lld", mb, MAX_TRACE_MB);
+    out->trace_max_mb = mb ? mb : DEFAULT_TRACE_MB;
     return 0;
 }
 

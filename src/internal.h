@@ -141,6 +141,12 @@ struct mqs__trace_ring {
     FILE *spill;
     int err;       /* the spill's first failed write: errno */
     uint64_t lost; /* records dropped by failed spills */
+    /* The runtime's limit (trace_max_mb): records spilled by every ring
+     * together, counted before each spill's write (a ring's whole batch
+     * at once, so one relaxed add per 8192 records), and those this
+     * ring dropped past it. */
+    _Atomic uint64_t *kept;
+    uint64_t max, capped;
 };
 
 /* ------------------------------------------------------------------ */
@@ -630,6 +636,8 @@ struct mqs_runtime {
         char path[256];
         uint64_t t0;
         _Atomic uint64_t flows;
+        _Atomic uint64_t kept; /* records spilled, every ring (above) */
+        uint64_t max_mb;
         pthread_mutex_t ext_lock;
         struct mqs__trace_ring ext;
     } trace;

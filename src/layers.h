@@ -52,7 +52,7 @@ void mqs__trace_wake(mqs_runtime_t *rt, struct mqs_task *t, int target,
                      unsigned src, int flags, bool handoff);
 void mqs__trace_spawn(mqs_runtime_t *rt, struct mqs_task *t, bool named);
 MQS__MUST_USE int mqs__trace_open(mqs_runtime_t *rt, const char *path,
-                                  char *err, size_t n);
+                                  int64_t max_mb, char *err, size_t n);
 void mqs__trace_close(mqs_runtime_t *rt, bool write);
 
 /* ---- memory: stack.c, overflow.c, handle.c --------------------------- */

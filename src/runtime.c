@@ -289,7 +289,7 @@ static int runtime_build(mqs_runtime_t *rt, const mqs_config_t *c, char *err,
         return rc;
     for (int i = 0; rt->policy->init_rq && i < rt->nworkers; i++)
         rt->policy->init_rq(&rt->workers[i]->rq);
-    if ((rc = mqs__trace_open(rt, c->trace_file, err, n)))
+    if ((rc = mqs__trace_open(rt, c->trace_file, c->trace_max_mb, err, n)))
         return rc;
     return mqs__overflow_handler_install();
 }

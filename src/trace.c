@@ -78,12 +78,22 @@ _Static_assert(sizeof(struct mqs__trace_rec) == 32, "a record is 32 bytes");
 /* Recording                                                           */
 /* ------------------------------------------------------------------ */
 
-/* Write the ring's records to its spill file; on a failed write the
- * records are dropped and counted. */
+/* Write the ring's records to its spill file, as many as the runtime's
+ * limit leaves room for (the first records of the run are kept, the
+ * rest counted in capped); on a failed write the records are dropped
+ * and counted in lost. */
 static void ring_spill(struct mqs__trace_ring *r)
 {
+    uint64_t n = r->n;
+    if (n) {
+        uint64_t before =
+            atomic_fetch_add_explicit(r->kept, n, memory_order_relaxed);
+        uint64_t room = before < r->max ? r->max - before : 0;
+        r->capped += n > room ? n - room : 0;
+        n = n > room ? room : n;
+    }
     const char *p = (const char *)r->rec;
-    size_t left = (size_t)r->n * sizeof *r->rec;
+    size_t left = (size_t)n * sizeof *r->rec;
     while (left && r->spill && !r->err) {
         ssize_t k = write(fileno(r->spill), p, left);
         if (k < 0 && errno == EINTR)
@@ -211,13 +221,15 @@ _Static_assert(MQS__NAME_MAX <= sizeof(struct mqs__trace_rec),
 /* Setup                                                               */
 /* ------------------------------------------------------------------ */
 
-static int ring_init(struct mqs__trace_ring *r, const mqs__clock_t *clock,
-                     uint64_t t0)
+static int ring_init(struct mqs__trace_ring *r, struct mqs__trace *tr,
+                     const mqs__clock_t *clock)
 {
     r->rec = mqs__calloc(MQS__TRACE_RING, sizeof *r->rec);
     r->spill = tmpfile();
     r->clock = clock;
-    r->t0 = t0;
+    r->t0 = tr->t0;
+    r->kept = &tr->kept;
+    r->max = (uint64_t)tr->max_mb * (1u << 20) / sizeof *r->rec;
     return r->rec && r->spill ? 0 : MQS_ENOMEM;
 }
 
@@ -230,7 +242,8 @@ static void ring_fini(struct mqs__trace_ring *r)
     r->spill = NULL;
 }
 
-int mqs__trace_open(mqs_runtime_t *rt, const char *path, char *err, size_t n)
+int mqs__trace_open(mqs_runtime_t *rt, const char *path, int64_t max_mb,
+                    char *err, size_t n)
 {
     struct mqs__trace *tr = &rt->trace;
     pthread_mutex_init(&tr->ext_lock, NULL);
@@ -244,14 +257,15 @@ int mqs__trace_open(mqs_runtime_t *rt, const char *path, char *err, size_t n)
     }
     snprintf(tr->path, sizeof tr->path, "%s", path);
     tr->t0 = mqs__clock_ns(&rt->clock);
-    int rc = ring_init(&tr->ext, &rt->clock, tr->t0);
+    tr->max_mb = (uint64_t)max_mb;
+    int rc = ring_init(&tr->ext, tr, &rt->clock);
     for (int i = 0; rc == 0 && i < rt->nworkers; i++) {
         struct mqs_worker *w = rt->workers[i];
         w->trace = mqs__calloc(1, sizeof *w->trace);
         /* The runtime's clock, not the worker's copy: the copies are
          * re-anchored at different times, and one time base lets a
          * wake-up on one worker be compared with a run on another. */
-        rc = w->trace ? ring_init(w->trace, &rt->clock, tr->t0) : MQS_ENOMEM;
+        rc = w->trace ? ring_init(w->trace, tr, &rt->clock) : MQS_ENOMEM;
     }
     if (rc)
         snprintf(err, n, "trace %s: no memory or temporary file for the "
@@ -452,7 +466,6 @@ static void emit(const struct jw *j, int tid, struct track *k,
 static void emit_ring(const struct jw *j, int tid, struct mqs__trace_ring *r,
                       uint64_t *events)
 {
-    ring_spill(r);
     if (!r->spill || fflush(r->spill) != 0 || fseek(r->spill, 0, SEEK_SET))
         return;
     struct track k = {0};
@@ -471,13 +484,23 @@ static void trace_write(mqs_runtime_t *rt)
     struct mqs__trace *tr = &rt->trace;
     struct jw j = {tr->out};
     FILE *f = tr->out;
+    /* Every ring's last records first: the limit has then had its say,
+     * and the header can tell how many records it cut. */
+    uint64_t capped = 0;
+    for (int i = 0; i <= rt->nworkers; i++) {
+        struct mqs__trace_ring *r =
+            i < rt->nworkers ? rt->workers[i]->trace : &tr->ext;
+        ring_spill(r);
+        capped += r->capped;
+    }
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"policy\":");
     json_str(f, rt->policy_spec, sizeof rt->policy_spec);
-    fprintf(f, ",\"workers\":%d,\"mqs\":\"%d.%d.%d\"},\n\"traceEvents\":[\n"
+    fprintf(f, ",\"workers\":%d,\"mqs\":\"%d.%d.%d\",\"limit_mb\":%" PRIu64
+               ",\"records_past_limit\":%" PRIu64 "},\n\"traceEvents\":[\n"
                "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\","
                "\"args\":{\"name\":\"mqs workers (%s)\"}}",
             rt->nworkers, MQS_VERSION_MAJOR, MQS_VERSION_MINOR,
-            MQS_VERSION_PATCH, rt->policy->name);
+            MQS_VERSION_PATCH, tr->max_mb, capped, rt->policy->name);
     fprintf(f, ",\n{\"ph\":\"M\",\"pid\":2,\"name\":\"process_name\","
                "\"args\":{\"name\":\"mqs tasks\"}}");
     for (int i = 0; i <= rt->nworkers; i++) {
@@ -504,6 +527,12 @@ static void trace_write(mqs_runtime_t *rt)
             err = r->err;
     }
     fprintf(f, "\n]}\n");
+    if (capped)
+        fprintf(stderr, "mqs: trace %s: its limit of %" PRIu64 " MiB of "
+                        "records (MQS_TRACE_MAX_MB) was reached: the first "
+                        "%" PRIu64 " events are in the file, %" PRIu64
+                        " after them are not\n",
+                tr->path, tr->max_mb, events, capped);
     if (lost)
         fprintf(stderr, "mqs: trace %s: %" PRIu64 " events lost (writing "
                         "the temporary file: %s)\n",

@@ -5,8 +5,9 @@
  * (spawn from outside, yield, block on a semaphore, a wake-up by another
  * task, a move to another worker, exit) appears in it in that order,
  * with the wake-up's flow ending at the run it caused.  A run longer than
- * a ring keeps every switch, in order, across the spills.  Bad settings
- * are refused with a message.
+ * a ring keeps every switch, in order, across the spills; one past the
+ * limit (trace_max_mb) keeps its first records and counts the rest.
+ * Bad settings are refused with a message.
  */
 #include <ctype.h>
 #include <stdatomic.h>
@@ -526,6 +527,44 @@ TEST(a_long_run_keeps_every_switch_across_spills)
     CHECK_LE(labs(runs[0] - runs[1]), 1L);
 }
 
+/* A limit of 1 MiB (32 768 records) under a run of 60 000: the file
+ * keeps the run's first switches, about 16 000 runs, says how many
+ * records it left out, and is still one JSON document. */
+TEST(the_limit_keeps_the_first_records_and_counts_the_rest)
+{
+    trace_path_make();
+    mqs_config_t cfg = cfg_workers(1);
+    cfg.policy = "mq";
+    cfg.trace_file = trace_path;
+    cfg.trace_max_mb = 1;
+    mqs_runtime_t *rt = rt_create(&cfg);
+    mqs_task_t *a = spawn(rt, pinger, rt), *b = spawn(rt, pinger, rt);
+    join(a);
+    join(b);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    struct jv *doc = read_trace(trace_path);
+    unlink(trace_path);
+    double limit = 0, past = 0;
+    const struct jv *other = jget(doc, "otherData");
+    CHECK(jnum(other, "limit_mb", &limit));
+    CHECK(jnum(other, "records_past_limit", &past));
+    size_t n;
+    struct ev *e = events(doc, &n);
+    long runs = 0;
+    double last = 0;
+    for (size_t i = 0; i < n; i++)
+        if (e[i].ph == 'X' && e[i].pid == 1 && e[i].has_task) {
+            runs++;
+            last = e[i].ts > last ? e[i].ts : last;
+        }
+    fprintf(stderr, "  %ld runs kept, the last at %.0f us; %.0f records past "
+                    "the limit\n", runs, last, past);
+    CHECK_EQ(limit, 1.0);
+    CHECK_GE(past, 20000.0); /* 60 000 made, 32 768 kept */
+    CHECK_LE(runs, 16384L);  /* two records a switch */
+    CHECK_GE(runs, 15000L);
+}
+
 /* ------------------------------------------------------------------ */
 /* Settings                                                            */
 /* ------------------------------------------------------------------ */
@@ -560,5 +599,24 @@ TEST(bad_settings_are_refused_with_a_message)
     setenv("MQS_TRACE", "/tmp/x.json", 1);
     CHECK_OK(mqs_config_resolve(&cfg, &out));
     CHECK(out.trace_file && !strcmp(out.trace_file, "/tmp/x.json"));
+    CHECK_EQ(out.trace_max_mb, 256); /* the default */
     unsetenv("MQS_TRACE");
+
+    cfg.trace_max_mb = -1;
+    CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+    CHECK_STR_CONTAINS(err, "config.trace_max_mb=-1");
+    cfg.trace_max_mb = 1048577;
+    CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+    cfg.trace_max_mb = 0;
+    const char *bad[] = {"0", "x", "1048577", "5M"};
+    for (int i = 0; i < 4; i++) {
+        setenv("MQS_TRACE_MAX_MB", bad[i], 1);
+        CHECK_ERR(mqs_config_resolve(&cfg, &out), MQS_EINVAL);
+        CHECK_STR_CONTAINS(err, "MQS_TRACE_MAX_MB=");
+        CHECK_STR_CONTAINS(err, "1 to 1048576");
+    }
+    setenv("MQS_TRACE_MAX_MB", "64", 1);
+    CHECK_OK(mqs_config_resolve(&cfg, &out));
+    CHECK_EQ(out.trace_max_mb, 64);
+    unsetenv("MQS_TRACE_MAX_MB");
 }
