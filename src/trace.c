@@ -531,7 +531,7 @@ static void trace_write(mqs_runtime_t *rt)
         fprintf(stderr, "mqs: trace %s: its limit of %" PRIu64 " MiB of "
                         "records (MQS_TRACE_MAX_MB) was reached: the first "
                         "%" PRIu64 " events are in the file, %" PRIu64
-                        " after them are not\n",
+                        " records after them are not\n",
                 tr->path, tr->max_mb, events, capped);
     if (lost)
         fprintf(stderr, "mqs: trace %s: %" PRIu64 " events lost (writing "
