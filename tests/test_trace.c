@@ -5,7 +5,10 @@
  * (spawn from outside, yield, block on a semaphore, a wake-up by another
  * task, a move to another worker, exit) appears in it in that order,
  * with the wake-up's flow ending at the run it caused.  A run longer than
- * a ring keeps every switch, in order, across the spills; one past the
+ * a ring keeps every switch, in order, across the spills; on a task's
+ * track no runnable span begins before the run before it has ended
+ * (a poller ping-pong across workers, where many wake-ups come while
+ * the reader is still switching out); one past the
  * limit (trace_max_mb) keeps its first records and counts the rest.
  * Bad settings are refused with a message.
  */
@@ -295,6 +298,18 @@ static void trace_path_make(void)
              (int)getpid());
 }
 
+/* A traced mq runtime of `workers` workers into trace_path, keeping at
+ * most max_mb MiB of records (0: the default). */
+static mqs_runtime_t *traced_mq(int workers, int64_t max_mb)
+{
+    trace_path_make();
+    mqs_config_t cfg = cfg_workers(workers);
+    cfg.policy = "mq";
+    cfg.trace_file = trace_path;
+    cfg.trace_max_mb = max_mb;
+    return rt_create(&cfg);
+}
+
 /* ------------------------------------------------------------------ */
 /* The scripted run                                                    */
 /* ------------------------------------------------------------------ */
@@ -456,6 +471,86 @@ TEST(a_scripted_run_appears_in_order)
 }
 
 /* ------------------------------------------------------------------ */
+/* Wake-ups that come while the task is still on its CPU               */
+/* ------------------------------------------------------------------ */
+
+#define PONG_ROUNDS 10000
+
+static int pong_fd[2][2]; /* pong_fd[i]: the pipe side i reads */
+
+/* Side i of a ping-pong over two pipes across the two workers: writes a
+ * byte to the other side, waits in mqs_read for the answer.  The byte
+ * often arrives while the reader is still switching out from its wait,
+ * and the poller's wake-up is then recorded before that run's end. */
+static void *pong(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    char c = 'x';
+    for (int k = 0; k < PONG_ROUNDS; k++) {
+        if (i == 0 || k > 0)
+            CHECK_EQ(mqs_write(pong_fd[!i][1], &c, 1), 1);
+        CHECK_EQ(mqs_read(pong_fd[i][0], &c, 1), 1);
+    }
+    if (i == 1)
+        CHECK_EQ(mqs_write(pong_fd[0][1], &c, 1), 1);
+    return NULL;
+}
+
+static int by_ts(const void *a, const void *b)
+{
+    const struct ev *x = *(const struct ev *const *)a,
+                    *y = *(const struct ev *const *)b;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* On a task's track a runnable span begins no earlier than the end of
+ * the run before it (a task is not runnable while it still runs), also
+ * when its wake-up was recorded before its run ended: Perfetto's JSON
+ * importer calls overlapping slices of one track misnested. */
+TEST(runnable_spans_begin_after_the_run_before)
+{
+    mqs_runtime_t *rt = traced_mq(2, 0);
+    CHECK_EQ(pipe(pong_fd[0]), 0);
+    CHECK_EQ(pipe(pong_fd[1]), 0);
+    mqs_task_t *a = spawn_on(rt, 0, pong, (void *)(intptr_t)0);
+    mqs_task_t *b = spawn_on(rt, 1, pong, (void *)(intptr_t)1);
+    double ids[2] = {(double)mqs_task_id(a), (double)mqs_task_id(b)};
+    join(a);
+    join(b);
+    for (int i = 0; i < 4; i++)
+        mqs_close(pong_fd[i / 2][i % 2]);
+    CHECK_OK(mqs_runtime_destroy(rt));
+    struct jv *doc = read_trace(trace_path);
+    unlink(trace_path);
+    size_t n;
+    struct ev *e = events(doc, &n);
+    const struct ev **mine = calloc(n, sizeof *mine);
+    CHECK(mine != NULL);
+    long spans = 0, early = 0;
+    for (int side = 0; side < 2; side++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (e[i].ph == 'X' && e[i].pid == 2 && e[i].tid == (int)ids[side])
+                mine[m++] = &e[i];
+        qsort(mine, m, sizeof *mine, by_ts);
+        double run_end = -1;
+        for (size_t i = 0; i < m; i++) {
+            if (strcmp(mine[i]->name, "runnable") != 0) {
+                run_end = mine[i]->ts + mine[i]->dur;
+                continue;
+            }
+            spans++;
+            early += mine[i]->ts < run_end - 0.0015;
+        }
+    }
+    free(mine);
+    fprintf(stderr, "  %ld runnable spans, %ld beginning before the run "
+                    "before them ended\n", spans, early);
+    CHECK_GE(spans, (long)PONG_ROUNDS);
+    CHECK_EQ(early, 0L);
+}
+
+/* ------------------------------------------------------------------ */
 /* Spills                                                              */
 /* ------------------------------------------------------------------ */
 
@@ -485,11 +580,7 @@ static void *pinger(void *arg)
 
 TEST(a_long_run_keeps_every_switch_across_spills)
 {
-    trace_path_make();
-    mqs_config_t cfg = cfg_workers(1);
-    cfg.policy = "mq";
-    cfg.trace_file = trace_path;
-    mqs_runtime_t *rt = rt_create(&cfg);
+    mqs_runtime_t *rt = traced_mq(1, 0);
     mqs_task_t *a = spawn(rt, pinger, rt), *b = spawn(rt, pinger, rt);
     double ida = (double)mqs_task_id(a), idb = (double)mqs_task_id(b);
     join(a);
@@ -532,12 +623,7 @@ TEST(a_long_run_keeps_every_switch_across_spills)
  * records it left out, and is still one JSON document. */
 TEST(the_limit_keeps_the_first_records_and_counts_the_rest)
 {
-    trace_path_make();
-    mqs_config_t cfg = cfg_workers(1);
-    cfg.policy = "mq";
-    cfg.trace_file = trace_path;
-    cfg.trace_max_mb = 1;
-    mqs_runtime_t *rt = rt_create(&cfg);
+    mqs_runtime_t *rt = traced_mq(1, 1);
     mqs_task_t *a = spawn(rt, pinger, rt), *b = spawn(rt, pinger, rt);
     join(a);
     join(b);
