@@ -54,6 +54,8 @@ static void spend_slice(struct mqs_sched_entity *x)
     h_enqueue(&h, 0, x, MQS_ENQ_PREEMPTED);
 }
 
+/* A slice by static priority, after a first one of min_slice_ns for a
+ * task spawned from outside the runtime (the harness's spawns are). */
 TEST(timeslice_by_static_priority)
 {
     h_init(&h, "o1", 1);
@@ -62,6 +64,11 @@ TEST(timeslice_by_static_priority)
     for (int i = 0; i < 3; i++) {
         h_task(&h, i, MQS_CLASS_NORMAL, nice[i]);
         h_enqueue(&h, 0, task(i), MQS_ENQ_NEW);
+        CHECK_EQ(task(i)->slice_ns, 10 * (int64_t)MS);
+    }
+    for (int i = 0; i < 3; i++) {
+        CHECK(h_pick(&h, 0) == task(i));
+        spend_slice(task(i));
         CHECK_EQ(task(i)->slice_ns, want[i]);
     }
     h_destroy(&h);
@@ -89,7 +96,10 @@ TEST(sleep_avg_gives_bonus_minus5_to_plus5)
  * slept (a program's main thread, as 2.6 saw one started from a shell):
  * interactive from the start, level 116.  A task's child inherits its
  * parent's own (here 0: level 125), and by default (0) outside spawns
- * start at 0. */
+ * start at 0.  An outside spawn's first slice is min_slice_ns (2.6 split
+ * the parent's slice with each child: a main thread starting several
+ * threads leaves the later ones the least); a task's child gets a whole
+ * one. */
 static struct mqs_sched_entity *spawned(int k, const char *spec,
                                         const struct mqs_sched_entity *parent)
 {
@@ -115,6 +125,9 @@ TEST(outside_spawns_may_start_with_a_sleeping_parents_history)
                                         parent);
     CHECK_EQ(b->p[SLEEP_AVG], 0);
     CHECK_EQ(b->level, 125);
+    /* first slices: the shortest from outside, a whole one from a task */
+    CHECK_EQ(a->slice_ns, 10 * (int64_t)MS);
+    CHECK_EQ(b->slice_ns, 102564102);
     CHECK(h_pick(&h, 0) == a);
     h_destroy(&h);
     memset(&h, 0, sizeof h);

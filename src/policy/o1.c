@@ -41,7 +41,7 @@
 
 /* se->p[] words */
 #define O1_ARRAY 0     /* index of the array it is queued in            */
-#define O1_SPARE 1     /* (free: the dynamic level is se->level)        */
+#define O1_FIRST 1     /* first slice, ns, set by task_new; 0: a full one */
 #define O1_SLEEP_AVG 2 /* ns                                            */
 #define O1_SYNC 3      /* 1: queued by a sync wake-up (no preemption)   */
 
@@ -236,13 +236,14 @@ static void o1_add(struct mqs_rq *rq, struct mqs_sched_entity *se,
 
 /* A spawned task starts with its parent's sleep history, less a penalty
  * (sched_fork's CHILD_PENALTY); one spawned from outside a task with
- * outside_sleep_pct of the most, less the same (by default none).  At
+ * outside_sleep_pct of the most, less the same (by default none), and
+ * a first slice of min_slice_ns (o1_new).  At
  * 100, a program's main thread that has mostly slept, as 2.6 saw one
  * started from a shell, a short task spawned beside long ones no longer
  * waits behind their whole slices until two sleeps earn it a bonus
  * (mixed, 5 short and 5 long: the least short task at 0.32-0.53 of the
- * kernel's records, 0-0.08 at 0), but eight yield-loop tasks so started
- * on two workers left one at a tenth of a worker's steps in one run in
+ * kernel's records, 0-0.08 at 0 with whole first slices), but eight yield-loop
+ * tasks so started on two workers left one at a tenth of a worker's steps in one run in
  * six under ASan (docs/policies/o1.md). */
 static void o1_task_new(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         const struct mqs_sched_entity *parent)
@@ -252,10 +253,15 @@ static void o1_task_new(struct mqs_rq *rq, struct mqs_sched_entity *se,
                            : (uint64_t)t->max_sleep_avg_ns *
                                  (uint64_t)t->outside_sleep_pct / 100;
     se->p[O1_SLEEP_AVG] = from * O1_CHILD_PENALTY / 100;
+    se->p[O1_FIRST] = parent ? 0 : (uint64_t)t->min_slice_ns;
 }
 
 /* A spawned task (o1_task_new gave it its history): its priority and
- * slice, and maybe the head of the parent's worker (child runs first),
+ * slice (from outside, the shortest for a first one: 2.6's sched_fork
+ * split the spawner's slice, so a main thread starting several threads
+ * left the later ones little; started together with whole slices, the
+ * last in line waited out every one before it), and maybe the head of
+ * the parent's worker (child runs first),
  * when the spawner is a task running on rq's worker and the child a
  * normal task.  2.6.0 queued the child just before its parent, at the
  * parent's priority; here the child has its own class and priority,
@@ -269,6 +275,9 @@ static bool o1_new(struct mqs_rq *rq, struct mqs_sched_entity *se)
                 mqs_worker_self() == mqs_rq_worker(rq);
     se->level = (uint8_t)o1_effective_prio(o->tun, se);
     se->slice_ns = o1_timeslice(o->tun, se);
+    if (se->p[O1_FIRST] && (int64_t)se->p[O1_FIRST] < se->slice_ns)
+        se->slice_ns = (int64_t)se->p[O1_FIRST];
+    se->p[O1_FIRST] = 0;
     if (!(o->tun->child_first && here && se->cls == MQS_CLASS_NORMAL))
         return false;
     atomic_store_explicit(&o->child_pending, 1, memory_order_relaxed);
