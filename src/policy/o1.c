@@ -80,7 +80,8 @@ struct o1_rq {
 static const struct mqs_tunable o1_tunables[] = {
     {"min_slice_ns", 100000, 1000000000, 10000000,
      offsetof(struct o1_tunables, min_slice_ns),
-     "MIN_TIMESLICE: slice of a nice 19 task"},
+     "MIN_TIMESLICE: slice of a nice 19 task, and the first slice of "
+     "a task spawned from outside the runtime"},
     {"max_slice_ns", 100000, 10000000000, 200000000,
      offsetof(struct o1_tunables, max_slice_ns),
      "MAX_TIMESLICE: slice of a nice -20 task"},
