@@ -238,14 +238,14 @@ static void o1_add(struct mqs_rq *rq, struct mqs_sched_entity *se,
 /* A spawned task starts with its parent's sleep history, less a penalty
  * (sched_fork's CHILD_PENALTY); one spawned from outside a task with
  * outside_sleep_pct of the most, less the same (by default none), and
- * a first slice of min_slice_ns (o1_new).  At
- * 100, a program's main thread that has mostly slept, as 2.6 saw one
- * started from a shell, a short task spawned beside long ones no longer
- * waits behind their whole slices until two sleeps earn it a bonus
- * (mixed, 5 short and 5 long: the least short task at 0.32-0.53 of the
- * kernel's records, 0-0.08 at 0 with whole first slices), but eight yield-loop
- * tasks so started on two workers left one at a tenth of a worker's steps in one run in
- * six under ASan (docs/policies/o1.md). */
+ * a first slice of min_slice_ns (o1_new).  At 100, a program's main
+ * thread that has mostly slept, as 2.6 saw one started from a shell, a
+ * short task spawned beside long ones no longer waits behind their
+ * whole slices until two sleeps earn it a bonus (mixed, 5 short and 5
+ * long: the least short task at 0.32-0.53 of the kernel's records,
+ * 0-0.08 at 0 with whole first slices), but eight yield-loop tasks so
+ * started on two workers left one at a tenth of a worker's steps in one
+ * run in six under ASan (docs/policies/o1.md). */
 static void o1_task_new(struct mqs_rq *rq, struct mqs_sched_entity *se,
                         const struct mqs_sched_entity *parent)
 {
@@ -542,6 +542,6 @@ const struct mqs_policy mqs_policy_o1 = {
 #undef O1_STEAL_MAX
 #undef O1_CHILD_PENALTY
 #undef O1_ARRAY
-#undef O1_SPARE
+#undef O1_FIRST
 #undef O1_SLEEP_AVG
 #undef O1_SYNC
