@@ -1,13 +1,15 @@
 // chat.cpp - the chatroom benchmark in one process, on fibers.  Each
-// room has U users; each user is three fibers, as the original's client
-// and server threads: a sender that pushes M messages of B bytes to its
-// upstream channel, a server-side handler that forwards each to the
-// inbox of every other user of the room, and a receiver that pops
-// (U-1) x M messages and copies each payload into its own buffer.  A
-// message is filled once by its sender and shared read-only by its
-// recipients (shared_ptr); the receiver's copy is the one a socket read
-// makes.  Channels hold 15 messages (buffered_channel of capacity 16:
-// its ring keeps one slot free).  msgs_per_s = R x U x M x (U-1)
+// room has U users; each user is four fibers, as the original's client
+// and server threads and as mqs-bench's own rows: a sender that pushes M
+// messages of B bytes to its upstream channel, a server reader that puts
+// each on the out-queue of every other user of the room, a server writer
+// that moves its user's out-queue onto the user's downstream channel,
+// and a receiver that pops (U-1) x M messages from it and copies each
+// payload into its own buffer.  A message is filled once by its sender
+// and shared read-only by its recipients (shared_ptr); the receiver's
+// copy is the one a socket read makes.  Channels are buffered_channel of
+// capacity 64 (a power of two; its ring keeps one slot free, so 63
+// messages, against mqs-bench's 64).  msgs_per_s = R x U x M x (U-1)
 // deliveries / wall, from the first spawn to the last receipt.  Not
 // time-based: seconds is accepted and ignored.
 #include "peer.hpp"
@@ -39,6 +41,14 @@ static void handler(msg_chan &up, std::vector<std::unique_ptr<msg_chan>> &inbox,
                 inbox[i]->push(m);
 }
 
+// The server's writer: n messages from the user's out-queue to its
+// downstream channel.
+static void writer(msg_chan &outq, msg_chan &down, long n)
+{
+    for (long i = 0; i < n; i++)
+        down.push(outq.value_pop());
+}
+
 static void receiver(msg_chan &in, long n, long size)
 {
     std::vector<char> buf(static_cast<std::size_t>(size));
@@ -53,7 +63,7 @@ static void receiver(msg_chan &in, long n, long size)
 
 // One room's channels; they must outlive its fibers.
 struct room {
-    std::vector<std::unique_ptr<msg_chan>> up, inbox;
+    std::vector<std::unique_ptr<msg_chan>> up, outq, down;
 };
 
 // echo: the same limit as chat over TCP (PROTOCOL.md); the keys are
@@ -88,14 +98,17 @@ pairs chat(args &a)
     std::int64_t t0 = now_ns();
     for (room &r : rs) {
         for (long u = 0; u < users; u++) {
-            r.up.push_back(std::make_unique<msg_chan>(16));
-            r.inbox.push_back(std::make_unique<msg_chan>(16));
+            r.up.push_back(std::make_unique<msg_chan>(64));
+            r.outq.push_back(std::make_unique<msg_chan>(64));
+            r.down.push_back(std::make_unique<msg_chan>(64));
         }
         for (long u = 0; u < users; u++) {
             std::size_t i = static_cast<std::size_t>(u);
+            long n = (users - 1) * msgs;
             tasks.push_back(spawn(sender, std::ref(*r.up[i]), msgs, size, int(u)));
-            tasks.push_back(spawn(handler, std::ref(*r.up[i]), std::ref(r.inbox), i));
-            tasks.push_back(spawn(receiver, std::ref(*r.inbox[i]), (users - 1) * msgs, size));
+            tasks.push_back(spawn(handler, std::ref(*r.up[i]), std::ref(r.outq), i));
+            tasks.push_back(spawn(writer, std::ref(*r.outq[i]), std::ref(*r.down[i]), n));
+            tasks.push_back(spawn(receiver, std::ref(*r.down[i]), n, size));
         }
     }
     join_all(tasks);

@@ -1,26 +1,25 @@
 package main
 
 // chat.go - the chatroom benchmark in one process.  Each room has U
-// users; each user is three goroutines, as the original's client and
-// server threads: a sender that writes M messages of B bytes to its
-// upstream channel, a server-side handler that reads them and forwards
-// each to the inbox of every other user of the room, and a receiver
-// that reads (U-1) x M messages from its inbox and copies each payload
-// into its own buffer.  A message is filled once by its sender and
-// shared read-only by its recipients (the copy a socket makes is the
-// receiver's copy).  Channels hold 15 messages
-// (as the fiber peer, whose capacity-16 ring keeps one slot free).  msgs_per_s = R x U x M
-// x (U-1) deliveries / wall, from the first spawn to the last receipt.
-// Not time-based: seconds is accepted and ignored.
+// users; each user is four goroutines, as the original's client and
+// server threads and as mqs-bench's own rows: a sender that writes M
+// messages of B bytes to its upstream channel, a server reader that
+// reads them and puts each on the out-queue of every other user of the
+// room, a server writer that moves its user's out-queue onto the user's
+// downstream channel, and a receiver that reads (U-1) x M messages from
+// it and copies each payload into its own buffer.  A message is filled
+// once by its sender and shared read-only by its recipients (the copy a
+// socket makes is the receiver's copy).  Channels hold chatQueue (64)
+// messages, as mqs-bench's (the fiber peer's capacity-64 ring holds 63).
+// msgs_per_s = R x U x M x (U-1) deliveries / wall, from the first spawn
+// to the last receipt.  Not time-based: seconds is accepted and ignored.
 //
 // transport=tcp (mqs-bench's default): as the original and as mqs-bench's
 // rows, each user's connection is a loopback TCP connection (net package,
-// Nagle off): per user a sender writing its messages to the client end,
-// a server reader forwarding each message read from the server end to
-// the other users' out-queues (channels of chatQueue messages), a server
-// writer writing its out-queue to the server end, and a receiver reading
-// the client end in pieces of up to 8 KiB until it has (U-1) x M x B
-// bytes.  transport=chan: the channels-only version above.
+// Nagle off): the upstream and downstream channels above become the
+// connection's two directions; a receiver reads the client end in pieces
+// of up to 8 KiB until it has (U-1) x M x B bytes.  transport=chan: the
+// channels-only version above.
 
 import (
 	"fmt"
@@ -31,7 +30,7 @@ import (
 	"sync/atomic"
 )
 
-const chatQueue = 15 // as the fiber peer's capacity-16 ring
+const chatQueue = 64 // as mqs-bench's CHAT_CAPACITY
 
 var chatSink uint64
 
@@ -81,16 +80,26 @@ func runChat(a *args) (pairs, error) {
 }
 
 func chatRoom(users, msgs, size int, wg *sync.WaitGroup) {
-	inbox := make([]chan []byte, users)
-	for i := range inbox {
-		inbox[i] = make(chan []byte, chatQueue)
+	outq := make([]chan []byte, users)
+	for i := range outq {
+		outq[i] = make(chan []byte, chatQueue)
 	}
-	wg.Add(3 * users)
+	wg.Add(4 * users)
 	for i := 0; i < users; i++ {
 		up := make(chan []byte, chatQueue)
+		down := make(chan []byte, chatQueue)
 		go chatSender(up, msgs, size, byte(i), wg)
-		go chatHandler(up, inbox, i, wg)
-		go chatReceiver(inbox[i], (users-1)*msgs, size, wg)
+		go chatHandler(up, outq, i, wg)
+		go chatWriter(outq[i], down, (users-1)*msgs, wg)
+		go chatReceiver(down, (users-1)*msgs, size, wg)
+	}
+}
+
+// chatWriter moves n messages from a user's out-queue to its downstream.
+func chatWriter(in <-chan []byte, down chan<- []byte, n int, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for i := 0; i < n; i++ {
+		down <- <-in
 	}
 }
 
