@@ -5,7 +5,7 @@
  * figures are requests/s and p50, p99, p99.9 of a request's latency
  * (bench/help/echo.txt has the definitions and the rows).
  *
- * One client for every C row, so that only the server differs: a forked
+ * One client for every row, so that only the server differs: a forked
  * child with one epoll loop over all N connections, checking every byte
  * that comes back.  Its own process, so that the server's N descriptors
  * and the client's N each fit the limit and the server's runtime is the
@@ -26,6 +26,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 #include "expkit.h"
 #include "histogram.h"
 #include "mqs.h"
+#include "peer.h"
 
 #define ECHO_MAX_SIZE 65536
 #define ECHO_FDS_SPARE 64 /* descriptors beside the connections */
@@ -301,6 +303,82 @@ static int echo_start(bench_point_t *p, struct echo_run *run,
                              echo_epoll_loop, loops, sizeof *loops);
 }
 
+/* A go row's server: the Go peer in its server-only mode, on the
+ * listening socket and a ready pipe it inherits, run from a thread
+ * (bench_peer_run waits for its exit: when the client has gone and
+ * every connection has closed). */
+struct echo_peer {
+    bench_point_t *p;
+    int ls, ready[2];
+    int status; /* bench_peer_run's, or -1 */
+    _Atomic bool done;
+    pthread_t t;
+};
+
+static void *echo_peer_main(void *arg)
+{
+    struct echo_peer *e = arg;
+    bench_point_t *p = e->p;
+    bench_peer_args_t a = p->peer_args; /* its list points into p's */
+    bench_peer_result_t r;
+    int w = bench_peer_one_thread(p->row->spec) ? 1 : p->workers;
+    e->status = bench_peer_args_add(&a, "listen_fd", "%d", e->ls) ||
+                        bench_peer_args_add(&a, "ready_fd", "%d",
+                                            e->ready[1]) ||
+                        bench_peer_args_common(&a, w, bench_point_seconds(p))
+                    ? -1
+                    : bench_peer_run(p->row->spec, p->experiment, a.list, 0,
+                                     &r, p->note, sizeof p->note);
+    const int *shape = p->ctx; /* connections, bytes */
+    if (e->status == BENCH_PEER_OK &&
+        bench_peer_get(&r, "served") != (double)shape[0]) {
+        snprintf(p->note, sizeof p->note, "failed: bad %s output",
+                 p->row->spec);
+        e->status = BENCH_PEER_FAILED;
+    }
+    if (e->status == BENCH_PEER_OK)
+        p->workers = (int)bench_peer_get(&r, "workers");
+    atomic_store(&e->done, true);
+    return NULL;
+}
+
+/* Start it and wait until it has accepted every connection (its byte on
+ * the ready pipe); -1 when it failed first. */
+static int echo_peer_start(bench_point_t *p, int ls, struct echo_peer *e)
+{
+    char byte;
+    *e = (struct echo_peer){.p = p, .ls = ls, .status = -1};
+    if (pipe2(e->ready, O_CLOEXEC) != 0)
+        return -1;
+    /* the two it inherits (nothing else is spawned meanwhile) */
+    if (fcntl(ls, F_SETFD, 0) != 0 || fcntl(e->ready[1], F_SETFD, 0) != 0 ||
+        pthread_create(&e->t, NULL, echo_peer_main, e) != 0) {
+        close(e->ready[0]);
+        close(e->ready[1]);
+        e->ready[0] = -1;
+        return -1;
+    }
+    for (;;) {
+        struct pollfd w = {.fd = e->ready[0], .events = POLLIN};
+        if (poll(&w, 1, 100) > 0)
+            return read(e->ready[0], &byte, 1) == 1 ? 0 : -1;
+        if (atomic_load(&e->done))
+            return -1;
+    }
+}
+
+/* After the client: its exit closed every connection, so the peer
+ * exits; its status (0, or why not in p->note). */
+static int echo_peer_join(struct echo_peer *e)
+{
+    if (e->ready[0] < 0)
+        return -1;
+    pthread_join(e->t, NULL);
+    close(e->ready[0]);
+    close(e->ready[1]);
+    return e->status;
+}
+
 /* Did every part of the run go right?  Says what did not. */
 static bool echo_check(const bench_point_t *p, const struct echo_run *run,
                        const struct echo_loop *loops, int status,
@@ -335,21 +413,29 @@ static int echo_run_all(bench_point_t *p, struct echo_run *run,
         _exit(r->error ? 1 : 0);
     }
     bench_group_t g = {0};
-    bool ok = child > 0 && echo_accept(ls, run, child) == 0 &&
-              echo_start(p, run, &g, loops) == 0;
+    struct echo_peer peer = {.ready = {-1, -1}};
+    bool is_peer = bench_peer_is(p->row->spec);
+    bool ok = child > 0 && (is_peer ? echo_peer_start(p, ls, &peer) == 0
+                                    : echo_accept(ls, run, child) == 0 &&
+                                          echo_start(p, run, &g, loops) == 0);
+    if (!ok && is_peer && child > 0) /* no server to answer it */
+        kill(child, SIGKILL);
     ok = write(go[1], "g", 1) == 1 && ok; /* the client starts */
     if (child > 0)
         st = bench_wait_pid(child);
     for (int i = 0; !ok && i < run->n; i++) /* wake servers left waiting */
         if (run->c[i].fd >= 0)
             shutdown(run->c[i].fd, SHUT_RDWR);
-    ok = bench_group_join(&g) == 0 && ok;
+    int peer_st = is_peer ? echo_peer_join(&peer) : 0;
+    ok = (is_peer ? peer_st == 0 : bench_group_join(&g) == 0) && ok;
     for (int i = 0; i < run->n; i++) /* those no server took */
         if (run->c[i].fd >= 0)
             close(run->c[i].fd);
     close(ls);
     close(go[0]);
     close(go[1]);
+    if (peer_st == BENCH_PEER_MISSING || peer_st == BENCH_PEER_UNSUPPORTED)
+        return BENCH_POINT_SKIP; /* p->note says why */
     return ok && echo_check(p, run, loops, st, r) ? 0 : -1;
 }
 
@@ -424,7 +510,11 @@ static void echo_row_close(bench_point_t *p)
 
 static const bench_point_kind_t echo_kind = {echo_open, echo_measure,
                                              echo_row_close};
+/* The go rows: the Go server under the same client (echo_peer_start);
+ * fiber's stay bench_peer_kind's (it has no echo: exit 3). */
 static const bench_row_kind_t echo_kinds[] = {{"epoll", &echo_kind},
+                                              {"go", &echo_kind},
+                                              {"go1", &echo_kind},
                                               {NULL, NULL}};
 
 /* ----- The go row, options and the table entry ----- */
@@ -438,16 +528,34 @@ static const bench_peer_map_t echo_peer_map = {
 
 struct echo_args {
     int size;
-    int shape[2]; /* the point's: connections, bytes */
+    int shape[2];       /* the point's: connections, bytes */
+    char tasks_opt[96]; /* "--tasks=" and --connections' value */
 };
 
 static int echo_options(bench_sweep_t *sw, int *argc, char **argv)
 {
     struct echo_args *a = sw->arg;
-    const char *v = "64";
+    const char *v = "64", *conns = NULL;
     const bench_xopt_t xo[] = {{"size", &v, &a->size, 1, ECHO_MAX_SIZE},
+                               {"connections", &conns, NULL, 0, 0},
                                {0}};
-    return bench_take_options("echo", argc, argv, xo, NULL);
+    int rc = bench_take_options("echo", argc, argv, xo, NULL);
+    if (rc || !conns)
+        return rc;
+    /* --connections is --tasks by its name here: handed on as
+     * "--tasks=V" in the slot its own taking freed (argv keeps its
+     * NULL), before any "--". */
+    for (int i = 1; i < *argc && strcmp(argv[i], "--"); i++)
+        if (!strncmp(argv[i], "--tasks", 7))
+            return bench_usage("echo", "--connections and --tasks name the "
+                                       "same list: give one");
+    if (snprintf(a->tasks_opt, sizeof a->tasks_opt, "--tasks=%s", conns) >=
+        (int)sizeof a->tasks_opt)
+        return bench_usage("echo", "--connections %s: too long", conns);
+    memmove(argv + 2, argv + 1, (size_t)*argc * sizeof *argv);
+    argv[1] = a->tasks_opt;
+    ++*argc;
+    return 0;
 }
 
 static int echo_setup(bench_sweep_t *sw, int i, bench_point_t *p)

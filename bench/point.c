@@ -208,12 +208,12 @@ const bench_point_kind_t bench_peer_kind = {peer_open, peer_measure, NULL};
 static const bench_point_kind_t *sweep_kind(const bench_exp_t *e,
                                             const bench_row_spec_t *row)
 {
-    if (bench_peer_is(row->spec))
-        return &bench_peer_kind;
     for (const bench_row_kind_t *k = e->kinds; k && k->kind; k++)
         if (row->pseudo ? k->name && strcmp(k->name, row->spec) == 0
                         : !k->name)
-            return k->kind;
+            return k->kind; /* a peer row too, when the experiment says */
+    if (bench_peer_is(row->spec))
+        return &bench_peer_kind;
     return !row->pseudo || strcmp(row->spec, "kernel") == 0 ? e->kind : NULL;
 }
 

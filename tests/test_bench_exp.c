@@ -555,6 +555,32 @@ TEST(echo_size_option_range)
     CHECK_EQ(echo_options(&sw, &argc, c), BENCH_EXIT_USAGE);
 }
 
+/* --connections (the issue's and the help's name) is --tasks under
+ * another name: handed on to the common parser as "--tasks=V", and
+ * refused beside an explicit --tasks. */
+TEST(echo_connections_is_tasks)
+{
+    struct echo_args a = {0};
+    bench_sweep_t sw = {.arg = &a};
+    char *b[] = {"echo", "--connections", "5,6", "--size", "100", NULL};
+    int argc = 5;
+    CHECK_EQ(echo_options(&sw, &argc, b), 0);
+    CHECK_EQ(argc, 2);
+    CHECK(strcmp(b[1], "--tasks=5,6") == 0);
+    CHECK(b[2] == NULL);
+    CHECK_EQ(a.size, 100);
+    char *c[] = {"echo", "--policy", "mq", "--connections=7", "--", "x",
+                 NULL};
+    argc = 6;
+    CHECK_EQ(echo_options(&sw, &argc, c), 0);
+    CHECK_EQ(argc, 6);
+    CHECK(strcmp(c[1], "--tasks=7") == 0 && strcmp(c[2], "--policy") == 0);
+    CHECK(strcmp(c[4], "--") == 0 && c[6] == NULL);
+    char *d[] = {"echo", "--tasks", "1", "--connections", "2", NULL};
+    argc = 5;
+    CHECK_EQ(echo_options(&sw, &argc, d), BENCH_EXIT_USAGE);
+}
+
 /* Every server row answers every request of a real run: the client
  * (a child process) checks each byte, and a server that saw a cut
  * request or an error fails the run.  Requests of 100 bytes, and of
@@ -578,6 +604,57 @@ TEST(echo_every_row_answers_every_request)
         CHECK(r.extra[EX_P50] > 0);
         CHECK(r.extra[EX_P50] <= r.extra[EX_P99]);
         CHECK(r.extra[EX_P99] <= r.extra[EX_P999]);
+    }
+}
+
+/* The go rows serve the client every C row is measured with: the Go
+ * peer in its server-only mode on the listening socket it inherits (the
+ * client checks every byte and counts; a server that answers nothing,
+ * or reports another count of connections, fails the point).  The
+ * sweep picks echo's kind for them and leaves fiber to the peer kind.
+ * A SKIP line when the Go peer is not built. */
+TEST(echo_go_rows_serve_the_shared_client)
+{
+    bench_row_spec_t row = {"go", true}, fiber = {"fiber", true};
+    CHECK(sweep_kind(&bench_echo_exp, &row) == &echo_kind);
+    CHECK(sweep_kind(&bench_echo_exp, &fiber) == &bench_peer_kind);
+    static char dir[PATH_MAX / 2];
+    char path[PATH_MAX];
+    CHECK(exe_dir(dir, sizeof dir - 16));
+    strcat(dir, "../peers");
+    snprintf(path, sizeof path, "%s/mqs-peer-go", dir);
+    if (access(path, X_OK) != 0) {
+        printf("SKIP: %s not built (make peers)\n", path);
+        return;
+    }
+    setenv("MQS_PEER_DIR", dir, 1);
+    bench_opts_t o = small_opts();
+    o.seconds = 0.3;
+    for (int k = 0; k < 2; k++) {
+        row.spec = k ? "go1" : "go";
+        bench_progress_t prog = {0};
+        int shape[2] = {3, 100};
+        bench_point_t p = {.experiment = "echo",
+                           .o = &o,
+                           .progress = &prog,
+                           .row = &row,
+                           .unit = "req/s",
+                           .nextra = EX_COUNT,
+                           .kind = &echo_kind,
+                           .ctx = shape};
+        bench_peer_args_init(&p.peer_args);
+        CHECK_EQ(bench_peer_args_add(&p.peer_args, "connections", "%d",
+                                     shape[0]) ||
+                     bench_peer_args_add(&p.peer_args, "size", "%d",
+                                         shape[1]),
+                 0);
+        bench_result_t r;
+        CHECK_EQ(bench_point_run(&p, &r), 0);
+        if (r.note)
+            printf("%s: %s\n", row.spec, r.note);
+        CHECK(r.value > 0 && isfinite(r.value));
+        CHECK(r.extra[EX_P50] > 0);
+        CHECK(r.extra[EX_P50] <= r.extra[EX_P99]);
     }
 }
 

@@ -8,10 +8,16 @@ package main
 // bench/echo.c's client does), one request.  The latency of a request
 // runs from just before the write to the last byte read.
 //
-// Go's row is its own client and server: both sides are goroutines of
-// this one process, on the same GOMAXPROCS workers, so the clients' cost
-// is in the figure as the server's is (the mqs row, run in one process
-// too, does the same work).
+// Two modes.  With listen_fd=L ready_fd=R (what mqs-bench passes) it is
+// the server only: it accepts N connections on the inherited listening
+// socket L, writes one byte to R when all are in, echoes until each
+// closes and prints served=N workers=W; mqs-bench's own client (a
+// forked process with one epoll loop, the one every C row is measured
+// with) dials, counts and times the requests, so the Go row differs
+// from the others in the server alone.  Without them (standalone use)
+// it is its own client and server: both sides goroutines of this one
+// process on the same GOMAXPROCS workers, with no second process to
+// switch to, so those figures are not comparable with mqs-bench's rows.
 //
 // Counted in the window as the other time-based experiments: each client
 // counts its requests in its own slot, and requests_per_s is the
@@ -32,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -57,9 +64,17 @@ func (r *echoRun) fail(err error) {
 func runEcho(a *args) (pairs, error) {
 	conns := a.int("connections", 1, 1, 100000)
 	size := a.int("size", 64, 1, 1<<20)
+	lfd := a.int("listen_fd", -1, 0, 1<<20)
+	rfd := a.int("ready_fd", -1, 0, 1<<20)
 	w, sec := a.common()
 	if err := a.done(); err != nil {
 		return nil, err
+	}
+	if (lfd < 0) != (rfd < 0) {
+		return nil, errUsage("listen_fd and ready_fd go together")
+	}
+	if lfd >= 0 {
+		return echoServe(lfd, rfd, conns, size, w)
 	}
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
@@ -159,4 +174,49 @@ func echoClient(f *flags, c net.Conn, size int, s *slot, out *[]float64,
 			*out = append(*out, float64(d))
 		}
 	}
+}
+
+// echoServe is the server-only mode: accept conns connections on the
+// inherited listener lfd, say so on rfd, echo until every client
+// closes.
+func echoServe(lfd, rfd, conns, size, w int) (pairs, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return nil, err
+	}
+	if need := uint64(conns + echoSpareFds); need > lim.Cur {
+		return nil, errUnsupported(fmt.Sprintf(
+			"needs %d descriptors, the limit is %d", need, lim.Cur))
+	}
+	runtime.GOMAXPROCS(w)
+	lf, rf := os.NewFile(uintptr(lfd), "listener"), os.NewFile(uintptr(rfd), "ready")
+	ln, err := net.FileListener(lf)
+	lf.Close()
+	if err != nil {
+		return nil, fmt.Errorf("listen_fd=%d: %v", lfd, err)
+	}
+	defer ln.Close()
+	var r echoRun
+	var wg sync.WaitGroup
+	wg.Add(conns)
+	for i := 0; i < conns; i++ {
+		c, err := ln.Accept() // net sets TCP_NODELAY by default
+		if err != nil {
+			return nil, fmt.Errorf("accept: %v", err)
+		}
+		go echoServer(c, size, &r, &wg)
+	}
+	_, err = rf.Write([]byte{'r'})
+	rf.Close()
+	if err != nil {
+		return nil, fmt.Errorf("ready_fd=%d: %v", rfd, err)
+	}
+	wg.Wait()
+	if r.err != nil {
+		return nil, fmt.Errorf("echo over tcp: %v", r.err)
+	}
+	var out pairs
+	out.add("served", float64(conns))
+	out.add("workers", float64(w))
+	return out, nil
 }
