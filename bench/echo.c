@@ -347,9 +347,12 @@ static void *echo_peer_main(void *arg)
 static int echo_peer_start(bench_point_t *p, int ls, struct echo_peer *e)
 {
     char byte;
-    *e = (struct echo_peer){.p = p, .ls = ls, .status = -1};
-    if (pipe2(e->ready, O_CLOEXEC) != 0)
+    int ready[2];
+    *e = (struct echo_peer){.p = p, .ls = ls, .ready = {-1, -1}, .status = -1};
+    if (pipe2(ready, O_CLOEXEC) != 0)
         return -1;
+    e->ready[0] = ready[0];
+    e->ready[1] = ready[1];
     /* the two it inherits (nothing else is spawned meanwhile) */
     if (fcntl(ls, F_SETFD, 0) != 0 || fcntl(e->ready[1], F_SETFD, 0) != 0 ||
         pthread_create(&e->t, NULL, echo_peer_main, e) != 0) {
