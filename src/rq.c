@@ -272,6 +272,25 @@ struct mqs_sched_entity *mqs_rq_curr(struct mqs_rq *rq)
     struct mqs_task *t = mqs_se_entry(rq, struct mqs_worker, rq)->curr;
     return t ? &t->se : NULL;
 }
+/* The lines of a switch to se's task, in the order it touches them: the
+ * task's first line (saved stack pointer, state, on_cpu, counters: all
+ * written), the entity's two (accounting; the list node), then the top
+ * of the saved stack (the saved registers and the frames a resume
+ * returns through, ~4 lines).  The stack pointer is read relaxed: a
+ * queued task may still be switching out on another worker, and a stale
+ * value only fetches the wrong lines. */
+void mqs_se_prefetch(struct mqs_rq *rq, const struct mqs_sched_entity *se)
+{
+    (void)rq;
+    CHK_HELPER_LOCKED(rq, "mqs_se_prefetch");
+    const struct mqs_task *t = mqs_se_entry(se, struct mqs_task, se);
+    __builtin_prefetch(t);
+    __builtin_prefetch(se);
+    __builtin_prefetch(&se->node);
+    const char *sp = __atomic_load_n(&t->sp, __ATOMIC_RELAXED);
+    for (int i = 0; i < 4; i++)
+        __builtin_prefetch(sp + 64 * i);
+}
 void *mqs_policy_state(mqs_runtime_t *rt)
 {
     return rt->pstate;

@@ -14,12 +14,14 @@
  *                 (caught by the stall watchdog)
  * and, in a build with the contract's checks (MQS_CONTRACT_CHECKS: this
  * file is also built as test_broken_policies_checked against the
- * mqs_checked library), two that only those checks catch:
+ * mqs_checked library), three that only those checks catch:
  *   no-publish    enqueue links spawned tasks without mqs_rq_publish
  *                 (caught when the rq lock is released: the published
  *                 count is not what the core queued)
  *   unlocked-helper  balance calls mqs_rq_publish without the rq lock
  *                 (caught by the helper's owner-aware lock assertion)
+ *   unlocked-hint balance gives the cache hint mqs_se_prefetch without
+ *                 the rq lock (the same assertion)
  * Under the checks lost-task and foreign-pick are caught earlier, by the
  * published-count check (the dropped task, the task taken behind the
  * core's back, are still counted where the core queued them).
@@ -142,6 +144,34 @@ static const struct mqs_policy unlocked_helper_policy = {
     .enqueue = minimal_enqueue,
     .pick = minimal_pick,
     .balance = unlocked_balance,
+};
+
+/* enqueue: remembers an entity; balance: gives the cache hint for it
+ * without the lock (the hint needs it: the entity must be queued there,
+ * its stack pointer stable). */
+static const struct mqs_sched_entity *_Atomic hinted;
+
+static void hint_enqueue(struct mqs_rq *rq, struct mqs_sched_entity *se,
+                         int flags)
+{
+    atomic_store(&hinted, se);
+    minimal_enqueue(rq, se, flags);
+}
+
+static int unlocked_hint_balance(struct mqs_rq *rq, int why)
+{
+    (void)why;
+    const struct mqs_sched_entity *se = atomic_load(&hinted);
+    if (se)
+        mqs_se_prefetch(rq, se);
+    return 0;
+}
+
+static const struct mqs_policy unlocked_hint_policy = {
+    .name = "broken-unlocked-hint",
+    .enqueue = hint_enqueue,
+    .pick = minimal_pick,
+    .balance = unlocked_hint_balance,
 };
 #endif
 
@@ -384,6 +414,19 @@ TEST(broken_helper_without_its_lock_is_caught)
     run_child(scenario_unlocked_helper, &o);
     expect_abort(&o, "broken-unlocked-helper", "in op balance",
                  "mqs_rq_publish needs the rq lock held by the caller");
+}
+
+static void scenario_unlocked_hint(void)
+{
+    yielders_under(&unlocked_hint_policy, 2);
+}
+
+TEST(broken_prefetch_hint_without_its_lock_is_caught)
+{
+    struct outcome o;
+    run_child(scenario_unlocked_hint, &o);
+    expect_abort(&o, "broken-unlocked-hint", "in op balance",
+                 "mqs_se_prefetch needs the rq lock held by the caller");
 }
 #endif
 

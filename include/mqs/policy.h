@@ -468,6 +468,15 @@ uint64_t mqs_rq_clock(const struct mqs_rq *rq);
  * pick after it), NULL when the worker runs none.  Only on rq's own
  * worker: the field is that worker's private state. */
 struct mqs_sched_entity *mqs_rq_curr(struct mqs_rq *rq);
+/* A cache hint: se, queued on rq, is likely the next to run on rq's
+ * worker after the task its op returns now (the following entity of a
+ * FIFO).  The core starts fetching the lines a switch to it touches (its
+ * task's switch fields, the entity's first two lines, the top of its
+ * saved stack), so that with thousands of tasks taking turns their
+ * misses overlap this switch instead of stalling the next.  It changes
+ * nothing else: no ordering, no state; a wrong guess costs a few loads.
+ * Caller: pick or yield, rq's lock held, se queued on rq. */
+void mqs_se_prefetch(struct mqs_rq *rq, const struct mqs_sched_entity *se);
 
 /* The default placement: an idle worker the task may use (its last one
  * first; the idle mark is claimed), else the waker's worker for a SYNC

@@ -52,6 +52,7 @@
 _Static_assert(WORDS == 3, "priority maps are three words");
 #define STEAL_MAX 16
 #define MQ_YIELD_MAX_NS 1000 /* cap of the yield baseline (charge) */
+#define MQ_PREFETCH_NR 32  /* queued tasks from which a pick prefetches */
 #define MQ_PURE_YIELD 4      /* runs under this many baselines: a yield */
 #define MQ_SPENT 1 /* se->p[MQ_SPENT]: taken out of an expired array */
 #define MQ_STOPPED 2 /* se->p[MQ_STOPPED]: when its last run ended */
@@ -355,7 +356,11 @@ static struct mqs_sched_entity *mq_pick(struct mqs_rq *rq)
         return se;
     if (local == MQS_PRIO_NONE)
         return NULL;
-    se = mqs_se_entry(m->active->q[local].next, struct mqs_sched_entity, node);
+    struct mqs_list *q = &m->active->q[local];
+    se = mqs_se_entry(q->next, struct mqs_sched_entity, node);
+    if (m->nr >= MQ_PREFETCH_NR && se->node.next != q)
+        mqs_se_prefetch(rq, mqs_se_entry(se->node.next,
+                                         struct mqs_sched_entity, node));
     array_del(m->active, se);
     m->nr--;
     publish(rq);
@@ -435,6 +440,9 @@ static struct mqs_sched_entity *mq_yield(struct mqs_rq *rq,
     if (first == q)
         return se;
     se->p[0] = m->active_idx;
+    if (m->nr >= MQ_PREFETCH_NR && first->next != q)
+        mqs_se_prefetch(rq, mqs_se_entry(first->next, struct mqs_sched_entity,
+                                         node));
     yield_rotate(q, first, &se->node);
     return mqs_se_entry(first, struct mqs_sched_entity, node);
 }

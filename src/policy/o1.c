@@ -37,6 +37,7 @@
 
 #define O1_MAX_BONUS 10
 #define O1_STEAL_MAX 16
+#define O1_PREFETCH_NR 32 /* queued tasks from which a yield prefetches */
 #define O1_CHILD_PENALTY 95
 
 /* se->p[] words */
@@ -408,6 +409,8 @@ static struct mqs_sched_entity *o1_yield(struct mqs_rq *rq,
         return se;
     struct mqs_sched_entity *next = mqs__parr_first(o->active, lvl);
     mqs__list_del(&next->node);
+    if (o->nr >= O1_PREFETCH_NR && !mqs__list_empty(q))
+        mqs_se_prefetch(rq, mqs__parr_first(o->active, lvl));
     se->p[O1_ARRAY] = o->active_idx;
     mqs__list_add_tail(q, &se->node);
     return next;
