@@ -148,4 +148,21 @@ static MQS__HOT struct mqs_task *mqs__checked_pick(struct mqs_worker *w,
     return t;
 }
 
+/* mqs__finish_switch's common case, inline on the scheduling point's
+ * path: prev was queued again or waits, and is left nothing but its
+ * on_cpu (the rest, and every TSan build, takes the full call). */
+static MQS__HOT inline void mqs__finish_switch_fast(struct mqs_worker *w)
+{
+#if !defined(MQS_TSAN)
+    struct mqs_task *prev = w->prev;
+    if (MQS__LIKELY(prev && !w->urg_blocked && !prev->late_wake &&
+                    w->prev_why <= MQS__SW_BLOCK)) {
+        w->prev = NULL;
+        atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+        return;
+    }
+#endif
+    mqs__finish_switch(w);
+}
+
 #endif
