@@ -151,7 +151,7 @@ static MQS__HOT struct mqs_task *mqs__checked_pick(struct mqs_worker *w,
 /* mqs__finish_switch's common case, inline on the scheduling point's
  * path: prev was queued again or waits, and is left nothing but its
  * on_cpu (the rest, and every TSan build, takes the full call). */
-static MQS__HOT inline void mqs__finish_switch_fast(struct mqs_worker *w)
+static MQS__HOT void mqs__finish_switch_fast(struct mqs_worker *w)
 {
 #if !defined(MQS_TSAN)
     struct mqs_task *prev = w->prev;
