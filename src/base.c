@@ -26,7 +26,7 @@ atomic_uint mqs__fork_gen;
 
 MQS__TLS_MODEL _Thread_local struct mqs_worker *mqs__tls_worker;
 
-__attribute__((noinline)) struct mqs_worker *mqs__worker_self(void)
+__attribute__((noinline)) struct mqs_worker *mqs__worker_self_call(void)
 {
     struct mqs_worker *w = mqs__tls_worker;
     __asm__ volatile("" ::: "memory");

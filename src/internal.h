@@ -705,9 +705,7 @@ struct mqs_runtime {
 /* Internal calls                                                      */
 /* ------------------------------------------------------------------ */
 
-/* The calling thread's worker, or NULL.  Never inlined: a task may resume
- * on another OS thread, so a cached TLS address would be wrong. */
-struct mqs_worker *mqs__worker_self(void);
+struct mqs_worker *mqs__worker_self_call(void);
 /* The running task, or NULL outside a task. */
 struct mqs_task *mqs__current(void);
 /* The same TLS read, inlined: only for the top of an entry point, before
@@ -725,6 +723,26 @@ extern MQS__TLS_MODEL _Thread_local struct mqs_worker *mqs__tls_worker;
 static inline struct mqs_worker *mqs__worker_entry(void)
 {
     return mqs__tls_worker;
+}
+
+/* The calling thread's worker, or NULL.  A task may resume on another OS
+ * thread, so the TLS address must never be reused across a switch: on
+ * x86-64 one volatile load through %fs with a memory clobber (ordered
+ * with every call and memory access, never merged with another read),
+ * elsewhere a call to a function that is never inlined. */
+static inline struct mqs_worker *mqs__worker_self(void)
+{
+#if defined(__x86_64__)
+    struct mqs_worker *w;
+    __asm__ volatile("movq mqs__tls_worker@gottpoff(%%rip), %0\n\t"
+                     "movq %%fs:(%0), %0"
+                     : "=r"(w)
+                     :
+                     : "memory");
+    return w;
+#else
+    return mqs__worker_self_call();
+#endif
 }
 
 #include "sched_clock.h"

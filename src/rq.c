@@ -403,13 +403,7 @@ void mqs__rq_hint_settle(struct mqs_worker *w)
 
 unsigned mqs_best_prio_anywhere(const mqs_runtime_t *rt)
 {
-    for (unsigned i = 0; i < MQS_LEVEL_HINT_WORDS; i++) {
-        uint64_t b = atomic_load_explicit(&rt->level_bits[i],
-                                          memory_order_relaxed);
-        if (b)
-            return i * 64 + (unsigned)__builtin_ctzll(b);
-    }
-    return MQS_PRIO_NONE;
+    return mqs__best_prio_anywhere(rt);
 }
 
 bool mqs_worker_idle(const mqs_runtime_t *rt, int w)

@@ -9,6 +9,23 @@
 
 #include "internal.h"
 
+/* mqs_best_prio_anywhere, inline for the core's hot paths (a wake-up
+ * that hands the worker over checks it twice): the three words are read
+ * at once, and the common answer, nothing queued anywhere, takes no
+ * loop. */
+static MQS__HOT unsigned mqs__best_prio_anywhere(const mqs_runtime_t *rt)
+{
+    _Static_assert(MQS_LEVEL_HINT_WORDS == 3, "one load per word below");
+    uint64_t b0 = atomic_load_explicit(&rt->level_bits[0], memory_order_relaxed);
+    uint64_t b1 = atomic_load_explicit(&rt->level_bits[1], memory_order_relaxed);
+    uint64_t b2 = atomic_load_explicit(&rt->level_bits[2], memory_order_relaxed);
+    if (MQS__LIKELY(!(b0 | b1 | b2)))
+        return MQS_PRIO_NONE;
+    return b0   ? (unsigned)__builtin_ctzll(b0)
+           : b1 ? 64 + (unsigned)__builtin_ctzll(b1)
+                : 128 + (unsigned)__builtin_ctzll(b2);
+}
+
 /* The slow half of mqs__own_lock: a plain acquire, then the bias upkeep. */
 void mqs__own_lock_slow(struct mqs_worker *w);
 

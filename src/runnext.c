@@ -61,7 +61,7 @@ static bool may_run_next(struct mqs_worker *w, struct mqs_task *t, int flags)
 {
     mqs__apply_pending(t);
     if (mqs_se_allowed(&t->se, w->index) &&
-        t->se.level <= mqs_best_prio_anywhere(w->rt))
+        t->se.level <= mqs__best_prio_anywhere(w->rt))
         return true;
     mqs__enqueue_task(w->rt, t, flags);
     return false;
@@ -92,7 +92,7 @@ struct mqs_task *mqs__runnext_pop(struct mqs_worker *w)
         return NULL;
     mqs__apply_pending(t);
     if (!mqs_se_allowed(&t->se, w->index) ||
-        t->se.level > mqs_best_prio_anywhere(w->rt)) {
+        t->se.level > mqs__best_prio_anywhere(w->rt)) {
         /* Something more urgent waits (or t may not run here): the
          * policy decides for the whole stack. */
         mqs__enqueue_task(w->rt, t, MQS_ENQ_PREEMPTED);
@@ -178,7 +178,7 @@ static struct mqs_task *runnext_take(struct mqs_worker *w,
 struct mqs_task *mqs__runnext_steal(struct mqs_worker *w)
 {
     mqs_runtime_t *rt = w->rt;
-    unsigned best = mqs_best_prio_anywhere(rt);
+    unsigned best = mqs__best_prio_anywhere(rt);
     for (int i = 1; i < rt->nworkers; i++) {
         struct mqs_worker *v = rt->workers[(w->index + i) % rt->nworkers];
         struct mqs_task *t = runnext_take(w, v);
@@ -224,7 +224,7 @@ bool mqs__wake_next(struct mqs_worker *w, struct mqs_task *t)
         t->se.level < curr->se.level ||
         atomic_load_explicit(&t->pend_flags, memory_order_relaxed) ||
         !mqs_se_allowed(&t->se, w->index) ||
-        t->se.level > mqs_best_prio_anywhere(w->rt) ||
+        t->se.level > mqs__best_prio_anywhere(w->rt) ||
         atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed) ||
         mqs__idle_allowed(w->rt, &t->se) ||
         atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) ||
@@ -273,7 +273,7 @@ bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
            mqs_se_allowed(&prev->se, w->index) &&
            !atomic_load_explicit(&prev->pend_flags, memory_order_relaxed) &&
            !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) &&
-           child->se.level <= mqs_best_prio_anywhere(w->rt) &&
+           child->se.level <= mqs__best_prio_anywhere(w->rt) &&
            !mqs__shuffle_coin(w, 1) && mqs__runnext_push(w, prev);
 }
 
