@@ -242,7 +242,7 @@ void mqs__finish_switch(struct mqs_worker *w);
  * went to the policy); push: false when full; flush: every entry to the
  * policy; steal: the oldest entry of another worker's stack that may run
  * on w.  Owner-only except steal; no lock held. */
-struct mqs_task *mqs__runnext_pop(struct mqs_worker *w);
+struct mqs_task *mqs__runnext_pop(struct mqs_worker *w, bool *woken);
 bool mqs__runnext_push(struct mqs_worker *w, struct mqs_task *t);
 void mqs__runnext_flush(struct mqs_worker *w);
 struct mqs_task *mqs__runnext_steal(struct mqs_worker *w);

@@ -67,18 +67,21 @@ static bool may_run_next(struct mqs_worker *w, struct mqs_task *t, int flags)
     return false;
 }
 
-/* The hand-off slot's task, else the stack's top entry, if it may run
- * here now; else NULL (no lock held). */
-struct mqs_task *mqs__runnext_pop(struct mqs_worker *w)
+/* The hand-off slot's task (*woken set), else the stack's top entry, if
+ * it may run here now; else NULL (no lock held). */
+struct mqs_task *mqs__runnext_pop(struct mqs_worker *w, bool *woken)
 {
     struct mqs__runnext *r = &w->runnext;
     struct mqs_task *t = atomic_load_explicit(&r->woken,
                                               memory_order_relaxed);
+    *woken = false;
     if (t) {
         handoff_scored(r, true);
         atomic_store_explicit(&r->woken, NULL, memory_order_relaxed);
-        if (may_run_next(w, t, MQS_ENQ_WAKEUP))
+        if (may_run_next(w, t, MQS_ENQ_WAKEUP)) {
+            *woken = true;
             return t;
+        }
     }
     if (!atomic_load_explicit(&r->n, memory_order_relaxed))
         return NULL;

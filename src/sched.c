@@ -244,8 +244,9 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     /* Child first: a parked spawner resumes as its child blocks or ends;
      * a yield hands the parked ones to the policy (runnext.c). */
     struct mqs_task *parked = NULL;
+    bool woken = false;
     if (why != MQS__SW_YIELD)
-        parked = mqs__runnext_pop(w);
+        parked = mqs__runnext_pop(w, &woken);
     else if (MQS__UNLIKELY(mqs__runnext_any(&w->runnext)))
         mqs__runnext_flush(w);
     /* In a register from here on: the stores below could alias w->now. */
@@ -262,6 +263,15 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     if (p->put_prev) {
         MQS__CHK_OP(&w->rq, "put_prev");
         p->put_prev(&w->rq, &prev->se, ran);
+    }
+    /* The hand-off's wakee: the policy sets it running, or has it
+     * queued and picked as any wake-up. */
+    if (woken && p->run_woken) {
+        MQS__CHK_OP(&w->rq, "run_woken");
+        if (!p->run_woken(&w->rq, &parked->se)) {
+            mqs__rq_enqueue_locked(&w->rq, parked, MQS_ENQ_WAKEUP);
+            parked = NULL;
+        }
     }
     /* A stopping runtime sends every worker back to its loop. */
     bool stopping = atomic_load_explicit(&w->rt->stopping,

@@ -9,10 +9,17 @@
  * lengths and tasks start together, so that equal keys and equal
  * deadlines (the tie rules) come up often; mixed nice levels make the
  * yielder now the leftmost, now not; some tasks block and wake.
+ *
+ * The same for their hand-off op, run_woken (MQS_POLICY_WAKE_NEXT: a
+ * task woken by the one that then blocks runs without the queue),
+ * against enqueue(WAKEUP) then pick after the waker's put_prev: a
+ * ping-pong pair of mixed nice levels, with idle gaps, and now and then
+ * a third task queued, when the op must decline.
  */
 #include "check.h"
 #include "helpers.h"
 #include "policy_harness.h"
+#include "../src/fair.h"
 #include "../src/load_avg.h"
 
 #define FY_TASKS 10
@@ -172,4 +179,136 @@ TEST(cfs_yields_keep_load_signals_current)
 TEST(eevdf_yields_keep_load_signals_current)
 {
     fy_signals_follow("eevdf:steal_check_ns=0");
+}
+
+/* ----- The hand-off: run_woken against enqueue(WAKEUP) + pick ----- */
+
+#define HW_STEPS 4000
+
+struct hw_step {
+    int task;
+    uint64_t key, dl, weight, load;
+    int64_t slice;
+};
+
+static int hw_handed; /* wakees the op set running */
+
+/* woken starts on worker 0 after the waker's put_prev: through the op
+ * (fast) or enqueue(WAKEUP) + pick.  The op must decline exactly when
+ * something is queued there. */
+static struct mqs_sched_entity *hw_start(struct harness *h,
+                                         struct mqs_sched_entity *woken,
+                                         bool queued, bool fast)
+{
+    if (fast) {
+        struct mqs_rq *rq = h_rq(h, 0);
+        mqs_rq_lock(rq);
+        bool ran = h->pol->run_woken(rq, woken);
+        mqs_rq_unlock(rq);
+        CHECK_EQ(ran, !queued);
+        if (ran) {
+            hw_handed++;
+            h_started(h, 0, woken);
+            return woken;
+        }
+    }
+    h_enqueue(h, 0, woken, MQS_ENQ_WAKEUP);
+    return h_pick(h, 0);
+}
+
+static void hw_trace(const char *spec, uint64_t seed, bool fast,
+                     struct hw_step *out)
+{
+    static const uint64_t runs[] = {100, 1000, 1000, 20000, 700000, 3000000};
+    struct harness h;
+    uint64_t s = seed;
+    h_init(&h, spec, 1);
+    CHECK(h.pol->flags & MQS_POLICY_WAKE_NEXT);
+    CHECK(h.pol->run_woken != NULL);
+    struct mqs_sched_entity *se[3];
+    for (int k = 0; k < 3; k++)
+        se[k] = h_task(&h, k, MQS_CLASS_NORMAL, (int)(rng_next(&s) % 3) * 5 - 5);
+    h_enqueue(&h, 0, se[0], MQS_ENQ_NEW);
+    h_enqueue(&h, 0, se[1], MQS_ENQ_NEW);
+    struct mqs_sched_entity *cur = h_pick(&h, 0);
+    h_stop(&h, 0, cur, 1000, false); /* the first blocks: the pair */
+    cur = h_pick(&h, 0);
+    struct mqs_sched_entity *asleep = cur == se[0] ? se[1] : se[0];
+    bool third_queued = false;
+    for (int i = 0; i < HW_STEPS; i++) {
+        uint64_t r = rng_next(&s), ran = runs[r % 6];
+        struct mqs_sched_entity *next;
+        if (!third_queued && (r >> 8) % 16 == 0) {
+            /* cur also wakes the third task (queued as any wake-up) */
+            h_enqueue(&h, 0, se[2], MQS_ENQ_WAKEUP);
+            third_queued = true;
+        }
+        if ((r >> 16) % 12 == 0) {
+            /* cur blocks without waking; the worker idles, then a
+             * wake-up from elsewhere queues its partner */
+            h_stop(&h, 0, cur, ran, false);
+            if (!third_queued)
+                h_set_now(&h, h.now + runs[(r >> 24) % 6]);
+            h_enqueue(&h, 0, asleep, MQS_ENQ_WAKEUP);
+            next = h_pick(&h, 0);
+        } else {
+            /* cur wakes its partner and blocks: the hand-off */
+            h_stop(&h, 0, cur, ran, false);
+            next = hw_start(&h, asleep, third_queued, fast);
+        }
+        if (next == se[2]) { /* the third runs a while, then blocks */
+            third_queued = false;
+            h_stop(&h, 0, next, ran, false);
+            next = h_pick(&h, 0);
+        }
+        CHECK(next == asleep); /* the pair takes turns */
+        asleep = cur;
+        struct mqs__fair_rq *f = mqs__fair(h_rq(&h, 0));
+        out[i] = (struct hw_step){next == se[0] ? 0 : 1, next->key, next->p[0],
+                                  f->weight, f->load.avg, next->slice_ns};
+        cur = next;
+    }
+    h_destroy(&h);
+}
+
+static void hw_compare(const char *spec, uint64_t seed)
+{
+    static struct hw_step fast[HW_STEPS], slow[HW_STEPS];
+    hw_handed = 0;
+    hw_trace(spec, seed, true, fast);
+    int handed = hw_handed;
+    hw_trace(spec, seed, false, slow);
+    int diverged = -1;
+    for (int i = 0; i < HW_STEPS && diverged < 0; i++)
+        if (memcmp(&fast[i], &slow[i], sizeof fast[i]))
+            diverged = i;
+    if (diverged >= 0) {
+        const struct hw_step *a = &fast[diverged], *b = &slow[diverged];
+        fprintf(stderr, "  step %d: op task %d key %llu dl %llu weight %llu "
+                        "load %llu slice %lld; queue task %d key %llu dl "
+                        "%llu weight %llu load %llu slice %lld\n",
+                diverged, a->task, (unsigned long long)a->key,
+                (unsigned long long)a->dl, (unsigned long long)a->weight,
+                (unsigned long long)a->load, (long long)a->slice, b->task,
+                (unsigned long long)b->key, (unsigned long long)b->dl,
+                (unsigned long long)b->weight, (unsigned long long)b->load,
+                (long long)b->slice);
+    }
+    fprintf(stderr, "  %s seed %llu: %d of %d wakees handed off; first "
+            "difference at step %d\n", spec, (unsigned long long)seed,
+            handed, HW_STEPS, diverged);
+    CHECK_EQ(diverged, -1);
+    CHECK_GT(handed, HW_STEPS / 2);
+}
+
+TEST(cfs_hand_off_matches_enqueue_and_pick)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        hw_compare("cfs:steal_check_ns=0", seed);
+}
+
+TEST(eevdf_hand_off_matches_enqueue_and_pick)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        hw_compare("eevdf:steal_check_ns=0", seed);
 }

@@ -245,9 +245,10 @@ enum mqs_policy_flags {
      * or is preempted instead (the monitor stops a waker that computes on
      * within about two ticks), or the periodic balance finds tasks queued,
      * or something more urgent is queued, the wakee goes to
-     * enqueue(MQS_ENQ_WAKEUP) as usual.  So a pair that keeps waking
-     * each other runs by hand-offs for at most one balancing period
-     * (1 ms) while other tasks wait.
+     * enqueue(MQS_ENQ_WAKEUP) as usual.  A policy that keeps state of
+     * the running task gives run_woken, called as the wakee starts.  So
+     * a pair that keeps waking each other runs by hand-offs for at most
+     * one balancing period (1 ms) while other tasks wait.
      */
     MQS_POLICY_WAKE_NEXT = 1u << 3,
 };
@@ -410,6 +411,18 @@ struct mqs_policy {
      * taken with mqs_rq_add_stolen(_all).  Returns the number of tasks
      * moved to rq.  Absent: the core never balances. */
     int (*balance)(struct mqs_rq *rq, int why);
+
+    /* The hand-off of MQS_POLICY_WAKE_NEXT: se, woken by the task that
+     * just stopped on rq's worker (put_prev was called for that one) and
+     * never enqueued, is about to run there without pick.  Either do for
+     * se what enqueue(MQS_ENQ_WAKEUP) followed by a pick returning se
+     * would do (placement, load, slice, the policy's running entity) and
+     * return true, or return false having changed nothing: the core then
+     * calls enqueue(MQS_ENQ_WAKEUP) and pick.  The scheduling point on
+     * rq's owning worker, rq's lock held; se is not queued: nothing to
+     * publish.  Absent: se just runs (a policy that keeps no state of
+     * the running task nor of a wake-up, as mq). */
+    bool (*run_woken)(struct mqs_rq *rq, struct mqs_sched_entity *se);
 };
 
 /* ----- helpers the core exports to policies ----- */

@@ -338,6 +338,26 @@ static void cfs_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     mqs__fair_stop(&c->f, se, now);
 }
 
+/* The hand-off (MQS_POLICY_WAKE_NEXT): the woken se runs now, as the
+ * pick after its enqueue(MQS_ENQ_WAKEUP) would have run it with nothing
+ * else queued: placed (sleeper credit), in the load, the running entity
+ * with its slice, and never in the tree.  With anything queued here
+ * (a remote wake-up since) the tree decides: enqueue and pick. */
+static bool cfs_run_woken(struct mqs_rq *rq, struct mqs_sched_entity *se)
+{
+    struct cfs_rq *c = cfs(rq);
+    if (se->cls != MQS_CLASS_NORMAL || mqs__fair_nr(&c->f) || c->f.cls.nr)
+        return false;
+    uint64_t now = mqs_rq_clock(rq);
+    cfs_settle(c, now);
+    cfs_update_min(c, c->f.curr);
+    cfs_place(rq, se, MQS_ENQ_WAKEUP);
+    mqs__fair_load_join(&c->f, se, now, false);
+    cfs_update_min(c, se);
+    cfs_run(c, se);
+    return true;
+}
+
 /* The woken task preempts only past the wake-up granularity. */
 static bool cfs_wake_preempt(struct mqs_rq *rq, struct mqs_sched_entity *curr,
                              struct mqs_sched_entity *woken)
@@ -363,6 +383,7 @@ const struct mqs_policy mqs_policy_cfs = {
     .name = "cfs",
     .description = "CFS: virtual runtime by weight in a per-worker rbtree, "
                    "latency target, sleeper credit, PELT load balancing",
+    .flags = MQS_POLICY_WAKE_NEXT,
     .rq_size = sizeof(struct cfs_rq),
     .rt_size = sizeof(struct cfs_tunables),
     .tunables = cfs_tunables,
@@ -375,6 +396,7 @@ const struct mqs_policy mqs_policy_cfs = {
     .tick = mqs__fair_tick,
     .wake_preempt = cfs_wake_preempt,
     .balance = cfs_balance,
+    .run_woken = cfs_run_woken,
 };
 
 #undef CFS_VBASE

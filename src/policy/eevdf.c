@@ -507,6 +507,26 @@ static void eevdf_put_prev(struct mqs_rq *rq, struct mqs_sched_entity *se,
     mqs__fair_stop(&r->f, se, now);
 }
 
+/* The hand-off (MQS_POLICY_WAKE_NEXT): the woken se runs now, as the
+ * pick after its enqueue(MQS_ENQ_WAKEUP) would have run it with nothing
+ * else queued: placed with its lag, in V and the load, started on its
+ * deadline, and never in the tree.  With anything queued here (a remote
+ * wake-up since) the tree decides: enqueue and pick. */
+static bool eevdf_run_woken(struct mqs_rq *rq, struct mqs_sched_entity *se)
+{
+    struct eevdf_rq *r = eevdf(rq);
+    if (se->cls != MQS_CLASS_NORMAL || mqs__fair_nr(&r->f) || r->f.cls.nr)
+        return false;
+    uint64_t now = mqs_rq_clock(rq);
+    eevdf_settle(r, now);
+    eevdf_place(r, se, MQS_ENQ_WAKEUP);
+    mqs__fair_load_join(&r->f, se, now, false);
+    eevdf_avg_add(r, se, (int64_t)se->weight);
+    eevdf_update_min(r, se);
+    eevdf_start(r, se);
+    return true;
+}
+
 /* The woken task preempts when pick would choose it over curr. */
 static bool eevdf_wake_preempt(struct mqs_rq *rq, struct mqs_sched_entity *curr,
                                struct mqs_sched_entity *woken)
@@ -528,6 +548,7 @@ const struct mqs_policy mqs_policy_eevdf = {
     .name = "eevdf",
     .description = "EEVDF (Linux 6.6): eligible earliest virtual deadline "
                    "first, lag kept across sleep, PELT load balancing",
+    .flags = MQS_POLICY_WAKE_NEXT,
     .rq_size = sizeof(struct eevdf_rq),
     .rt_size = sizeof(struct eevdf_tunables),
     .tunables = eevdf_tunables,
@@ -540,6 +561,7 @@ const struct mqs_policy mqs_policy_eevdf = {
     .tick = mqs__fair_tick,
     .wake_preempt = eevdf_wake_preempt,
     .balance = eevdf_balance,
+    .run_woken = eevdf_run_woken,
 };
 
 #undef EEVDF_VBASE
