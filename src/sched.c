@@ -245,8 +245,11 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
      * a yield hands the parked ones to the policy (runnext.c). */
     struct mqs_task *parked = NULL;
     bool woken = false;
-    if (why != MQS__SW_YIELD)
-        parked = mqs__runnext_pop(w, &woken);
+    if (why != MQS__SW_YIELD) {
+        bool from_slot; /* its address taken here only, off the yield path */
+        parked = mqs__runnext_pop(w, &from_slot);
+        woken = from_slot;
+    }
     else if (MQS__UNLIKELY(mqs__runnext_any(&w->runnext)))
         mqs__runnext_flush(w);
     /* In a register from here on: the stores below could alias w->now. */
@@ -265,8 +268,9 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
         p->put_prev(&w->rq, &prev->se, ran);
     }
     /* The hand-off's wakee: the policy sets it running, or has it
-     * queued and picked as any wake-up. */
-    if (woken && p->run_woken) {
+     * queued and picked as any wake-up.  (`why` first: a yield pops
+     * nothing and reads no flag.) */
+    if (why != MQS__SW_YIELD && woken && p->run_woken) {
         MQS__CHK_OP(&w->rq, "run_woken");
         if (!p->run_woken(&w->rq, &parked->se)) {
             mqs__rq_enqueue_locked(&w->rq, parked, MQS_ENQ_WAKEUP);
