@@ -11,8 +11,9 @@
  * yielder now the leftmost, now not; some tasks block and wake.
  *
  * The same for their hand-off op, run_woken (MQS_POLICY_WAKE_NEXT: a
- * task woken by the one that then blocks runs without the queue),
- * against enqueue(WAKEUP) then pick after the waker's put_prev: a
+ * task woken by the one that then blocks runs without the queue), and
+ * o1's, against the sync wake-up's enqueue then pick after the waker's
+ * put_prev: a
  * ping-pong pair of mixed nice levels, with idle gaps, and now and then
  * a third task queued, when the op must decline.
  */
@@ -185,9 +186,12 @@ TEST(eevdf_yields_keep_load_signals_current)
 
 #define HW_STEPS 4000
 
+/* What the started task and its queue look like: the entity's fields
+ * every policy may set, and the fair frame's load for cfs and eevdf. */
 struct hw_step {
     int task;
-    uint64_t key, dl, weight, load;
+    unsigned level;
+    uint64_t key, p[6], weight, load, nr_queued;
     int64_t slice;
 };
 
@@ -212,11 +216,11 @@ static struct mqs_sched_entity *hw_start(struct harness *h,
             return woken;
         }
     }
-    h_enqueue(h, 0, woken, MQS_ENQ_WAKEUP);
+    h_enqueue(h, 0, woken, MQS_ENQ_WAKEUP | MQS_ENQ_SYNC | MQS_ENQ_TASK);
     return h_pick(h, 0);
 }
 
-static void hw_trace(const char *spec, uint64_t seed, bool fast,
+static void hw_trace(const char *spec, bool fair, uint64_t seed, bool fast,
                      struct hw_step *out)
 {
     static const uint64_t runs[] = {100, 1000, 1000, 20000, 700000, 3000000};
@@ -247,52 +251,72 @@ static void hw_trace(const char *spec, uint64_t seed, bool fast,
             /* cur blocks without waking; the worker idles, then a
              * wake-up from elsewhere queues its partner */
             h_stop(&h, 0, cur, ran, false);
+            cur->slept_at_ns = h.now;
             if (!third_queued)
                 h_set_now(&h, h.now + runs[(r >> 24) % 6]);
+            asleep->woke_at_ns = h.now;
             h_enqueue(&h, 0, asleep, MQS_ENQ_WAKEUP);
             next = h_pick(&h, 0);
         } else {
             /* cur wakes its partner and blocks: the hand-off */
+            asleep->woke_at_ns = h.now + ran;
             h_stop(&h, 0, cur, ran, false);
+            cur->slept_at_ns = h.now;
             next = hw_start(&h, asleep, third_queued, fast);
         }
         if (next == se[2]) { /* the third runs a while, then blocks */
             third_queued = false;
             h_stop(&h, 0, next, ran, false);
+            next->slept_at_ns = h.now;
             next = h_pick(&h, 0);
         }
         CHECK(next == asleep); /* the pair takes turns */
         asleep = cur;
-        struct mqs__fair_rq *f = mqs__fair(h_rq(&h, 0));
-        out[i] = (struct hw_step){next == se[0] ? 0 : 1, next->key, next->p[0],
-                                  f->weight, f->load.avg, next->slice_ns};
+        struct mqs_rq *rq = h_rq(&h, 0);
+        out[i] = (struct hw_step){
+            .task = next == se[0] ? 0 : 1,
+            .level = next->level,
+            .key = next->key,
+            .weight = fair ? mqs__fair(rq)->weight : 0,
+            .load = fair ? mqs__fair(rq)->load.avg : 0,
+            .nr_queued = atomic_load(&rq->nr_queued),
+            .slice = next->slice_ns};
+        memcpy(out[i].p, next->p, sizeof out[i].p);
+        if (fair) /* the tree's insertion stamp: no insertion, no stamp */
+            out[i].p[MQS__FAIR_P_SEQ] = 0;
         cur = next;
     }
     h_destroy(&h);
 }
 
-static void hw_compare(const char *spec, uint64_t seed)
+static void hw_compare(const char *spec, bool fair, uint64_t seed)
 {
     static struct hw_step fast[HW_STEPS], slow[HW_STEPS];
+    memset(fast, 0, sizeof fast); /* compared whole, padding included */
+    memset(slow, 0, sizeof slow);
     hw_handed = 0;
-    hw_trace(spec, seed, true, fast);
+    hw_trace(spec, fair, seed, true, fast);
     int handed = hw_handed;
-    hw_trace(spec, seed, false, slow);
+    hw_trace(spec, fair, seed, false, slow);
     int diverged = -1;
     for (int i = 0; i < HW_STEPS && diverged < 0; i++)
         if (memcmp(&fast[i], &slow[i], sizeof fast[i]))
             diverged = i;
     if (diverged >= 0) {
         const struct hw_step *a = &fast[diverged], *b = &slow[diverged];
-        fprintf(stderr, "  step %d: op task %d key %llu dl %llu weight %llu "
-                        "load %llu slice %lld; queue task %d key %llu dl "
-                        "%llu weight %llu load %llu slice %lld\n",
-                diverged, a->task, (unsigned long long)a->key,
-                (unsigned long long)a->dl, (unsigned long long)a->weight,
-                (unsigned long long)a->load, (long long)a->slice, b->task,
-                (unsigned long long)b->key, (unsigned long long)b->dl,
-                (unsigned long long)b->weight, (unsigned long long)b->load,
-                (long long)b->slice);
+        for (int k = 0; k < 2; k++) {
+            const struct hw_step *x = k ? b : a;
+            fprintf(stderr, "  step %d, %s: task %d level %u key %llu p0-3 "
+                            "%llu %llu %llu %llu weight %llu load %llu "
+                            "queued %llu slice %lld\n",
+                    diverged, k ? "enqueue+pick" : "run_woken", x->task,
+                    x->level, (unsigned long long)x->key,
+                    (unsigned long long)x->p[0], (unsigned long long)x->p[1],
+                    (unsigned long long)x->p[2], (unsigned long long)x->p[3],
+                    (unsigned long long)x->weight,
+                    (unsigned long long)x->load,
+                    (unsigned long long)x->nr_queued, (long long)x->slice);
+        }
     }
     fprintf(stderr, "  %s seed %llu: %d of %d wakees handed off; first "
             "difference at step %d\n", spec, (unsigned long long)seed,
@@ -304,11 +328,17 @@ static void hw_compare(const char *spec, uint64_t seed)
 TEST(cfs_hand_off_matches_enqueue_and_pick)
 {
     for (uint64_t seed = 1; seed <= 4; seed++)
-        hw_compare("cfs:steal_check_ns=0", seed);
+        hw_compare("cfs:steal_check_ns=0", true, seed);
 }
 
 TEST(eevdf_hand_off_matches_enqueue_and_pick)
 {
     for (uint64_t seed = 1; seed <= 4; seed++)
-        hw_compare("eevdf:steal_check_ns=0", seed);
+        hw_compare("eevdf:steal_check_ns=0", true, seed);
+}
+
+TEST(o1_hand_off_matches_enqueue_and_pick)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        hw_compare("o1", false, seed);
 }

@@ -446,6 +446,28 @@ static int64_t o1_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
     return se->slice_ns - (int64_t)(now - se->exec_start_ns);
 }
 
+/* The hand-off (MQS_POLICY_WAKE_NEXT): the woken se runs now, as the
+ * pick after its sync wake-up's enqueue would have run it with nothing
+ * queued here: its sleep counted into sleep_avg and its priority (what
+ * makes an O(1) task interactive), a slice if its last ran out.  (The
+ * array index is set by the next enqueue: a running task is in none.)
+ * With anything queued here the arrays decide: enqueue and pick. */
+static bool o1_run_woken(struct mqs_rq *rq, struct mqs_sched_entity *se)
+{
+    struct o1_rq *o = o1_state(rq);
+    if (o->nr)
+        return false;
+    o1_add_sleep(o->tun, se, mqs_sched_clock());
+    if (se->slice_ns <= 0)
+        se->slice_ns = o1_timeslice(o->tun, se);
+    se->p[O1_SYNC] = o1_sync(o->tun, MQS_ENQ_SYNC) && mqs_worker_self() >= 0;
+    /* As pick: a child queued to run first and taken by a thief since
+     * leaves the mark that makes o1_tick end the running slice. */
+    if (atomic_load_explicit(&o->child_pending, memory_order_relaxed))
+        atomic_store_explicit(&o->child_pending, 0, memory_order_relaxed);
+    return true;
+}
+
 /* TASK_PREEMPTS_CURR, except after a sync wake-up of a normal task. */
 static bool o1_wake_preempt(struct mqs_rq *rq, struct mqs_sched_entity *curr,
                             struct mqs_sched_entity *woken)
@@ -524,7 +546,7 @@ const struct mqs_policy mqs_policy_o1 = {
     .name = "o1",
     .description = "Linux 2.6.0 O(1): active/expired priority arrays, "
                    "sleep_avg interactivity bonus, sync wake-ups, balancing",
-    .flags = MQS_POLICY_TICK_ACCOUNTING,
+    .flags = MQS_POLICY_TICK_ACCOUNTING | MQS_POLICY_WAKE_NEXT,
     .rq_size = sizeof(struct o1_rq),
     .rt_size = sizeof(struct o1_tunables),
     .tunables = o1_tunables,
@@ -539,6 +561,7 @@ const struct mqs_policy mqs_policy_o1 = {
     .tick = o1_tick,
     .wake_preempt = o1_wake_preempt,
     .balance = o1_balance,
+    .run_woken = o1_run_woken,
 };
 
 #undef O1_MAX_BONUS
