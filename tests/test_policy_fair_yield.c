@@ -12,7 +12,7 @@
  *
  * The same for their hand-off op, run_woken (MQS_POLICY_WAKE_NEXT: a
  * task woken by the one that then blocks runs without the queue), and
- * o1's, against the sync wake-up's enqueue then pick after the waker's
+ * o1's and ule's, against the sync wake-up's enqueue then pick after the waker's
  * put_prev: a
  * ping-pong pair of mixed nice levels, with idle gaps, and now and then
  * a third task queued, when the op must decline.
@@ -341,4 +341,10 @@ TEST(o1_hand_off_matches_enqueue_and_pick)
 {
     for (uint64_t seed = 1; seed <= 4; seed++)
         hw_compare("o1", false, seed);
+}
+
+TEST(ule_hand_off_matches_enqueue_and_pick)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        hw_compare("ule", false, seed);
 }

@@ -337,15 +337,16 @@ TEST(sync_wakeup_hands_off_without_the_queue)
     check_hands_off("mq");
 }
 
-/* cfs, eevdf and o1 keep state of the running task or measure the
- * wake-up: their run_woken sets the wakee running
+/* cfs, eevdf, o1 and ule keep state of the running task or measure
+ * the wake-up: their run_woken sets the wakee running
  * (tests/test_policy_fair_yield.c checks it against enqueue and pick);
  * here, that the core takes the path at all. */
-TEST(sync_wakeup_hands_off_under_cfs_eevdf_and_o1)
+TEST(sync_wakeup_hands_off_under_every_per_worker_policy)
 {
     check_hands_off("cfs");
     check_hands_off("eevdf");
     check_hands_off("o1");
+    check_hands_off("ule");
 }
 
 static void *receiver(void *arg)

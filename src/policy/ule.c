@@ -403,6 +403,24 @@ static int64_t ule_tick(struct mqs_rq *rq, struct mqs_sched_entity *se,
     return se->slice_ns - (int64_t)(now - se->exec_start_ns);
 }
 
+/* The hand-off (MQS_POLICY_WAKE_NEXT): the woken se runs now, as the
+ * pick after its enqueue would have run it with nothing queued here: its
+ * sleep counted, re-scored and placed (slice, level, part), and the
+ * current and next parts swapped when the pick would have swapped them
+ * (se placed in next, or the idle part, with current empty).  With
+ * anything queued here the parts decide: enqueue and pick. */
+static bool ule_run_woken(struct mqs_rq *rq, struct mqs_sched_entity *se)
+{
+    struct ule_rq *u = ule_state(rq);
+    if (u->nr)
+        return false;
+    ule_add_sleep(se, mqs_sched_clock());
+    ule_place(u, se);
+    if (se->p[ULE_WHERE] != ULE_RT && se->p[ULE_WHERE] != u->curr)
+        u->curr ^= ULE_TS0 ^ ULE_TS1;
+    return true;
+}
+
 /* preempt_thresh: only realtime wake-ups preempt. */
 static bool ule_wake_preempt(struct mqs_rq *rq, struct mqs_sched_entity *curr,
                              struct mqs_sched_entity *woken)
@@ -496,6 +514,7 @@ const struct mqs_policy mqs_policy_ule = {
     .name = "ule",
     .description = "FreeBSD ULE (2003): per-worker realtime/current/next/idle "
                    "queues, interactivity score, strong affinity, stealing",
+    .flags = MQS_POLICY_WAKE_NEXT,
     .rq_size = sizeof(struct ule_rq),
     .rt_size = sizeof(struct ule_tunables),
     .tunables = ule_tunables,
@@ -510,6 +529,7 @@ const struct mqs_policy mqs_policy_ule = {
     .tick = ule_tick,
     .wake_preempt = ule_wake_preempt,
     .balance = ule_balance,
+    .run_woken = ule_run_woken,
 };
 
 #undef ULE_HALF
