@@ -232,10 +232,11 @@ struct mqs_task *mqs__timer_expire(struct mqs_worker *w, uint64_t now,
 void mqs__timer_heap_free(struct mqs__timer_heap *h);
 
 /* ---- the switch: switch.h, switch.c ------------------------------- */
-/* The first call on a context switched to: finishes the switch away from
+/* The first call on a context switched to finishes the switch away from
  * the previous one (on_cpu 0, a move or an exit's release, a wake-up
- * left to it). */
-void mqs__finish_switch(struct mqs_worker *w);
+ * left to it): mqs__finish_switch (switch.h), whose inline head takes
+ * the common case and calls this for the rest. */
+void mqs__finish_switch_slow(struct mqs_worker *w);
 
 /* ---- child runs first: runnext.c ---------------------------------- */
 /* runnext.c.  pop: the top entry if it may run on w now (else the stack

@@ -321,7 +321,7 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     else
         w->curr = NULL;
     w = mqs__switch_to(w, prev, next);
-    mqs__finish_switch_fast(w);
+    mqs__finish_switch(w);
     atomic_signal_fence(memory_order_seq_cst);
     w->in_runtime = depth;
 }

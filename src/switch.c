@@ -3,12 +3,14 @@
  * the context switched away from is saved now, so it may be run, placed
  * or freed by others (on_cpu goes to 0), and what its switch asked for
  * (a move to another worker, an exit's release) is done here, on the new
- * context's stack.
+ * context's stack.  Its common case (a task queued again or waiting:
+ * on_cpu 0 and nothing else) is inline in switch.h, mqs__finish_switch;
+ * this is the whole of it, for the rest.
  */
 #include "internal.h"
 #include "switch.h"
 
-void mqs__finish_switch(struct mqs_worker *w)
+void mqs__finish_switch_slow(struct mqs_worker *w)
 {
     struct mqs_task *prev = w->prev;
 #if defined(MQS_TSAN)

@@ -3,8 +3,10 @@
  * another, and the bookkeeping at each hand-over (the run that ends, the
  * run that starts, the check of what the policy picked).  Inline: every
  * yield passes here once, and the scheduling point (sched.c), child-first
- * (child.c) and the worker loop (worker.c) all use it.  What runs first
- * on the new context, mqs__finish_switch, is in switch.c.
+ * (runnext.c), the worker loop (worker.c) and a new task's first run
+ * (task.c) all use it.  What runs first
+ * on the new context, mqs__finish_switch, is below, its rare cases in
+ * switch.c.
  *
  * A task that stops is still on its stack until the switch away from it
  * has saved its registers; until then `on_cpu` is 1 and nobody else may
@@ -148,10 +150,13 @@ static MQS__HOT struct mqs_task *mqs__checked_pick(struct mqs_worker *w,
     return t;
 }
 
-/* mqs__finish_switch's common case, inline on the scheduling point's
- * path: prev was queued again or waits, and is left nothing but its
- * on_cpu (the rest, and every TSan build, takes the full call). */
-static MQS__HOT void mqs__finish_switch_fast(struct mqs_worker *w)
+/* The first call on a context switched to (every switch: the
+ * scheduling point, child-first, the worker loop, a new task's first
+ * run).  Its common case inline: prev was queued again or waits, and is
+ * left nothing but its on_cpu; the rest (no prev, a move, an exit, a
+ * wake-up left to the switch, a preemption's mask) and every TSan build
+ * take mqs__finish_switch_slow (switch.c). */
+static MQS__HOT void mqs__finish_switch(struct mqs_worker *w)
 {
 #if !defined(MQS_TSAN)
     struct mqs_task *prev = w->prev;
@@ -162,7 +167,7 @@ static MQS__HOT void mqs__finish_switch_fast(struct mqs_worker *w)
         return;
     }
 #endif
-    mqs__finish_switch(w);
+    mqs__finish_switch_slow(w);
 }
 
 #endif

@@ -27,6 +27,7 @@
 
 #include "ctx.h"
 #include "internal.h"
+#include "switch.h"
 
 static int check_sched(mqs_class_t cls, int prio)
 {
