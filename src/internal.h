@@ -705,6 +705,8 @@ struct mqs_runtime {
 /* Internal calls                                                      */
 /* ------------------------------------------------------------------ */
 
+/* mqs__worker_self's TLS read as a call that is never inlined (below:
+ * where no inline form is written). */
 struct mqs_worker *mqs__worker_self_call(void);
 /* The running task, or NULL outside a task. */
 struct mqs_task *mqs__current(void);

@@ -273,7 +273,9 @@ void mqs__schedule(struct mqs_worker *w, struct mqs_task *prev, int why)
     if (why != MQS__SW_YIELD && woken && p->run_woken) {
         MQS__CHK_OP(&w->rq, "run_woken");
         if (!p->run_woken(&w->rq, &parked->se)) {
-            mqs__rq_enqueue_locked(&w->rq, parked, MQS_ENQ_WAKEUP);
+            mqs__rq_enqueue_locked(&w->rq, parked, MQS_ENQ_WAKEUP |
+                                                       MQS_ENQ_SYNC |
+                                                       MQS_ENQ_TASK);
             parked = NULL;
         }
     }

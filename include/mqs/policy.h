@@ -415,10 +415,11 @@ struct mqs_policy {
     /* The hand-off of MQS_POLICY_WAKE_NEXT: se, woken by the task that
      * just stopped on rq's worker (put_prev was called for that one) and
      * never enqueued, is about to run there without pick.  Either do for
-     * se what enqueue(MQS_ENQ_WAKEUP) followed by a pick returning se
-     * would do (placement, load, slice, the policy's running entity) and
-     * return true, or return false having changed nothing: the core then
-     * calls enqueue(MQS_ENQ_WAKEUP) and pick.  The scheduling point on
+     * se what its wake-up's enqueue (MQS_ENQ_WAKEUP | MQS_ENQ_SYNC |
+     * MQS_ENQ_TASK) followed by a pick returning se would do (placement,
+     * load, slice, the policy's running entity) and return true, or
+     * return false having changed nothing: the core then calls that
+     * enqueue and pick.  The scheduling point on
      * rq's owning worker, rq's lock held; se is not queued: nothing to
      * publish.  Absent: se just runs (a policy that keeps no state of
      * the running task nor of a wake-up, as mq). */
