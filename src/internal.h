@@ -244,6 +244,10 @@ struct mqs_task {
     struct mqs_list wait_level_node; /* in wait_q's level list if first of
                                       * its level, else self-linked      */
     bool wait_linked;              /* under wait_q->lock                   */
+    /* The wait has a timer: its claim races the poppers' (waitq.c).
+     * Written by the task in mqs__block with wait_q->lock held, read by
+     * poppers under it. */
+    bool wait_timed;
     int wait_result;               /* set by the waker that won            */
     void *wait_data;               /* hand-off buffer (channels)           */
     uint64_t wait_value;           /* hand-off word (mutex, wait groups)   */

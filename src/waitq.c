@@ -34,9 +34,12 @@
  * from the wait queue, its timer, and mqs__waitq_cancel; each must move
  * the task's state from BLOCKED to WAKING with a CAS, and the loser backs
  * off: a popper that loses picks the next waiter, a timer or a cancel
- * that loses does nothing.  The timer's or the cancel's winner then
- * unlinks the task from its wait queue.  Only then is the task queued to
- * run (mqs__wake), after its context is saved.
+ * that loses does nothing.  The timer's winner then unlinks the task from
+ * its wait queue.  Only then is the task queued to run (mqs__wake), after
+ * its context is saved.  The one exception: a waiter with no timer
+ * (wait_timed false) can be claimed only under its queue's lock (poppers
+ * hold it; a cancel takes it before its CAS and unlinks there), so a
+ * popper claims it with a plain store.
  */
 #include "internal.h"
 #include "plist.h"
@@ -72,6 +75,7 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
     t->wait_what = what;
     t->wait_obj = obj;
     t->wait_result = 0;
+    t->wait_timed = deadline_ns != 0;
     if (q)
         mqs__waitq_insert(q, t);
     atomic_store_explicit(&t->state, MQS__BLOCKED, memory_order_release);
@@ -98,6 +102,16 @@ struct mqs_task *mqs__waitq_pop(struct mqs__waitq *q, int result)
     struct mqs_task *t;
     while ((t = mqs__waitq_first(q)) != NULL) {
         mqs__waitq_unlink(q, t);
+        if (!t->wait_timed) {
+            /* No timer, and a cancel claims under this lock: nobody
+             * else can claim t, so no CAS (a locked instruction right
+             * after a switch's stores waits for them to drain: the
+             * two of a pipe round trip were 9% of it). */
+            atomic_store_explicit(&t->state, MQS__WAKING,
+                                  memory_order_relaxed);
+            t->wait_result = result;
+            return t;
+        }
         int expect = MQS__BLOCKED;
         if (atomic_compare_exchange_strong(&t->state, &expect, MQS__WAKING)) {
             t->wait_result = result;
@@ -110,10 +124,22 @@ struct mqs_task *mqs__waitq_pop(struct mqs__waitq *q, int result)
 
 bool mqs__waitq_cancel(struct mqs_task *t, int result)
 {
+    /* On a queue, claimed under its lock: an untimed waiter's poppers
+     * claim it there without a CAS (mqs__waitq_pop).  t blocked, so
+     * wait_q is stable; a popper that got there first changed the
+     * state, and one after finds t unlinked. */
+    struct mqs__waitq *q = t->wait_q;
+    if (q)
+        mqs__waitq_lock_in(q);
     int expect = MQS__BLOCKED;
-    if (!atomic_compare_exchange_strong(&t->state, &expect, MQS__WAKING))
-        return false;
-    mqs__waitq_claimed_unlink(t);
-    t->wait_result = result;
-    return true;
+    bool won = atomic_compare_exchange_strong(&t->state, &expect,
+                                              MQS__WAKING);
+    if (won) {
+        if (q && t->wait_linked)
+            mqs__waitq_unlink(q, t);
+        t->wait_result = result;
+    }
+    if (q)
+        mqs__waitq_unlock(q);
+    return won;
 }

@@ -1,7 +1,8 @@
 /*
  * test_waitq.c - the wait queue (src/waitq.c) through a semaphore: many
  * waiters on one object, wake order by priority level then arrival,
- * removal from the middle by timeouts, and mqs__waitq_cancel.  Arrival
+ * removal from the middle by timeouts, and mqs__waitq_cancel (alone, and
+ * racing the pops of posts from another thread).  Arrival
  * order is made exact by spawning one waiter at a time and waiting until
  * it is blocked; wake order is made exact by posting one unit at a time
  * and waiting until the woken task has recorded itself.  Nothing asserts
@@ -351,4 +352,99 @@ TEST(waitq_cancel_claims_a_blocked_task_once)
     CHECK_EQ(mqs_runtime_destroy_ex(rt, MQS_DESTROY_REPORT, null), 1);
     fclose(null);
     free(r);
+}
+
+/* A cancel racing the pops of posts from another thread, waiter by
+ * waiter from the head of the queue where the pops also take them: each
+ * waiter is claimed once, by one of the two.  (Poppers claim a waiter
+ * with no timer by a plain store under the queue's lock, so a cancel
+ * must claim under that lock too; with its CAS outside, both claimed
+ * the same waiter: a unit consumed by a task that then returned
+ * MQS_ECLOSED, or the task queued twice.) */
+#define RACE_WAITERS 32
+#ifdef MQS_TSAN
+#define RACE_ROUNDS 40
+#else
+#define RACE_ROUNDS 300
+#endif
+
+struct claim_race {
+    mqs_sem_t sem;
+    atomic_int posted, cancelled, other;
+    atomic_int go;
+};
+
+static void *claim_waiter(void *arg)
+{
+    struct claim_race *c = arg;
+    int rc = mqs_sem_wait(&c->sem);
+    atomic_fetch_add(rc == 0              ? &c->posted
+                     : rc == MQS_ECLOSED ? &c->cancelled
+                                         : &c->other,
+                     1);
+    return NULL;
+}
+
+static void *claim_poster(void *arg)
+{
+    struct claim_race *c = arg;
+    atomic_fetch_add(&c->go, 1);
+    while (atomic_load(&c->go) < 2)
+        ;
+    for (int i = 0; i < RACE_WAITERS / 2; i++)
+        CHECK_OK(mqs_sem_post(&c->sem));
+    return NULL;
+}
+
+TEST(a_cancel_and_a_post_claim_each_waiter_once)
+{
+    mqs_runtime_t *rt = rt_new(2);
+    struct claim_race *c = calloc(1, sizeof *c);
+    CHECK(c != NULL);
+    long won_total = 0;
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        CHECK_OK(mqs_sem_init(&c->sem, 0));
+        atomic_store(&c->posted, 0);
+        atomic_store(&c->cancelled, 0);
+        atomic_store(&c->go, 0);
+        mqs_task_t *h[RACE_WAITERS];
+        for (int i = 0; i < RACE_WAITERS; i++)
+            h[i] = spawn(rt, claim_waiter, c);
+        while (sem_waiters(&c->sem) < RACE_WAITERS)
+            pause_a_bit();
+        pthread_t th;
+        CHECK_EQ(pthread_create(&th, NULL, claim_poster, c), 0);
+        int won = 0;
+        atomic_fetch_add(&c->go, 1);
+        while (atomic_load(&c->go) < 2)
+            ;
+        for (int i = 0; i < RACE_WAITERS; i++) {
+            struct mqs_task *t = mqs__task_of(h[i]);
+            if (mqs__waitq_cancel(t, MQS_ECLOSED)) {
+                won++;
+                mqs__wake(t);
+            }
+        }
+        pthread_join(th, NULL);
+        /* Whoever neither claimed is still blocked: release them. */
+        for (int i = 0; i < RACE_WAITERS; i++)
+            CHECK_OK(mqs_sem_post(&c->sem));
+        for (int i = 0; i < RACE_WAITERS; i++)
+            join(h[i]);
+        CHECK_EQ(atomic_load(&c->other), 0);
+        CHECK_EQ(atomic_load(&c->cancelled), won);
+        CHECK_EQ(atomic_load(&c->posted) + won, RACE_WAITERS);
+        /* Every unit a waiter did not take is left. */
+        int left = 0;
+        while (mqs_sem_trywait(&c->sem) == 0)
+            left++;
+        CHECK_EQ(left, RACE_WAITERS / 2 + RACE_WAITERS -
+                           atomic_load(&c->posted));
+        CHECK_OK(mqs_sem_destroy(&c->sem));
+        won_total += won;
+    }
+    printf("  %ld of %d waiters cancelled, the rest taken by posts\n",
+           won_total, RACE_ROUNDS * RACE_WAITERS);
+    free(c);
+    CHECK_OK(mqs_runtime_destroy(rt));
 }
