@@ -328,10 +328,11 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
  * Returns NULL when nobody waits.  Follow with mqs__wake() after
  * unlocking. */
 struct mqs_task *mqs__waitq_pop(struct mqs__waitq *q, int result);
-/* Claim t, if it is BLOCKED, with the same BLOCKED -> WAKING CAS as the
- * poppers and its timer, and on winning take it off t->wait_q (taking
- * that queue's lock: the caller must not hold it) and set its block
- * result to `result`.  Returns whether the claim won.  The task is not
+/* Claim t, if it is BLOCKED, with the same BLOCKED -> WAKING CAS as its
+ * timer, under t->wait_q's lock (the caller must not hold it; a popper
+ * claims an untimed waiter there with a plain store), and on winning
+ * take it off that queue and set its block result to `result`.  The
+ * queue must outlive the call.  Returns whether the claim won.  The task is not
  * woken: the caller (runtime destroy) frees it, or must queue it itself.
  * A timer it may have stays in its heap and loses its CAS when due. */
 bool mqs__waitq_cancel(struct mqs_task *t, int result);

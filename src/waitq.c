@@ -71,7 +71,7 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
     /* Inside the runtime until the task runs its own code again: between
      * the unlock and the switch it is BLOCKED but still running. */
     mqs__rt_enter(w);
-    t->wait_q = q;
+    __atomic_store_n(&t->wait_q, q, __ATOMIC_RELAXED); /* read by a cancel */
     t->wait_what = what;
     t->wait_obj = obj;
     t->wait_result = 0;
@@ -90,7 +90,7 @@ int mqs__block(struct mqs__waitq *q, uint64_t deadline_ns, const char *what,
     /* Running again: whoever woke us set wait_result. */
     if (deadline_ns)
         mqs__timer_cancel(t->rt, t);
-    t->wait_q = NULL;
+    __atomic_store_n(&t->wait_q, NULL, __ATOMIC_RELAXED);
     t->wait_what = NULL;
     t->wait_obj = NULL;
     mqs__rt_leave(mqs__worker_self()); /* maybe another worker now */
@@ -125,21 +125,32 @@ struct mqs_task *mqs__waitq_pop(struct mqs__waitq *q, int result)
 bool mqs__waitq_cancel(struct mqs_task *t, int result)
 {
     /* On a queue, claimed under its lock: an untimed waiter's poppers
-     * claim it there without a CAS (mqs__waitq_pop).  t blocked, so
-     * wait_q is stable; a popper that got there first changed the
-     * state, and one after finds t unlinked. */
-    struct mqs__waitq *q = t->wait_q;
-    if (q)
-        mqs__waitq_lock_in(q);
-    int expect = MQS__BLOCKED;
-    bool won = atomic_compare_exchange_strong(&t->state, &expect,
-                                              MQS__WAKING);
-    if (won) {
-        if (q && t->wait_linked)
-            mqs__waitq_unlink(q, t);
-        t->wait_result = result;
+     * claim it there without a CAS (mqs__waitq_pop).  The queue is read
+     * before the lock, so it is checked again under it: t, woken
+     * meanwhile, may be blocking elsewhere now (its queue must outlive
+     * the call: destroy cancels tasks whose objects are all alive). */
+    for (;;) {
+        if (atomic_load_explicit(&t->state, memory_order_acquire) !=
+            MQS__BLOCKED)
+            return false;
+        struct mqs__waitq *q = __atomic_load_n(&t->wait_q, __ATOMIC_ACQUIRE);
+        if (q) {
+            mqs__waitq_lock_in(q);
+            if (__atomic_load_n(&t->wait_q, __ATOMIC_RELAXED) != q) {
+                mqs__waitq_unlock(q);
+                continue;
+            }
+        }
+        int expect = MQS__BLOCKED;
+        bool won = atomic_compare_exchange_strong(&t->state, &expect,
+                                                  MQS__WAKING);
+        if (won) {
+            if (q && t->wait_linked)
+                mqs__waitq_unlink(q, t);
+            t->wait_result = result;
+        }
+        if (q)
+            mqs__waitq_unlock(q);
+        return won;
     }
-    if (q)
-        mqs__waitq_unlock(q);
-    return won;
 }
