@@ -239,8 +239,10 @@ void mqs__timer_heap_free(struct mqs__timer_heap *h);
 void mqs__finish_switch_slow(struct mqs_worker *w);
 
 /* ---- child runs first: runnext.c ---------------------------------- */
-/* runnext.c.  pop: the top entry if it may run on w now (else the stack
- * went to the policy); push: false when full; flush: every entry to the
+/* runnext.c.  pop: the hand-off slot's task if it may run on w now
+ * (*woken set: the policy's run_woken then places it), else the top
+ * entry of the stack if it may (else the stack went to the policy);
+ * push: false when full; flush: every entry to the
  * policy; steal: the oldest entry of another worker's stack that may run
  * on w.  Owner-only except steal; no lock held. */
 struct mqs_task *mqs__runnext_pop(struct mqs_worker *w, bool *woken);
