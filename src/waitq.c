@@ -128,7 +128,10 @@ bool mqs__waitq_cancel(struct mqs_task *t, int result)
      * claim it there without a CAS (mqs__waitq_pop).  The queue is read
      * before the lock, so it is checked again under it: t, woken
      * meanwhile, may be blocking elsewhere now (its queue must outlive
-     * the call: destroy cancels tasks whose objects are all alive). */
+     * the call: destroy cancels tasks whose objects are all alive).  A
+     * task that ends a wait with no queue and starts one on a queue
+     * between the two reads is the caller's to exclude: destroy cancels
+     * only once every task stays blocked (runtime.c, settled). */
     for (;;) {
         if (atomic_load_explicit(&t->state, memory_order_acquire) !=
             MQS__BLOCKED)
