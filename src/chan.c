@@ -68,18 +68,10 @@ struct chan_op {
     uint64_t deadline;   /* 0 = none                                      */
 };
 
-/* An index under 2 * cap back into the ring: no division (a `%` per
- * slot, three per message through the ring, on the path of every
- * buffered send and receive). */
-static inline size_t chan_wrap(const struct mqs_chan *ch, size_t i)
-{
-    return i >= ch->cap ? i - ch->cap : i;
-}
-
 /* Slot i (< cap) from the head. */
 static inline unsigned char *chan_slot(struct mqs_chan *ch, size_t i)
 {
-    return ch->ring + chan_wrap(ch, ch->head + i) * ch->elem_size;
+    return ch->ring + mqs__ring_wrap(ch->head + i, ch->cap) * ch->elem_size;
 }
 
 static inline void chan_set_len(struct mqs_chan *ch, size_t len)
@@ -201,7 +193,7 @@ static int chan_send(struct mqs_chan *ch, const void *elem, int mode,
 static struct mqs_task *take_head(struct mqs_chan *ch, void *elem)
 {
     memcpy(elem, chan_slot(ch, 0), ch->elem_size);
-    ch->head = chan_wrap(ch, ch->head + 1);
+    ch->head = mqs__ring_wrap(ch->head + 1, ch->cap);
     struct mqs_task *s = pop_side(ch, SIDE_SEND, 0);
     if (s)
         memcpy(chan_slot(ch, ch->len - 1), s->wait_data, ch->elem_size);

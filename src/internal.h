@@ -46,6 +46,14 @@
 #define MQS__DEFAULT_GUARD (64u * 1024u)
 #define MQS__NAME_MAX 32
 
+/* An offset under 2 * cap back into a ring of cap slots (the byte pipe's
+ * and the channels'): no division, which is tens of cycles on a
+ * message's critical path. */
+static inline size_t mqs__ring_wrap(size_t off, size_t cap)
+{
+    return off >= cap ? off - cap : off;
+}
+
 /* Counters written by one thread and read by others: the owner updates
  * them without a locked instruction, readers see a value at most one
  * update old.  On x86-64 that is one plain `add` to memory (an aligned

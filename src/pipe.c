@@ -154,20 +154,13 @@ static inline void pipe_copy(unsigned char *dst, const unsigned char *src,
         memcpy(dst, src, n);
 }
 
-/* An offset under 2 * cap back into the ring (no division: a `%` is
- * tens of cycles on the round trip's critical path). */
-static inline size_t pipe_wrap(const struct mqs_pipe *p, size_t off)
-{
-    return off >= p->cap ? off - p->cap : off;
-}
-
 /* Append up to n bytes from src; returns how many fitted. */
 static size_t pipe_ring_put(struct mqs_pipe *p, const unsigned char *src,
                             size_t n)
 {
     size_t room = p->cap - p->len;
     n = n < room ? n : room;
-    size_t tail = pipe_wrap(p, p->head + p->len);
+    size_t tail = mqs__ring_wrap(p->head + p->len, p->cap);
     size_t first = n < p->cap - tail ? n : p->cap - tail;
     pipe_copy(p->ring + tail, src, first);
     pipe_copy(p->ring, src + first, n - first);
@@ -182,7 +175,7 @@ static size_t pipe_ring_get(struct mqs_pipe *p, unsigned char *dst, size_t n)
     size_t first = n < p->cap - p->head ? n : p->cap - p->head;
     pipe_copy(dst, p->ring + p->head, first);
     pipe_copy(dst + first, p->ring, n - first);
-    p->head = pipe_wrap(p, p->head + n);
+    p->head = mqs__ring_wrap(p->head + n, p->cap);
     pipe_set_len(p, p->len - n);
     return n;
 }
