@@ -1648,6 +1648,10 @@ TEST(cpu_time_shared_between_unequal_runs_one_worker)
 #define PAIR_EVENTS 60000
 #define PAIR_P (-1) /* pair_event's `who` for the pair's two tasks */
 #define PAIR_Q (-2)
+/* Events come every few hundred nanoseconds on the one worker, whichever
+ * task makes them: a gap this long between two is the worker's thread
+ * losing its CPU in a way its own CPU time does not show (below). */
+#define PAIR_GAP_NS 500000
 
 struct pairrun {
     mqs_sem_t p, q;
@@ -1657,6 +1661,8 @@ struct pairrun {
     bool hold_q;   /* q lets p run between its post and its stop decision */
     atomic_long p_waits, q_posts; /* waits on p begun, posts of p made */
     atomic_int p_done;
+    uint64_t last_ns;  /* the last event's time (0: none yet) */
+    uint64_t stood_ns; /* gaps of PAIR_GAP_NS or more between two events */
 };
 static struct pairrun pr;
 
@@ -1671,6 +1677,10 @@ static void pair_setup(long limit, bool hold_q)
 
 static void pair_event(long *count, int who)
 {
+    uint64_t now = mqs_now_ns();
+    if (pr.last_ns && now - pr.last_ns >= PAIR_GAP_NS)
+        pr.stood_ns += now - pr.last_ns;
+    pr.last_ns = now;
     (*count)++;
     if (++pr.events >= pr.limit && !atomic_load(&pr.stop)) {
         pr.stopper = who;
@@ -1797,11 +1807,21 @@ static long long pair_run(long events, uint64_t *elapsed)
     return waited;
 }
 
-/* A run whose worker waited for a CPU over a tenth of its length is
- * repeated, up to three times in all, as the nice cases are: with
+/* A run is repeated, up to three times in all, when its worker waited
+ * for a CPU over a tenth of its length, as the nice cases are (with
  * another program on the machine's two CPUs the host's preemptions of
- * the worker (charged to whichever task ran) moved the least yielder to
- * 0.3 of its share.  The last run is checked whatever it saw. */
+ * the worker, charged to whichever task ran, moved the least yielder to
+ * 0.3 of its share), or when its worker stood still between events
+ * (gaps of PAIR_GAP_NS or more, summed) long enough to hold a yielder
+ * back for a quarter of the run: a task charged g waits while the seven
+ * others each run g.  Such a gap is a hypervisor taking the vCPU: the
+ * guest counts that time as the thread's CPU time (a loop of clock
+ * reads saw 0.3-4 ms gaps with CPU time = wall time on the Intel VM), so
+ * the core's stall check cannot leave it uncharged: a yielder charged
+ * 0.6 ms got 0.24 of an equal share, another 0.43 after 1.45 ms, in 2 of
+ * 400 quiet runs of about 10 ms here, each with such a gap; the runs
+ * without one stayed above 1.08 (docs/notes.md).  The last run is
+ * checked whatever it saw. */
 TEST(no_starvation_against_wakeup_pair)
 {
     long events = PAIR_EVENTS;
@@ -1814,10 +1834,13 @@ TEST(no_starvation_against_wakeup_pair)
                     events);
             waited = pair_run(events, &elapsed);
         }
-        if ((uint64_t)waited * 10 <= elapsed)
+        if ((uint64_t)waited * 10 <= elapsed &&
+            pr.stood_ns * (PAIR_YIELDERS + 1) * 4 <= elapsed)
             break;
-        fprintf(stderr, "  the worker waited %.1f of %.1f ms for a CPU%s\n",
-                waited / 1e6, elapsed / 1e6,
+        fprintf(stderr,
+                "  the worker waited %.1f of %.1f ms for a CPU and stood "
+                "still %.2f ms between events%s\n",
+                waited / 1e6, elapsed / 1e6, pr.stood_ns / 1e6,
                 attempt < 2 ? ": again" : ": checked as it is");
     }
     long min = pr.count[0];
@@ -1827,10 +1850,12 @@ TEST(no_starvation_against_wakeup_pair)
         min = pr.count[i] < min ? pr.count[i] : min;
     }
     int div = props()->starve_div;
-    fprintf(stderr, "; least yielder %.3f of an equal share (bound: %s%d)\n",
+    fprintf(stderr,
+            "; least yielder %.3f of an equal share (bound: %s%d); the "
+            "worker stood still %.2f ms between events\n",
             (double)min * (PAIR_YIELDERS + 2) / (double)pr.events,
             div ? "1/" : "progress only, the policy's bound is in time; ",
-            div);
+            div, pr.stood_ns / 1e6);
     CHECK_GT(min, 0);
     /* min >= events / (tasks * div) */
     if (div)
