@@ -110,8 +110,11 @@ mqs__fair_add_last(struct mqs__fair_rq *f, struct mqs_sched_entity *se,
         mqs__fair_insert_last(&f->tree, se, aug);
         return;
     }
-    if (!f->run_n || mqs__fair_before(f->run_max, se->key))
-        f->run_max = se->key;
+    /* A select, not a branch: whether a yielder's key passes the run's
+     * greatest depends on its run's length, which no predictor learns. */
+    f->run_max = f->run_n && !mqs__fair_before(f->run_max, se->key)
+                     ? f->run_max
+                     : se->key;
     se->p[MQS__FAIR_P_RUN] = 1;
     mqs__list_add_tail(&f->run, &se->node);
     f->run_n++;

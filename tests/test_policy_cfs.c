@@ -3,7 +3,8 @@
  * ops driven with a virtual clock, tests/policy_harness.h): the leftmost
  * virtual runtime runs; weights give CPU in their ratio; sleeper credit
  * is bounded by half the latency target, however long the sleep; a
- * woken task preempts only past the wake-up granularity; slices follow
+ * woken task preempts only past the wake-up granularity; a task woken
+ * onto another worker keeps its distance to min_vruntime; slices follow
  * the latency target and the minimum granularity; the periodic balancer
  * moves load, but not cache-hot tasks, while an idle worker takes one.
  */
@@ -95,6 +96,42 @@ TEST(cfs_short_sleep_keeps_vruntime)
     h_enqueue(&h, 0, a, MQS_ENQ_WAKEUP);
     CHECK_EQ(a->key, key);
     CHECK(h_pick(&h, 0) == b);
+}
+
+/* A task woken onto another worker keeps its distance to min_vruntime:
+ * its key is rebased through its home queue's published min_vruntime,
+ * which every pick keeps current, the yield's own pick too.  m blocks on
+ * worker 0 3 ms ahead of where worker 0's minimum gets to through a and
+ * b's yields, and is woken onto worker 1, whose one new task d sits at
+ * that queue's minimum: m lands 3 ms after d (8 with the minimum as it
+ * was before the yields). */
+TEST(cfs_moved_task_keeps_its_distance_to_min_vruntime)
+{
+    struct harness h;
+    h_init(&h, CFS_SPEC, 2);
+    struct mqs_sched_entity *se[4]; /* a, b, m on worker 0; d on 1 */
+    for (int k = 0; k < 4; k++) {
+        se[k] = h_task(&h, k, MQS_CLASS_NORMAL, 0);
+        h_enqueue(&h, k < 3 ? 0 : 1, se[k], MQS_ENQ_NEW);
+    }
+    struct mqs_sched_entity *a = se[0], *b = se[1], *m = se[2], *d = se[3];
+    CHECK(h_pick(&h, 0) == a);
+    h_stop(&h, 0, a, 1 * MS, true);
+    CHECK(h_pick(&h, 0) == b);
+    h_stop(&h, 0, b, 1 * MS, true);
+    CHECK(h_pick(&h, 0) == m);
+    h_stop(&h, 0, m, 8 * MS, false); /* blocks at +8 ms */
+    CHECK(h_pick(&h, 0) == a);
+    /* a and b take turns through the yield op: minimum +1, +3, +3, +5 */
+    CHECK(h_yield(&h, 0, a, 2 * MS) == b);
+    CHECK(h_yield(&h, 0, b, 2 * MS) == a);
+    CHECK(h_yield(&h, 0, a, 2 * MS) == b);
+    CHECK(h_yield(&h, 0, b, 2 * MS) == a);
+    CHECK_EQ(a->key, b->key);
+    CHECK_EQ(m->key - a->key, 3 * MS);
+    h_enqueue(&h, 1, m, MQS_ENQ_WAKEUP);
+    CHECK_EQ(m->key - d->key, 3 * MS);
+    CHECK(h_pick(&h, 1) == d);
 }
 
 /* wake_preempt: only when the running task is ahead of the woken one by
