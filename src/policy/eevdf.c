@@ -424,8 +424,9 @@ static struct mqs_sched_entity *eevdf_best(const struct eevdf_rq *r)
 {
     struct mqs_sched_entity *h = mqs__fair_run_head(&r->f);
     /* The run alone (a yield loop's usual state): its head, eligible or
-     * not, with no test of which (a branch no predictor learns: it cost
-     * a mispredict every fourth yield). */
+     * not (both ways below lead to it), without the eligibility test,
+     * which waited on the head's line: a miss at 1024 tasks, where the
+     * yield was 10-13% slower with it; level at 16. */
     if (!r->f.tree.n)
         return h;
     struct mqs_sched_entity *t = eevdf_tree_best(r);
