@@ -423,6 +423,8 @@ enum {
     MQS__PRE_STOP = 8,   /* the runtime stops                             */
     MQS__PRE_WAKE = 16,  /* a task of its level woke there: let the policy
                             choose between it and the running one         */
+    MQS__PRE_WOKEN = 32, /* with URGENT: asked by a wake-up, which the
+                            monitor planned no retry for (preempt.c)      */
 };
 
 /* A worker's preemption state (preempt.c), on a line of its own: the
@@ -472,6 +474,11 @@ struct mqs_worker {
      * blocked (the handler runs without SA_NODEFER): the next context
      * unblocks it in mqs__finish_switch, on its own stack (preempt.c). */
     bool urg_blocked;
+    /* The task is inside an I/O call's system call, which takes a stop
+     * deferred there as the system call returns: the handler asks the
+     * monitor for no early retry (mqs__preempt_syscall_begin, preempt.c).
+     * Owner-only, as in_runtime. */
+    bool in_syscall;
     /* The worker thread's errno: every switch keeps each context's own
      * value across it (switch.h).  Set once on the thread. */
     int *errno_p;
@@ -588,6 +595,10 @@ struct mqs_runtime {
          * looks made (tests read it). */
         unsigned calm;
         _Atomic uint64_t looks;
+        /* When the monitor's next look is due, on the monitor's clock
+         * (UINT64_MAX while it parks): a handler that deferred a
+         * wake-up's stop brings it forward and wakes the monitor. */
+        _Atomic uint64_t next_look;
         /* The coarse clock of tick accounting (internal.h,
          * mqs__sched_clock, below): the monitor's time at its last look, stored
          * at every look.  Written by the monitor only; its own line. */

@@ -144,6 +144,19 @@ static mqs_runtime_t *io_begin(int fd, struct mqs__fd **d, int *rc)
     return rt;
 }
 
+/* op's system call, marked as an I/O call's (preempt.c,
+ * mqs__preempt_syscall_begin): a stop deferred inside it is taken as it
+ * returns.  Its errno in *err (0 on success), read before that stop,
+ * whose scheduling point may make system calls of its own. */
+static ssize_t io_syscall(io_op op, int fd, struct io_args *a, int *err)
+{
+    struct mqs_worker *w = mqs__preempt_syscall_begin();
+    ssize_t r = op(fd, a);
+    *err = r < 0 ? errno : 0;
+    mqs__preempt_syscall_end(w);
+    return r;
+}
+
 /* One call of op, waiting out EAGAIN; deadline 0: none. */
 static ssize_t io_once(int fd, int dir, io_op op, struct io_args *a,
                        uint64_t deadline, bool try_only)
@@ -158,10 +171,10 @@ static ssize_t io_once(int fd, int dir, io_op op, struct io_args *a,
     unsigned seq = rt ? atomic_load(&d->seq) : 0;
     for (;;) {
         unsigned ticket = rt ? mqs__fd_ticket(d, dir) : 0;
-        ssize_t r = op(fd, a);
+        int e;
+        ssize_t r = io_syscall(op, fd, a, &e);
         if (r >= 0)
             return r;
-        int e = errno;
         if (e == EINTR)
             continue;
         if (e != EAGAIN && e != EWOULDBLOCK)

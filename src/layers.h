@@ -304,6 +304,12 @@ bool mqs__in_runtime_text(uintptr_t pc);
 /* A task's entry into an I/O call (io.c, outside the runtime): take a
  * stop that a signal found inside foreign code and deferred. */
 void mqs__preempt_take_missed(struct mqs_worker *w);
+/* Around an I/O call's system call (io.c), by a task or any thread:
+ * begin marks the calling task's worker (NULL when not a task), end
+ * clears the mark and takes a stop deferred meanwhile (a scheduling
+ * point: read the call's errno before it). */
+struct mqs_worker *mqs__preempt_syscall_begin(void);
+void mqs__preempt_syscall_end(struct mqs_worker *w);
 
 /* ---- the worker loop: worker.c ------------------------------------ */
 void mqs__worker_loop(struct mqs_worker *w);

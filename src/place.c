@@ -277,7 +277,7 @@ static void wake_preempt_remote(mqs_runtime_t *rt, struct mqs_worker *tw,
     if (level == MQS_PRIO_NONE || prio > level)
         return;
     if (prio < level) {
-        mqs__preempt_request(tw, MQS__PRE_URGENT);
+        mqs__preempt_request(tw, MQS__PRE_URGENT | MQS__PRE_WOKEN);
         return;
     }
     /* A deferred WAKE is pending (preempt.c): it is taken at the task's

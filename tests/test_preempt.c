@@ -3,7 +3,9 @@
  * runtime share a worker; the runtime's text and the libraries' are never
  * a stop point; errno and FP/SIMD registers survive a forced switch; a
  * disabled section is not stopped and its stop comes at the enable; a
- * realtime task wakes on time among spinners; a timer on a busy worker
+ * realtime task wakes on time among spinners, and soon when its wake-up's
+ * stop landed in a library call, or as the I/O call's system call it
+ * landed in returns; a timer on a busy worker
  * fires; destroy stops a spinner; malloc and snprintf hammered under a
  * short tick on every policy; a task stopped with little more stack left
  * than a stop needs resumes, and one with less is reported as an
@@ -555,6 +557,137 @@ TEST(fifo_task_wakes_on_time_among_spinners)
     /* A timer on a busy worker fires at the monitor's next look (1 ms
      * tick) at the latest; 20 ms leaves room for a loaded host. */
     CHECK_LT(w.late_max, 20000000u);
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* A wake-up's stop that lands in a library call.  A realtime task woken
+ * from outside onto a worker whose normal task sleeps in nanosleep (libc:
+ * no stop is safe there): the wake-up's signal ends the sleep and is
+ * deferred, and the task then spins in its own code.  The monitor had
+ * planned nothing for it, and with a 1 s tick its next look is up to
+ * eight ticks away; the deferral brings that look forward (retry_soon),
+ * so the realtime task runs while the other still spins (200 ms here).
+ * Three rounds, each from a parked monitor. */
+struct urgent_late {
+    mqs_sem_t sem;
+    atomic_int sleeping, ran;
+};
+
+static void *urgent_waiter(void *arg)
+{
+    struct urgent_late *u = arg;
+    CHECK_OK(mqs_sem_wait(&u->sem));
+    atomic_store(&u->ran, 1);
+    return NULL;
+}
+
+/* 1 if the waiter ran while this one spun. */
+static void *sleep_then_spin(void *arg)
+{
+    struct urgent_late *u = arg;
+    atomic_store(&u->sleeping, 1);
+    struct timespec ts = {0, 500000000}; /* ended early by the signal */
+    nanosleep(&ts, NULL);
+    uint64_t end = mono_ns() + 200000000u;
+    for (unsigned long n = 1;
+         !atomic_load_explicit(&u->ran, memory_order_relaxed); n++)
+        if (n % 100000 == 0 && mono_ns() > end)
+            break;
+    return (void *)(intptr_t)atomic_load(&u->ran);
+}
+
+TEST(a_wakeups_stop_deferred_in_a_library_call_is_asked_again_soon)
+{
+    mqs_runtime_t *rt = rt_preempt(2, NULL, 1000000000);
+    for (int round = 0; round < 3; round++) {
+        struct urgent_late u = {0};
+        CHECK_OK(mqs_sem_init(&u.sem, 0));
+        mqs_task_t *r = spawn_prio_on(rt, 1, MQS_CLASS_FIFO, 10,
+                                      urgent_waiter, &u);
+        mqs_worker_stats_t w0, w1;
+        CHECK_OK(mqs_worker_stats(rt, 1, &w0));
+        mqs_task_t *s = spawn_on(rt, 1, sleep_then_spin, &u);
+        while (!atomic_load(&u.sleeping))
+            sched_yield();
+        struct timespec ts = {0, 20000000}; /* inside its nanosleep */
+        nanosleep(&ts, NULL);
+        CHECK_OK(mqs_sem_post(&u.sem));
+        intptr_t ran_while_spinning = (intptr_t)join(s);
+        join(r);
+        CHECK_OK(mqs_worker_stats(rt, 1, &w1));
+        printf("  round %d: ran while the other spun: %s; %llu signals, "
+               "%llu deferred\n", round, ran_while_spinning ? "yes" : "no",
+               (unsigned long long)(w1.preempt_signals - w0.preempt_signals),
+               (unsigned long long)(w1.preempt_deferred -
+                                    w0.preempt_deferred));
+        /* The case itself: the first stop was deferred. */
+        CHECK_GE(w1.preempt_deferred - w0.preempt_deferred, 1);
+        CHECK_EQ(ran_while_spinning, 1);
+        CHECK_OK(mqs_sem_destroy(&u.sem));
+    }
+    CHECK_OK(mqs_runtime_destroy(rt));
+}
+
+/* The same stop deferred in an I/O call's system call (the nanosleep
+ * marked as io.c marks its calls): taken as the call returns, so the
+ * waiter has run by then, and with no retry asked of the monitor, whose
+ * looks stay where they were (a retry is a look at once, then up to
+ * four 50 us apart). */
+struct in_call {
+    struct urgent_late u;
+    int ran_at_return;
+};
+
+static void *sleep_in_an_io_call(void *arg)
+{
+    struct in_call *c = arg;
+    atomic_store(&c->u.sleeping, 1);
+    struct mqs_worker *w = mqs__preempt_syscall_begin();
+    struct timespec ts = {0, 500000000}; /* ended early by the signal */
+    nanosleep(&ts, NULL);
+    mqs__preempt_syscall_end(w);
+    c->ran_at_return = atomic_load(&c->u.ran);
+    return NULL;
+}
+
+TEST(a_wakeups_stop_deferred_in_an_io_calls_system_call_is_taken_as_it_returns)
+{
+    mqs_runtime_t *rt = rt_preempt(2, NULL, 1000000000);
+    uint64_t looks = 0;
+    for (int round = 0; round < 3; round++) {
+        struct in_call c = {0};
+        CHECK_OK(mqs_sem_init(&c.u.sem, 0));
+        mqs_task_t *r = spawn_prio_on(rt, 1, MQS_CLASS_FIFO, 10,
+                                      urgent_waiter, &c.u);
+        mqs_worker_stats_t w0, w1;
+        CHECK_OK(mqs_worker_stats(rt, 1, &w0));
+        mqs_task_t *s = spawn_on(rt, 1, sleep_in_an_io_call, &c);
+        while (!atomic_load(&c.u.sleeping))
+            sched_yield();
+        struct timespec ts = {0, 20000000}; /* inside its nanosleep */
+        nanosleep(&ts, NULL);
+        uint64_t looks0 = atomic_load(&rt->pre.looks);
+        CHECK_OK(mqs_sem_post(&c.u.sem));
+        join(s);
+        join(r);
+        nanosleep(&ts, NULL); /* time for a look that was asked for */
+        uint64_t looks1 = atomic_load(&rt->pre.looks);
+        CHECK_OK(mqs_worker_stats(rt, 1, &w1));
+        printf("  round %d: the waiter had run at the return: %s; %llu "
+               "signals, %llu deferred, %llu looks meanwhile\n", round,
+               c.ran_at_return ? "yes" : "no",
+               (unsigned long long)(w1.preempt_signals - w0.preempt_signals),
+               (unsigned long long)(w1.preempt_deferred -
+                                    w0.preempt_deferred),
+               (unsigned long long)(looks1 - looks0));
+        CHECK_GE(w1.preempt_deferred - w0.preempt_deferred, 1);
+        CHECK_EQ(c.ran_at_return, 1);
+        looks += looks1 - looks0;
+        CHECK_OK(mqs_sem_destroy(&c.u.sem));
+    }
+    /* One look may fall there by itself (a tick is 1 s here); a retry
+     * asked would be a look each round. */
+    CHECK_LE(looks, 1);
     CHECK_OK(mqs_runtime_destroy(rt));
 }
 
