@@ -55,13 +55,40 @@ static void handoff_scored(struct mqs__runnext *r, bool hit)
         by->handoff_score--;
 }
 
+/* Is a level more urgent than `level` queued anywhere, as seen from w,
+ * the calling worker with no lock held?  The runtime-wide hint may still
+ * count w's own queue, emptied since, at its last level until w's next
+ * housekeeping (rq.c): partners at two levels (ule's interactive and
+ * batch ones, a nice -5 task and a nice 0 one) left the more urgent
+ * one's level there after each of its picks, and every wake-up of the
+ * other was then refused the hand-off.  So when the hint says yes and
+ * w's queue is empty, w settles its own entry first, as its housekeeping
+ * would, and reads again: the owner's lock, and two atomics when the
+ * entry was stale, off the path where the levels agree (out of line:
+ * called from the wake-up's hand-off, it cost the pipe round trip 2%
+ * when not inlined whole). */
+static __attribute__((noinline, cold)) bool
+urgent_waits_settled(struct mqs_worker *w, unsigned level)
+{
+    if (atomic_load_explicit(&w->rq.best_prio, memory_order_relaxed) !=
+        MQS_PRIO_NONE)
+        return true;
+    mqs__rq_hint_settle(w);
+    return level > mqs__best_prio_anywhere(w->rt);
+}
+
+static MQS__HOT bool urgent_waits(struct mqs_worker *w, unsigned level)
+{
+    return MQS__UNLIKELY(level > mqs__best_prio_anywhere(w->rt)) &&
+           urgent_waits_settled(w, level);
+}
+
 /* May t, taken off w's slot or stack, run on w now?  Else it goes to
  * the policy as `flags`. */
 static bool may_run_next(struct mqs_worker *w, struct mqs_task *t, int flags)
 {
     mqs__apply_pending(t);
-    if (mqs_se_allowed(&t->se, w->index) &&
-        t->se.level <= mqs__best_prio_anywhere(w->rt))
+    if (mqs_se_allowed(&t->se, w->index) && !urgent_waits(w, t->se.level))
         return true;
     mqs__enqueue_task(w->rt, t, flags);
     return false;
@@ -94,8 +121,7 @@ struct mqs_task *mqs__runnext_pop(struct mqs_worker *w, bool *woken)
     if (!t)
         return NULL;
     mqs__apply_pending(t);
-    if (!mqs_se_allowed(&t->se, w->index) ||
-        t->se.level > mqs__best_prio_anywhere(w->rt)) {
+    if (!mqs_se_allowed(&t->se, w->index) || urgent_waits(w, t->se.level)) {
         /* Something more urgent waits (or t may not run here): the
          * policy decides for the whole stack. */
         mqs__enqueue_task(w->rt, t, MQS_ENQ_PREEMPTED);
@@ -227,8 +253,8 @@ bool mqs__wake_next(struct mqs_worker *w, struct mqs_task *t)
         t->se.level < curr->se.level ||
         atomic_load_explicit(&t->pend_flags, memory_order_relaxed) ||
         !mqs_se_allowed(&t->se, w->index) ||
-        t->se.level > mqs__best_prio_anywhere(w->rt) ||
         atomic_load_explicit(&w->rq.nr_queued, memory_order_relaxed) ||
+        urgent_waits(w, t->se.level) ||
         mqs__idle_allowed(w->rt, &t->se) ||
         atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) ||
         mqs__shuffle_coin(w, 1))
@@ -276,7 +302,7 @@ bool mqs__child_first(struct mqs_worker *w, struct mqs_task *prev,
            mqs_se_allowed(&prev->se, w->index) &&
            !atomic_load_explicit(&prev->pend_flags, memory_order_relaxed) &&
            !atomic_load_explicit(&w->rt->stopping, memory_order_relaxed) &&
-           child->se.level <= mqs__best_prio_anywhere(w->rt) &&
+           !urgent_waits(w, child->se.level) &&
            !mqs__shuffle_coin(w, 1) && mqs__runnext_push(w, prev);
 }
 
