@@ -144,13 +144,16 @@ static int pipe_op_init(struct pipe_op *op, const struct mqs_pipe *p,
 /* The ring (lock held)                                                */
 /* ------------------------------------------------------------------ */
 
-/* memcpy, but no call for nothing: a one-byte message (lat_pipe's)
- * would otherwise make four calls per round trip, two of them empty
- * (the ring's wrapped second part, an empty ring's get). */
+/* memcpy, but no call for nothing or for one byte: a one-byte message
+ * (lat_pipe's, a self-pipe's wake-up) would otherwise make four calls
+ * per round trip, two of them empty (the ring's wrapped second part, an
+ * empty ring's get), and the others cost more than the byte. */
 static inline void pipe_copy(unsigned char *dst, const unsigned char *src,
                              size_t n)
 {
-    if (n)
+    if (n == 1)
+        *dst = *src;
+    else if (n)
         memcpy(dst, src, n);
 }
 
@@ -172,6 +175,8 @@ static size_t pipe_ring_put(struct mqs_pipe *p, const unsigned char *src,
 static size_t pipe_ring_get(struct mqs_pipe *p, unsigned char *dst, size_t n)
 {
     n = n < p->len ? n : p->len;
+    if (!n)
+        return 0; /* a reader about to wait: the ring is left alone */
     size_t first = n < p->cap - p->head ? n : p->cap - p->head;
     pipe_copy(dst, p->ring + p->head, first);
     pipe_copy(dst + first, p->ring, n - first);
@@ -317,7 +322,7 @@ static size_t pipe_give(struct mqs_pipe *p, struct pipe_op *op,
         r->done = k;
         moved += k;
     }
-    return moved + pipe_ring_put(p, src + moved, n - moved);
+    return moved == n ? n : moved + pipe_ring_put(p, src + moved, n - moved);
 }
 
 static int pipe_write(struct mqs_pipe *p, const void *buf, size_t n,
