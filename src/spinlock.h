@@ -15,11 +15,12 @@
  * `owner_in` and then checks `v`; a non-owner takes `v` with the exchange,
  * sees `biased`, and makes the owner's announcement visible with
  * membarrier(2) (an asymmetric Dekker pair: the heavy fence is paid only
- * by the rare side) before waiting for `owner_in` to clear.  It also asks
- * the owner to drop the bias (`notes`), so a stream of remote wake-ups
- * pays membarrier once; the owner biases again only after a quiet spell
- * with no remote locker (rq.c and rq.h, which own the owner side).  Every lock
- * carries the three bias bytes so that code holding only a
+ * by the rare side) before waiting for `owner_in` to clear, and then
+ * clears `biased` itself, so a stream of remote wake-ups pays membarrier
+ * once.  Its `notes` tell the owner, which keeps out of the bias path
+ * until it has read them under `v` and biases again only after a quiet
+ * spell with no remote locker (rq.c and rq.h, which own the owner side).
+ * Every lock carries the three bias bytes so that code holding only a
  * `mqs__spinlock_t *` (a run queue's `lock` pointer) locks correctly
  * whatever it points at; on other locks `biased` stays 0 and they cost one
  * extra load of a byte on a line just taken.
@@ -37,8 +38,9 @@
 
 typedef struct mqs__spinlock {
     atomic_uchar v;        /* 1 while held through the exchange          */
-    atomic_uchar biased;   /* owner may enter without it; written by the
-                              owner with v held                          */
+    atomic_uchar biased;   /* owner may enter without it; written with v
+                              held: set by the owner, cleared by it or by
+                              a revoker once the owner is out           */
     atomic_uchar owner_in; /* the owner is inside through the bias       */
     atomic_uchar notes;    /* MQS__LOCK_*; written with v held           */
 } mqs__spinlock_t;
