@@ -4,8 +4,9 @@
  * engaging on a worker whose queue only its owner touches; remote
  * enqueues onto a biased queue (each revokes the bias and none is lost);
  * one revocation serving the remote lockers that follow it before the
- * owner's next scheduling point; and an idle worker stealing, through a biased lock, tasks queued behind
- * a task that never reaches a scheduling point.
+ * owner's next scheduling point; and an idle worker stealing, through a
+ * biased lock, tasks queued behind a task that never reaches a
+ * scheduling point.
  *
  * The bias needs membarrier(2); where the process cannot register for it
  * (old kernel, seccomp) locks stay plain, and the cases that look for the
