@@ -101,6 +101,7 @@ struct mqs__waitq {
  * poller's lock (file: epoll refused it, a regular file). */
 #define MQS__FD_CHUNK 1024
 #define MQS__FD_CHUNKS 1024 /* descriptors below 2^20 */
+#define MQS__POLL_EVENTS 64 /* the most events one ask of epoll takes */
 struct mqs__fd {
     struct mqs__waitq q[2];
     atomic_uint edges[2];
@@ -687,7 +688,7 @@ struct mqs_runtime {
         /* mqs__poll_nowait, for the housekeeping and the monitor, which
          * lie below the poller (the layers' one other way up, beside the
          * policy's ops); set before epfd. */
-        void (*nowait)(mqs_runtime_t *rt);
+        void (*nowait)(mqs_runtime_t *rt, int max);
     } poll;
 
     /* Task-local storage keys. */

@@ -368,8 +368,9 @@ void mqs__mutex_release_dead(struct mqs_task *t);
  * edge came after the ticket (then 0 at once: try again); 0,
  * MQS_ETIMEDOUT, MQS_ECLOSED (the descriptor was closed: seq moved).
  * forget: mqs_close's part.
- * nowait: ask epoll without waiting and queue the ready tasks (through
- * rt->poll.nowait from the housekeeping and the monitor).  park: an idle
+ * nowait: ask epoll without waiting and queue the ready tasks of at most
+ * max (<= MQS__POLL_EVENTS) descriptors (through rt->poll.nowait from the
+ * housekeeping and the monitor).  park: an idle
  * worker waits in epoll instead of its futex; false when it did not. */
 void mqs__poll_init(mqs_runtime_t *rt);
 void mqs__poll_fini(mqs_runtime_t *rt);
@@ -378,7 +379,7 @@ unsigned mqs__fd_ticket(const struct mqs__fd *d, int dir);
 int mqs__fd_wait(mqs_runtime_t *rt, struct mqs__fd *d, unsigned seq,
                  int dir, unsigned ticket, uint64_t deadline);
 void mqs__fd_forget(mqs_runtime_t *rt, int fd);
-void mqs__poll_nowait(mqs_runtime_t *rt);
+void mqs__poll_nowait(mqs_runtime_t *rt, int max);
 bool mqs__poll_park(struct mqs_worker *w, unsigned seen, uint64_t timeout_ns);
 
 /* ---- the offload pool: offload.c ---------------------------------- */

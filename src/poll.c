@@ -24,12 +24,17 @@
  * *waiter*), with its next timer as the timeout, instead of on its futex;
  * a kick meant for it writes the eventfd in the set (base.c).  Idle
  * workers ask without waiting while they spin before parking, busy
- * workers in their periodic housekeeping (every millisecond), and the
- * preemption monitor when nobody has asked for ten ticks (Go's sysmon
- * rule; asking at each of its looks woke tasks across workers before
- * their data had gathered): ready tasks are held back neither by a spin
- * nor, beyond that bound, while every worker runs.  All go through one
- * try-flag so that 64 workers do not all call epoll at once.  Ready tasks
+ * workers in their periodic housekeeping (every millisecond, at a
+ * scheduling point that does not block its task), and the preemption
+ * monitor when nobody has asked for ten ticks (Go's sysmon rule), for
+ * eight descriptors at most: a last resort for workers that neither idle
+ * nor reach such a point.  A task woken before its data has gathered
+ * costs (asking at each of the monitor's looks, or a batch of 64 at
+ * each ask, delivered less in the TCP chatroom), so the monitor wakes a
+ * few and leaves the rest in epoll's ready list for the workers' asks.
+ * Ready tasks are held back neither by a spin nor, beyond those bounds,
+ * while every worker runs.  All go through one try-flag so that 64
+ * workers do not all call epoll at once.  Ready tasks
  * are queued as a timer's are (the normal placement and wake-up
  * preemption, from inside a scheduling point or the loop: never a
  * nested scheduling point).
@@ -55,7 +60,6 @@
 
 #include "internal.h"
 
-#define EVENTS 64
 #define WAKE_MARK UINT64_MAX /* the eventfd's event data */
 #define EV_IN (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 #define EV_OUT (EPOLLOUT | EPOLLHUP | EPOLLERR)
@@ -307,7 +311,7 @@ static void dispatch(mqs_runtime_t *rt, const struct epoll_event *ev, int n)
  * on a descriptor (an edge nobody collects stays in epoll's ready list
  * for the next ask; a waiter counts itself before it blocks), a worker
  * waits in epoll already (it gets the events), or another asks now. */
-void mqs__poll_nowait(mqs_runtime_t *rt)
+void mqs__poll_nowait(mqs_runtime_t *rt, int max)
 {
     struct mqs__poll *p = &rt->poll;
     int ep = atomic_load_explicit(&p->epfd, memory_order_acquire);
@@ -317,8 +321,8 @@ void mqs__poll_nowait(mqs_runtime_t *rt)
         atomic_load_explicit(&p->busy, memory_order_relaxed) ||
         atomic_exchange(&p->busy, 1))
         return;
-    struct epoll_event ev[EVENTS];
-    int n = epoll_wait(ep, ev, EVENTS, 0);
+    struct epoll_event ev[MQS__POLL_EVENTS];
+    int n = epoll_wait(ep, ev, max, 0);
     atomic_store_explicit(&p->asked_ns, mqs__clock_ns(&rt->clock),
                           memory_order_relaxed);
     atomic_store(&p->busy, 0);
@@ -338,20 +342,20 @@ bool mqs__poll_park(struct mqs_worker *w, unsigned seen, uint64_t timeout_ns)
         return false;
     /* Dekker with mqs__kick: it bumps park_futex, then reads in_poll. */
     atomic_store(&w->in_poll, 1);
-    struct epoll_event ev[EVENTS];
+    struct epoll_event ev[MQS__POLL_EVENTS];
     int n = 0;
     if (atomic_load(&w->park_futex) == seen) {
         if (!p->no_pwait2) {
             struct timespec ts = {(time_t)(timeout_ns / 1000000000u),
                                   (long)(timeout_ns % 1000000000u)};
-            n = epoll_pwait2(ep, ev, EVENTS,
+            n = epoll_pwait2(ep, ev, MQS__POLL_EVENTS,
                              timeout_ns == UINT64_MAX ? NULL : &ts, NULL);
             if (n < 0 && errno == ENOSYS)
                 p->no_pwait2 = true;
         }
         if (p->no_pwait2) {
             uint64_t ms = (timeout_ns + 999999) / 1000000;
-            n = epoll_wait(ep, ev, EVENTS,
+            n = epoll_wait(ep, ev, MQS__POLL_EVENTS,
                            timeout_ns == UINT64_MAX ? -1
                            : ms > INT32_MAX         ? INT32_MAX
                                                     : (int)ms);

@@ -119,6 +119,7 @@ extern const char mqs__text_end[] __attribute__((visibility("hidden")));
 #define RETRY_NS 50000 /* a deferred stop is asked again this soon       */
 #define RETRY_STREAK 4 /* ... this many times in a row, then at ticks    */
 #define MONITOR_POLL_TICKS 10 /* epoll unasked this long: the monitor asks */
+#define MONITOR_POLL_EVENTS 8 /* ... for this many ready descriptors at most */
 #define QUIET_TICKS 4  /* the longest look apart while every slice lasts */
 #define QUIET_SLACK_NS 20000 /* a look this late after a slice's end   */
 #define CALM_TICKS 8   /* the longest look apart while every run is short */
@@ -608,10 +609,15 @@ static void *monitor_main(void *arg)
         uint64_t sleep = scan(rt, mqs__clock_resync(&clock), &awake);
         /* Descriptors ready while every worker runs (poll.c), when no
          * worker has asked epoll for MONITOR_POLL_TICKS (Go's sysmon:
-         * 10 ms).  Asking at every look woke tasks from this thread, a
-         * few at a time and across workers, before their data had
-         * gathered: the TCP chatroom made twice the reads and delivered
-         * 0.47-0.7x the messages (docs/notes.md). */
+         * 10 ms), and for MONITOR_POLL_EVENTS of them at most: a last
+         * resort that keeps a few ready tasks from waiting on workers
+         * that neither idle nor reach a scheduling point that asks; the
+         * rest stay in epoll's ready list for the workers' own asks, or
+         * the next of this one.  Every task it wakes early, before its
+         * data has gathered, costs: asking at every look made twice the
+         * reads in the TCP chatroom and delivered 0.47-0.7x the
+         * messages; a batch of 64 each ten ticks 0.8-0.9x of none, of
+         * 256 half (docs/notes.md). */
         if (awake &&
             atomic_load_explicit(&rt->poll.epfd, memory_order_acquire) >= 0) {
             uint64_t due = atomic_load_explicit(&rt->poll.asked_ns,
@@ -619,7 +625,7 @@ static void *monitor_main(void *arg)
                            MONITOR_POLL_TICKS * rt->pre.tick_ns;
             uint64_t t = mqs__clock_ns(&rt->clock);
             if (t >= due)
-                rt->poll.nowait(rt);
+                rt->poll.nowait(rt, MONITOR_POLL_EVENTS);
             else if (due - t < sleep) /* calm looks: still ten ticks */
                 sleep = due - t;
         }

@@ -129,7 +129,7 @@ static MQS__HOT void housekeeping(struct mqs_worker *w, bool may_poll)
         /* Descriptors ready while every worker runs (poll.c). */
         if (may_poll && atomic_load_explicit(&w->rt->poll.epfd,
                                              memory_order_acquire) >= 0)
-            w->rt->poll.nowait(w->rt);
+            w->rt->poll.nowait(w->rt, MQS__POLL_EVENTS);
         /* Work has waited here all period while a worker idles: wake
          * it to steal.  (A queue that empties between the ticks, like a
          * ping-pong's, is served: kicking there only made the idle

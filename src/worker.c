@@ -42,7 +42,7 @@ static struct mqs_task *idle_wait(struct mqs_worker *w)
          * its edge would otherwise wait for the spin's end and the park
          * (the spin is what makes it early; the ask is a no-op without
          * such a task, and one worker at a time, poll.c). */
-        mqs__poll_nowait(w->rt);
+        mqs__poll_nowait(w->rt, MQS__POLL_EVENTS);
         if (has_work(w))
             goto out;
         unsigned now_seen = atomic_load_explicit(&w->park_futex,

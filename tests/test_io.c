@@ -310,6 +310,105 @@ TEST(readiness_reaches_a_task_while_every_worker_runs)
     close(p.fds[1]);
 }
 
+/* Ping-pong pairs over channels that keep both workers busy with only
+ * blocking scheduling points (no idle moment, no slice run out, none
+ * that asks epoll), for at most 2 s; readers on pipes beside them. */
+#define PP_PAIRS 4
+#define PP_READERS 20 /* more than the monitor takes in one ask */
+struct pp {
+    mqs_chan_t *ping, *pong;
+};
+static atomic_int pp_stop, pp_timed_out, pp_read;
+
+static void *pp_pinger(void *arg)
+{
+    struct pp *p = arg;
+    uint64_t end = mqs_now_ns() + 2000000000ull;
+    int v = 0;
+    for (unsigned long i = 1;
+         !atomic_load_explicit(&pp_stop, memory_order_relaxed); i++) {
+        if (i % 1024 == 0 && mqs_now_ns() >= end) {
+            atomic_store(&pp_timed_out, 1);
+            break;
+        }
+        CHECK_OK(mqs_chan_send(p->ping, &v));
+        CHECK_OK(mqs_chan_recv(p->pong, &v));
+    }
+    v = -1;
+    CHECK_OK(mqs_chan_send(p->ping, &v));
+    return NULL;
+}
+
+static void *pp_ponger(void *arg)
+{
+    struct pp *p = arg;
+    for (;;) {
+        int v;
+        CHECK_OK(mqs_chan_recv(p->ping, &v));
+        if (v < 0)
+            return NULL;
+        CHECK_OK(mqs_chan_send(p->pong, &v));
+    }
+}
+
+static void *pp_reader(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char c;
+    if (mqs_read_timed(fd, &c, 1, 5000000000ull) == 1)
+        atomic_fetch_add(&pp_read, 1);
+    return NULL;
+}
+
+TEST(readiness_reaches_tasks_while_every_worker_only_blocks)
+{
+    /* Workers that never idle and stop only where their task blocks ask
+     * epoll nowhere themselves: the monitor's ask (ten ticks without
+     * one, a few descriptors each time) must serve all the readers,
+     * more than one ask's worth, while the ping-pongs still run.
+     * Without it they are served only when the ping-pongs end, after
+     * 2 s, and pp_timed_out says so. */
+    mqs_runtime_t *rt = rt_new(2);
+    int fds[PP_READERS][2];
+    mqs_task_t *r[PP_READERS], *t[2 * PP_PAIRS];
+    struct pp p[PP_PAIRS];
+    for (int i = 0; i < PP_READERS; i++) {
+        CHECK_EQ(pipe(fds[i]), 0);
+        r[i] = spawn(rt, pp_reader, (void *)(intptr_t)fds[i][0]);
+    }
+    sleep_ms(50);
+    for (int i = 0; i < PP_PAIRS; i++) {
+        CHECK_OK(mqs_chan_create(&p[i].ping, sizeof(int), 1));
+        CHECK_OK(mqs_chan_create(&p[i].pong, sizeof(int), 1));
+        t[2 * i] = spawn_on(rt, i % 2, pp_pinger, &p[i]);
+        t[2 * i + 1] = spawn_on(rt, i % 2, pp_ponger, &p[i]);
+    }
+    sleep_ms(50);
+    uint64_t t0 = mqs_now_ns();
+    for (int i = 0; i < PP_READERS; i++)
+        CHECK_EQ(write(fds[i][1], "x", 1), 1);
+    for (int i = 0; i < PP_READERS; i++)
+        join(r[i]);
+    uint64_t ms = (mqs_now_ns() - t0) / 1000000;
+    int timed_out = atomic_load(&pp_timed_out);
+    atomic_store(&pp_stop, 1);
+    for (int i = 0; i < 2 * PP_PAIRS; i++)
+        join(t[i]);
+    printf("  %d readers served in %llu ms beside the ping-pongs\n",
+           atomic_load(&pp_read), (unsigned long long)ms);
+    CHECK_EQ(atomic_load(&pp_read), PP_READERS);
+    CHECK_EQ(timed_out, 0);
+    for (int i = 0; i < PP_PAIRS; i++) {
+        CHECK_OK(mqs_chan_destroy(p[i].ping));
+        CHECK_OK(mqs_chan_destroy(p[i].pong));
+    }
+    CHECK_OK(mqs_runtime_destroy(rt));
+    for (int i = 0; i < PP_READERS; i++) {
+        close(fds[i][0]);
+        close(fds[i][1]);
+    }
+}
+
 /* Woken by the poller beside a task that never calls the runtime. */
 struct quiet {
     int fds[2];
