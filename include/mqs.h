@@ -704,9 +704,10 @@ size_t mqs_pipe_len(const mqs_pipe_t *p);
  * tries the system call and, when it would block, the task waits until
  * the descriptor is ready or the deadline passes, while its worker runs
  * other tasks.  Readiness is seen by an idle worker waiting in epoll or
- * spinning before it parks, by busy workers every millisecond, and by the
- * preemption monitor when nobody has looked for ten ticks (10 ms by
- * default); a ready task is woken through the normal wake-up path, and
+ * spinning before it parks, by busy workers every millisecond (at a yield
+ * or a preemption), and by the preemption monitor when nobody has looked
+ * for ten ticks (10 ms by default), for eight descriptors at a time (a
+ * last resort: the rest wait for a worker's look); a ready task is woken through the normal wake-up path, and
  * stops a busy worker's task only when it is more urgent (a task of the
  * same level waits for the next scheduling point or tick).
  *
