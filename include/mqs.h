@@ -707,9 +707,10 @@ size_t mqs_pipe_len(const mqs_pipe_t *p);
  * spinning before it parks, by busy workers every millisecond (at a yield
  * or a preemption), and by the preemption monitor when nobody has looked
  * for ten ticks (10 ms by default), for eight descriptors at a time (a
- * last resort: the rest wait for a worker's look); a ready task is woken through the normal wake-up path, and
- * stops a busy worker's task only when it is more urgent (a task of the
- * same level waits for the next scheduling point or tick).
+ * last resort: the rest wait for a worker's look); a ready task is woken
+ * through the normal wake-up path, and stops a busy worker's task only
+ * when it is more urgent (a task of the same level waits for the next
+ * scheduling point or tick).
  *
  * A regular file (which epoll refuses, and whose read may still wait for
  * a disk) is read and written on the offload pool (mqs_offload).  From a

@@ -369,9 +369,9 @@ void mqs__mutex_release_dead(struct mqs_task *t);
  * MQS_ETIMEDOUT, MQS_ECLOSED (the descriptor was closed: seq moved).
  * forget: mqs_close's part.
  * nowait: ask epoll without waiting and queue the ready tasks of at most
- * max (<= MQS__POLL_EVENTS) descriptors (through rt->poll.nowait from the
- * housekeeping and the monitor).  park: an idle
- * worker waits in epoll instead of its futex; false when it did not. */
+ * max (1..MQS__POLL_EVENTS) descriptors (through rt->poll.nowait from
+ * the housekeeping and the monitor).  park: an idle worker waits in
+ * epoll instead of its futex; false when it did not. */
 void mqs__poll_init(mqs_runtime_t *rt);
 void mqs__poll_fini(mqs_runtime_t *rt);
 int mqs__fd_register(mqs_runtime_t *rt, int fd, struct mqs__fd **out);

@@ -34,10 +34,9 @@
  * few and leaves the rest in epoll's ready list for the workers' asks.
  * Ready tasks are held back neither by a spin nor, beyond those bounds,
  * while every worker runs.  All go through one try-flag so that 64
- * workers do not all call epoll at once.  Ready tasks
- * are queued as a timer's are (the normal placement and wake-up
- * preemption, from inside a scheduling point or the loop: never a
- * nested scheduling point).
+ * workers do not all call epoll at once.  Ready tasks are queued as a
+ * timer's are (the normal placement and wake-up preemption, from inside
+ * a scheduling point or the loop: never a nested scheduling point).
  *
  * Lock rules.  poll.lock (a mutex: registration makes system calls)
  * covers starting the poller, growing the table and registration; a
@@ -307,12 +306,16 @@ static void dispatch(mqs_runtime_t *rt, const struct epoll_event *ev, int n)
     }
 }
 
-/* Ask without waiting, unless the poller is not started, no task waits
+/* Ask without waiting, for at most max (1..MQS__POLL_EVENTS) ready
+ * descriptors, unless the poller is not started, no task waits
  * on a descriptor (an edge nobody collects stays in epoll's ready list
  * for the next ask; a waiter counts itself before it blocks), a worker
  * waits in epoll already (it gets the events), or another asks now. */
 void mqs__poll_nowait(mqs_runtime_t *rt, int max)
 {
+    if (MQS__UNLIKELY(max < 1 || max > MQS__POLL_EVENTS))
+        mqs__panic("mqs__poll_nowait: %d events asked, 1..%d allowed", max,
+                   MQS__POLL_EVENTS);
     struct mqs__poll *p = &rt->poll;
     int ep = atomic_load_explicit(&p->epfd, memory_order_acquire);
     if (ep < 0 ||
