@@ -18,7 +18,11 @@
  *
  * The epoll row is the no-scheduler reference: a plain level-triggered
  * loop per worker over blocking sockets (a readable one does not block,
- * and a response of B bytes fits the send buffer).
+ * and a response of B bytes fits the send buffer).  The uring row is the
+ * same loop with io_uring as the readiness source (a multishot poll per
+ * connection, completions reaped in batches): the measurement behind the
+ * poller's choice of epoll (docs/design.md, "The poller").  It needs
+ * liburing at build time (MQS_BENCH_URING) and is skipped without it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +40,9 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef MQS_BENCH_URING
+#include <liburing.h>
+#endif
 
 #include "common.h"
 #include "expkit.h"
@@ -54,8 +61,8 @@ static const bench_extra_col_t echo_extras[EX_COUNT] = {
 };
 static const double echo_pcts[EX_COUNT] = {50, 99, 99.9};
 
-static const char *const echo_pseudo[] = {"kernel", "epoll", "go", "fiber",
-                                          "go1",    "fiber1", NULL};
+static const char *const echo_pseudo[] = {"kernel", "epoll", "uring", "go",
+                                          "fiber",  "go1",   "fiber1", NULL};
 
 static const bench_cli_t echo_cli = {
     .name = "echo",
@@ -89,12 +96,18 @@ struct echo_conn {
 
 struct echo_run {
     int n, size;
-    mqs_runtime_t *rt; /* a policy row's; NULL: kernel or epoll */
+    mqs_runtime_t *rt; /* a policy row's; NULL: kernel, epoll or uring */
     struct echo_conn *c;
-    char *buf; /* the epoll row: a request buffer per connection */
+    char *buf; /* the loop rows: a request buffer per connection */
 };
 
-/* One loop of the epoll row: connections first, first + step, ... */
+/* Is spec one of the rows served by a loop per worker? */
+static bool echo_loop_row(const char *spec)
+{
+    return strcmp(spec, "epoll") == 0 || strcmp(spec, "uring") == 0;
+}
+
+/* One loop of the epoll or uring row: connections first, first + step, ... */
 struct echo_loop {
     struct echo_run *run;
     int first, step;
@@ -172,6 +185,116 @@ static void *echo_epoll_loop(void *arg)
         close(ep);
     return NULL;
 }
+
+#ifdef MQS_BENCH_URING
+#define ECHO_URING_REMOVE UINT64_MAX /* a removal's completion */
+
+/* An SQE of ring, submitting the queued ones first when it is full. */
+static struct io_uring_sqe *echo_sqe(struct io_uring *ring)
+{
+    struct io_uring_sqe *s = io_uring_get_sqe(ring);
+    if (!s && io_uring_submit(ring) >= 0)
+        s = io_uring_get_sqe(ring);
+    return s;
+}
+
+/* Arm (again) the multishot poll of connection i; false if no SQE. */
+static bool echo_uring_arm(struct io_uring *ring, const struct echo_run *run,
+                           uint32_t i)
+{
+    struct io_uring_sqe *s = echo_sqe(ring);
+    if (s) {
+        io_uring_prep_poll_multishot(s, run->c[i].fd, POLLIN);
+        io_uring_sqe_set_data64(s, i);
+    }
+    return s != NULL;
+}
+
+/* One completion of the uring row: what c's socket holds, read without
+ * waiting (a multishot poll reports each arrival once, and may report
+ * one that an earlier read took already), and once the request is
+ * whole, its response.  False: c is over (closed by the client, or
+ * bad). */
+static bool echo_uring_step(struct echo_conn *c, char *p, size_t b)
+{
+    for (;;) {
+        ssize_t r = recv(c->fd, p + c->got, b - c->got, MSG_DONTWAIT);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true; /* the rest comes with a later completion */
+        if (r < 0 && errno == EINTR)
+            continue;
+        c->got += r > 0 ? (size_t)r : 0;
+        c->bad |= r < 0 || (r == 0 && c->got != 0);
+        if (r <= 0 || c->bad)
+            return false;
+        if (c->got == b) {
+            c->bad |= bench_write_all(c->fd, p, b) != 0;
+            c->got = 0;
+            return !c->bad;
+        }
+    }
+}
+
+/* The uring row's thread: the epoll row's loop with io_uring's poll as
+ * the readiness source.  A connection that ends has its poll removed
+ * before it is closed (the poll holds the file); completions that come
+ * after are ignored. */
+static void *echo_uring_loop(void *arg)
+{
+    struct echo_loop *l = arg;
+    struct echo_run *run = l->run;
+    size_t b = (size_t)run->size;
+    struct io_uring ring;
+    int live = 0;
+    /* Its best mode: completions run only when this thread asks
+     * (measured against the plain ring, where each readiness interrupts
+     * the thread: 0.55-0.71 of the epoll row, and COOP_TASKRUN, level
+     * with it); a kernel before 6.1 refuses it, then the plain ring. */
+    l->bad = io_uring_queue_init(256, &ring,
+                                 IORING_SETUP_SINGLE_ISSUER |
+                                     IORING_SETUP_DEFER_TASKRUN) != 0 &&
+             io_uring_queue_init(256, &ring, 0) != 0;
+    if (l->bad)
+        return NULL;
+    for (int i = l->first; !l->bad && i < run->n; i += l->step, live++)
+        l->bad = !echo_uring_arm(&ring, run, (uint32_t)i);
+    while (!l->bad && live > 0) {
+        int rc = io_uring_submit_and_wait(&ring, 1);
+        l->bad = rc < 0 && rc != -EINTR;
+        struct io_uring_cqe *cqe;
+        unsigned head, seen = 0;
+        io_uring_for_each_cqe(&ring, head, cqe)
+        {
+            seen++;
+            uint64_t d = io_uring_cqe_get_data64(cqe);
+            if (d == ECHO_URING_REMOVE)
+                continue; /* a poll's removal done */
+            uint32_t i = (uint32_t)d;
+            struct echo_conn *c = &run->c[i];
+            if (c->fd < 0 || cqe->res == -ECANCELED)
+                continue; /* ended already */
+            c->bad |= cqe->res < 0;
+            if (!c->bad && echo_uring_step(c, run->buf + i * b, b)) {
+                if (!(cqe->flags & IORING_CQE_F_MORE))
+                    l->bad |= !echo_uring_arm(&ring, run, i);
+                continue;
+            }
+            struct io_uring_sqe *s = echo_sqe(&ring);
+            l->bad |= !s;
+            if (s) {
+                io_uring_prep_poll_remove(s, i);
+                io_uring_sqe_set_data64(s, ECHO_URING_REMOVE);
+            }
+            io_uring_submit(&ring);
+            echo_close(c);
+            live--;
+        }
+        io_uring_cq_advance(&ring, seen);
+    }
+    io_uring_queue_exit(&ring);
+    return NULL;
+}
+#endif
 
 /* ----- The client (the forked child) ----- */
 
@@ -297,10 +420,15 @@ static int echo_start(bench_point_t *p, struct echo_run *run,
     if (!run->buf)
         return bench_group_start(g, "echo", p->row->spec, run->n, echo_serve,
                                  run->c, sizeof *run->c);
+    void *(*loop)(void *) = echo_epoll_loop;
+#ifdef MQS_BENCH_URING
+    if (strcmp(p->row->spec, "uring") == 0)
+        loop = echo_uring_loop;
+#endif
     for (int i = 0; i < p->workers; i++)
         loops[i] = (struct echo_loop){run, i, p->workers, false};
-    return bench_group_start(g, "echo", p->row->spec, p->workers,
-                             echo_epoll_loop, loops, sizeof *loops);
+    return bench_group_start(g, "echo", p->row->spec, p->workers, loop,
+                             loops, sizeof *loops);
 }
 
 /* A go row's server: the Go peer in its server-only mode, on the
@@ -393,7 +521,7 @@ static bool echo_check(const bench_point_t *p, const struct echo_run *run,
     for (int i = 0; !why && i < run->n; i++)
         why = run->c[i].bad ? "a server saw an error" : NULL;
     for (int i = 0; !why && run->buf && i < p->workers; i++)
-        why = loops[i].bad ? "an epoll loop failed" : NULL;
+        why = loops[i].bad ? "a server loop failed" : NULL;
     if (why)
         fprintf(stderr, "mqs-bench echo: %s: %s\n", p->row->spec, why);
     return !why;
@@ -453,11 +581,11 @@ static int echo_measure(bench_point_t *p, double *value, double *extra)
                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     struct echo_loop *loops = calloc((size_t)p->workers, sizeof *loops);
     run.c = calloc((size_t)run.n, sizeof *run.c);
-    if (strcmp(p->row->spec, "epoll") == 0)
+    if (echo_loop_row(p->row->spec))
         run.buf = malloc((size_t)run.n * (size_t)run.size);
     int rc = -1;
     if (r != MAP_FAILED && loops && run.c &&
-        (run.buf || strcmp(p->row->spec, "epoll") != 0)) {
+        (run.buf || !echo_loop_row(p->row->spec))) {
         r->lat.counts = (uint64_t *)(r + 1);
         bench_hist_reset(&r->lat);
         for (int i = 0; i < run.n; i++)
@@ -491,6 +619,12 @@ static int echo_open(bench_point_t *p)
      * first request completes (a 64 KiB echo takes 3-11 ms under TSan). */
     p->no_warm = true;
     echo_old_pipe = signal(SIGPIPE, SIG_IGN); /* close restores it */
+#ifndef MQS_BENCH_URING
+    if (strcmp(p->row->spec, "uring") == 0) {
+        snprintf(p->note, sizeof p->note, "built without liburing");
+        return BENCH_POINT_SKIP;
+    }
+#endif
     rlim_t need = (rlim_t)shape[0] + ECHO_FDS_SPARE;
     if (getrlimit(RLIMIT_NOFILE, &l) == 0 && l.rlim_cur < need) {
         l.rlim_cur = l.rlim_max < need ? l.rlim_max : need;
@@ -516,6 +650,7 @@ static const bench_point_kind_t echo_kind = {echo_open, echo_measure,
 /* The go rows: the Go server under the same client (echo_peer_start);
  * fiber's stay bench_peer_kind's (it has no echo: exit 3). */
 static const bench_row_kind_t echo_kinds[] = {{"epoll", &echo_kind},
+                                              {"uring", &echo_kind},
                                               {"go", &echo_kind},
                                               {"go1", &echo_kind},
                                               {NULL, NULL}};

@@ -25,6 +25,7 @@ clang:clang
 libclang-rt-dev
 pkg-config:pkg-config
 gnuplot-nox:gnuplot
+liburing-dev
 "
 if [ $# -gt 0 ]; then MQS_DEPS="$*"; fi
 

@@ -44,10 +44,14 @@
  * waiters and the sequence and ticket checks.  Neither is held across a
  * block or a wake-up.
  *
- * Rejected for now: io_uring (liburing) as the readiness source: one
- * more dependency, measured only once the echo experiment exists; a
- * poller thread of its own (a context switch per batch of events where
- * an idle worker can wait in epoll itself).
+ * Rejected: io_uring (liburing) as the readiness source, measured with
+ * `mqs-bench echo`'s uring row: a ring that several threads share (the
+ * one set every worker and the monitor ask) was level with epoll or
+ * 0.54-0.65 of it, and the mode that gained (7-22% at 50 connections a
+ * loop) lets one thread alone use its ring, which would make readiness
+ * per worker (docs/design.md, "Why epoll and not io_uring"); a poller
+ * thread of its own (a context switch per batch of events where an idle
+ * worker can wait in epoll itself).
  */
 #include <errno.h>
 #include <fcntl.h>

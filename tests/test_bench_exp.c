@@ -607,6 +607,32 @@ TEST(echo_every_row_answers_every_request)
     }
 }
 
+/* The uring row (the epoll row's loop with io_uring's multishot poll as
+ * the readiness source) answers every request, of 100 bytes and of
+ * 64 KiB (a request in pieces, a completion that reports data an
+ * earlier read took): the client checks each byte, and a connection
+ * ended early or a completion taken for another's fails the run.  A
+ * SKIP line when built without liburing. */
+TEST(echo_uring_row_answers_every_request)
+{
+#ifndef MQS_BENCH_URING
+    printf("SKIP: built without liburing\n");
+#else
+    bench_opts_t o = small_opts();
+    o.seconds = 0.3;
+    bench_result_t r;
+    for (int k = 0; k < 4; k++) {
+        int shape[2] = {k % 2 ? 3 : 1, k < 2 ? 100 : 65536};
+        CHECK_EQ(run_point(&o, "uring", true, &echo_kind, shape, EX_COUNT,
+                           &r),
+                 0);
+        CHECK(r.value > 0 && isfinite(r.value));
+        CHECK(r.extra[EX_P50] > 0);
+        CHECK(r.extra[EX_P50] <= r.extra[EX_P99]);
+    }
+#endif
+}
+
 /* The go rows serve the client every C row is measured with: the Go
  * peer in its server-only mode on the listening socket it inherits (the
  * client checks every byte and counts; a server that answers nothing,
