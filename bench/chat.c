@@ -39,11 +39,13 @@
  * and stops at the last receiver's last message.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -60,13 +62,17 @@ static const bench_extra_col_t chat_extras[CHAT_X_COUNT] = {
     [CHAT_X_TASKS] = {"tasks", NULL, 0, BENCH_FOLD_MEAN},
 };
 
+static const char *const chat_pseudo[] = {"kernel", "epoll", "go", "fiber",
+                                          "go1",    "fiber1", NULL};
+
 static const bench_cli_t chat_cli = {
     .name = "chat",
     .summary = "chatroom (VolanoMark): rooms of users broadcasting "
                "messages; messages/s delivered",
     .details = BENCH_HELP_CHAT,
     .default_tasks = "1",
-    BENCH_PEER_ROWS,
+    .default_policy = "mq,kernel,epoll,go,fiber",
+    .pseudo = chat_pseudo,
     .default_seconds = 1,
     .default_repeats = 5,
 };
@@ -127,8 +133,13 @@ struct chat_run {
     int n;
     _Atomic int receivers_left;
     _Atomic uint64_t t_end;
-    mqs_runtime_t *rt; /* NULL: the kernel row */
-    int workers;       /* kernel row: threads share its first CPUs */
+    mqs_runtime_t *rt; /* NULL: the kernel or the epoll row */
+    bool loop;         /* the epoll row */
+    _Atomic bool loop_abort; /* epoll row: a loop failed, the others stop */
+    _Atomic long loop_stalls; /* epoll row: readers stopped by a full ring */
+    int loop_sockbuf; /* epoll row, tests: every end's SO_SNDBUF (0: the
+                         system's) */
+    int workers;       /* kernel and epoll rows: threads share its first CPUs */
     const char *row;   /* for messages */
     bool aborted;      /* chat_shut closed the out-queues' write ends */
 };
@@ -304,7 +315,7 @@ static int chat_make_users(struct chat_run *run)
                     strerror(e));
             return -1;
         }
-        if (run->rt)
+        if (run->rt || run->loop)
             continue;
         if (pipe(u->q) != 0) {
             u->q[0] = u->q[1] = -1;
@@ -368,8 +379,8 @@ static int chat_check(const struct chat_run *run)
     for (int i = 0; i < run->n; i++)
         if (memchr(run->u[i].bad, true, sizeof run->u[i].bad)) {
             if (!run->rt)
-                fprintf(stderr, "mqs-bench chat: kernel: a connection "
-                                "failed or lost bytes\n");
+                fprintf(stderr, "mqs-bench chat: %s: a connection "
+                                "failed or lost bytes\n", run->row);
             else
                 fprintf(stderr,
                         "mqs-bench chat: room %u user %u: got %llu "
@@ -382,11 +393,370 @@ static int chat_check(const struct chat_run *run)
     return 0;
 }
 
+/* ----- The epoll row: the no-scheduler reference ----- */
+
+/*
+ * The chatroom written plainly as event loops, one thread per worker and
+ * no scheduler: what the machine's sockets give with none in the way.
+ * Room r, both its sides (its users' senders and receivers, and the
+ * server's readers and writers), runs in loop r mod W, as echo's epoll
+ * row serves its share of the connections: no loop waits for another.
+ * Every descriptor is non-blocking and registered once, edge-triggered,
+ * and each role works until EAGAIN.  The system calls are the other
+ * rows': a write(2) per message sent and per delivery, a read of up to
+ * the rest of a message by a server reader, reads of up to 8 KiB by a
+ * receiver.  An out-queue is a ring of CHAT_CAPACITY messages; a loop
+ * writes the rings its events filled once it has handled them all (as a
+ * server writes its replies before it sleeps again: Redis's
+ * beforeSleep), so a delivery's write does not wait for its reader's
+ * next message, nor a reader for the writes.  A reader whose
+ * recipient's ring stays full (its connection full too) stops until
+ * that writer's next EPOLLOUT makes room.
+ *
+ * Rejected: the client side in one loop and the server side in another
+ * (one room on two CPUs): each loop slept and woke at nearly every
+ * segment, 0.14-0.23 M messages/s at one room against about 1.1 M in
+ * one loop; writing each delivery through at once, 0.47 M against
+ * 0.98 M on one CPU (docs/notes.md).
+ */
+#define CHAT_LOOP_WAIT_MS 100    /* a loop looks at loop_abort this often */
+#define CHAT_LOOP_IDLE_MS 10000  /* no event for this long: the run failed */
+
+/* A user's roles on the epoll row. */
+struct chat_lstate {
+    int sent;          /* sender: messages written whole */
+    size_t s_off;      /* ... bytes of the next one written */
+    int read;          /* reader: messages read whole */
+    size_t r_got;      /* ... bytes of the next one read */
+    int r_next;        /* ... its next recipient, -1: none (reading) */
+    int stalled_on;    /* ... the recipient whose full ring stopped it, -1 */
+    int head, len;     /* writer: the out-queue ring's messages */
+    int stalled;       /* ... readers stopped by this ring */
+    size_t w_off;      /* ... bytes of the head message written */
+    long written;      /* ... messages written whole */
+    bool dirty;        /* ... on its loop's list of rings to write */
+    char *s_msg, *r_msg, *ring, *buf; /* one allocation, s_msg first */
+};
+
+struct chat_loop {
+    struct chat_run *run;
+    struct chat_lstate *ls; /* the run's, a user each */
+    int *dirty, ndirty;     /* users whose rings it filled since it wrote */
+    int index, ep;
+    int parts; /* receivers and writers of its rooms not yet done */
+    bool bad;
+};
+
+/* The loop of room r, among n loops. */
+static int chat_loop_of(uint32_t r, int n)
+{
+    return (int)(r % (uint32_t)n);
+}
+
+/* The recipient of a reader's message after v (-1 for the first), -1
+ * after the last; never the reader itself. */
+static int chat_next_recipient(int v, uint32_t self, int users)
+{
+    for (v++; v == (int)self; v++)
+        ;
+    return v < users ? v : -1;
+}
+
+/* One read or write of up to n bytes on fd, EINTR retried: how many
+ * bytes, or 0 when the role must stop (EAGAIN: until its edge; an error,
+ * or a read's end of the stream before everything came: *bad). */
+static size_t chat_loop_io(struct chat_loop *l, bool *bad, int fd, char *p,
+                           size_t n, bool wr)
+{
+    ssize_t r;
+    do
+        r = wr ? write(fd, p, n) : read(fd, p, n);
+    while (r < 0 && errno == EINTR);
+    if (r > 0)
+        return (size_t)r;
+    if (r == 0)
+        errno = EPIPE;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        *bad = l->bad = true;
+        atomic_store(&l->run->loop_abort, true);
+    }
+    return 0;
+}
+
+static void chat_loop_send(struct chat_loop *l, struct chat_user *u,
+                           struct chat_lstate *x)
+{
+    size_t b = (size_t)l->run->s.bytes;
+    while (x->sent < l->run->s.messages) {
+        struct chat_head h = {u->room, u->user, (uint32_t)x->sent};
+        if (x->s_off == 0)
+            memcpy(x->s_msg, &h, sizeof h);
+        size_t r = chat_loop_io(l, &u->bad[CHAT_SENDER], u->fd[0],
+                                x->s_msg + x->s_off, b - x->s_off, true);
+        if (!r)
+            return;
+        x->s_off += r;
+        if (x->s_off == b) {
+            x->s_off = 0;
+            x->sent++;
+        }
+    }
+}
+
+/* Write v's out-queue to its connection until empty or EAGAIN. */
+static void chat_loop_flush(struct chat_loop *l, struct chat_user *v,
+                            struct chat_lstate *y)
+{
+    const struct chat_shape *s = &l->run->s;
+    size_t b = (size_t)s->bytes;
+    while (y->len > 0) {
+        size_t r = chat_loop_io(l, &v->bad[CHAT_WRITER], v->fd[1],
+                                y->ring + (size_t)y->head * b + y->w_off,
+                                b - y->w_off, true);
+        if (!r)
+            return;
+        y->w_off += r;
+        if (y->w_off < b)
+            continue;
+        y->w_off = 0;
+        y->head = (y->head + 1) % CHAT_CAPACITY;
+        y->len--;
+        if (++y->written == (long)s->messages * (s->users - 1))
+            l->parts--;
+    }
+}
+
+/* Put msg on v's out-queue, to be written when the loop's events are
+ * handled (or now, to make room); false when the ring stays full (its
+ * connection takes nothing now). */
+static bool chat_loop_put(struct chat_loop *l, struct chat_user *v,
+                          struct chat_lstate *y, const char *msg)
+{
+    size_t b = (size_t)l->run->s.bytes;
+    if (y->len == CHAT_CAPACITY)
+        chat_loop_flush(l, v, y);
+    if (y->len == CHAT_CAPACITY)
+        return false;
+    memcpy(y->ring + (size_t)((y->head + y->len) % CHAT_CAPACITY) * b, msg, b);
+    if (y->len++ == 0 && !y->dirty) {
+        y->dirty = true;
+        l->dirty[l->ndirty++] = (int)(y - l->ls);
+    }
+    return true;
+}
+
+/* The server reader of u: read, and deliver each whole message to the
+ * room's other users, until EAGAIN, a full ring, or all M are read. */
+static void chat_loop_read(struct chat_loop *l, struct chat_user *u,
+                           struct chat_lstate *x)
+{
+    const struct chat_shape *s = &l->run->s;
+    struct chat_user *room = u - u->user;
+    struct chat_lstate *xs = x - u->user;
+    size_t b = (size_t)s->bytes;
+    while (!l->bad) {
+        while (x->r_next >= 0) {
+            int v = x->r_next;
+            if (!chat_loop_put(l, &room[v], &xs[v], x->r_msg)) {
+                x->stalled_on = v;
+                xs[v].stalled++;
+                atomic_fetch_add_explicit(&l->run->loop_stalls, 1,
+                                          memory_order_relaxed);
+                return;
+            }
+            x->r_next = chat_next_recipient(v, u->user, s->users);
+        }
+        if (x->read == s->messages)
+            return;
+        size_t r = chat_loop_io(l, &u->bad[CHAT_READER], u->fd[1],
+                                x->r_msg + x->r_got, b - x->r_got, false);
+        if (!r)
+            return;
+        x->r_got += r;
+        if (x->r_got == b) {
+            x->r_got = 0;
+            x->read++;
+            x->r_next = chat_next_recipient(-1, u->user, s->users);
+        }
+    }
+}
+
+/* v's connection takes more: write its out-queue, then resume the
+ * readers its full ring stopped while it has room. */
+static void chat_loop_writable(struct chat_loop *l, struct chat_user *v,
+                               struct chat_lstate *y)
+{
+    chat_loop_flush(l, v, y);
+    struct chat_user *room = v - v->user;
+    struct chat_lstate *ys = y - v->user;
+    for (int w = 0; w < l->run->s.users && y->stalled &&
+                    y->len < CHAT_CAPACITY;
+         w++)
+        if (ys[w].stalled_on == (int)v->user) {
+            ys[w].stalled_on = -1;
+            y->stalled--;
+            chat_loop_read(l, &room[w], &ys[w]);
+        }
+}
+
+/* The receiver of u: read and check until EAGAIN or everything is in. */
+static void chat_loop_recv(struct chat_loop *l, struct chat_user *u,
+                           struct chat_lstate *x)
+{
+    const struct chat_shape *s = &l->run->s;
+    uint64_t want =
+        (uint64_t)s->messages * (uint64_t)(s->users - 1) * (uint64_t)s->bytes;
+    while (u->got < want) {
+        uint64_t left = want - u->got;
+        size_t r = chat_loop_io(l, &u->bad[CHAT_RECEIVER], u->fd[0], x->buf,
+                                left < 8192 ? left : 8192, false);
+        if (!r)
+            return;
+        u->bad[CHAT_RECEIVER] |= !chat_heads_ok(u, x->buf, r, u->got);
+        u->got += r;
+        if (u->got < want)
+            continue;
+        l->parts--;
+        if (atomic_fetch_sub(&l->run->receivers_left, 1) == 1)
+            atomic_store(&l->run->t_end, bench_now_ns());
+    }
+}
+
+/* A loop's thread: its senders start, then events until its receivers
+ * and writers are done (or a loop failed, or nothing moved for
+ * CHAT_LOOP_IDLE_MS). */
+static void *chat_loop_run(void *arg)
+{
+    struct chat_loop *l = arg;
+    struct chat_run *run = l->run;
+    int idle = 0;
+    for (int i = 0; i < run->n; i++)
+        if (chat_loop_of(run->u[i].room, run->workers) == l->index)
+            chat_loop_send(l, &run->u[i], &l->ls[i]);
+    struct epoll_event ev[64];
+    while (l->parts > 0 && !l->bad && !atomic_load(&run->loop_abort)) {
+        /* What the last events put on out-queues (a ring that stays
+         * non-empty is written again at its EPOLLOUT). */
+        while (l->ndirty > 0 && !l->bad) {
+            int i = l->dirty[--l->ndirty];
+            l->ls[i].dirty = false;
+            chat_loop_writable(l, &run->u[i], &l->ls[i]);
+        }
+        int k = epoll_wait(l->ep, ev, 64, CHAT_LOOP_WAIT_MS);
+        if (k < 0 && errno != EINTR)
+            l->bad = true;
+        idle = k == 0 ? idle + CHAT_LOOP_WAIT_MS : 0;
+        l->bad |= idle >= CHAT_LOOP_IDLE_MS;
+        for (int j = 0; j < k && !l->bad; j++) {
+            int i = (int)(ev[j].data.u64 >> 1);
+            uint32_t e = ev[j].events;
+            bool in = e & (EPOLLIN | EPOLLERR | EPOLLHUP);
+            bool out = e & (EPOLLOUT | EPOLLERR | EPOLLHUP);
+            struct chat_user *u = &run->u[i];
+            struct chat_lstate *x = &l->ls[i];
+            if (ev[j].data.u64 & 1) { /* the server's end */
+                if (out)
+                    chat_loop_writable(l, u, x);
+                if (in && x->stalled_on < 0)
+                    chat_loop_read(l, u, x);
+            } else {
+                if (in)
+                    chat_loop_recv(l, u, x);
+                if (out)
+                    chat_loop_send(l, u, x);
+            }
+        }
+    }
+    if (l->bad)
+        atomic_store(&run->loop_abort, true);
+    return NULL;
+}
+
+/* Each user's state and both ends' registration with their loops. */
+static int chat_loop_setup(struct chat_run *run, struct chat_loop *loops,
+                           struct chat_lstate *ls)
+{
+    size_t b = (size_t)run->s.bytes;
+    for (int k = 0; k < run->workers; k++) {
+        loops[k] = (struct chat_loop){.run = run, .ls = ls, .index = k,
+                                      .ep = epoll_create1(EPOLL_CLOEXEC)};
+        loops[k].dirty = malloc((size_t)run->n * sizeof *loops[k].dirty);
+        if (loops[k].ep < 0 || !loops[k].dirty)
+            return -1;
+    }
+    for (int i = 0; i < run->n; i++) {
+        struct chat_user *u = &run->u[i];
+        ls[i] = (struct chat_lstate){.r_next = -1, .stalled_on = -1};
+        ls[i].s_msg = calloc(1, b * (2 + CHAT_CAPACITY) + 8192);
+        if (!ls[i].s_msg)
+            return -1;
+        ls[i].r_msg = ls[i].s_msg + b;
+        ls[i].ring = ls[i].r_msg + b;
+        ls[i].buf = ls[i].ring + b * CHAT_CAPACITY;
+        struct chat_loop *l = &loops[chat_loop_of(u->room, run->workers)];
+        for (int side = 0; side < 2; side++) {
+            struct epoll_event e = {.events = EPOLLIN | EPOLLOUT | EPOLLET,
+                                    .data.u64 = (uint64_t)i << 1 | side};
+            int fl = fcntl(u->fd[side], F_GETFL), sb = run->loop_sockbuf;
+            if (sb && setsockopt(u->fd[side], SOL_SOCKET, SO_SNDBUF, &sb,
+                                 sizeof sb))
+                return -1;
+            if (fl < 0 || fcntl(u->fd[side], F_SETFL, fl | O_NONBLOCK) ||
+                epoll_ctl(l->ep, EPOLL_CTL_ADD, u->fd[side], &e))
+                return -1;
+            l->parts++; /* its receiver (client end) or writer (server) */
+        }
+    }
+    return 0;
+}
+
+/* One run of the epoll row: chat_run_all's for loops. */
+static int chat_loop_all(struct chat_run *run, double *secs)
+{
+    int nl = run->workers > 0 ? run->workers : 1;
+    run->workers = nl;
+    struct chat_loop *loops = calloc((size_t)nl, sizeof *loops);
+    int nu = run->s.rooms * run->s.users;
+    struct chat_lstate *ls = calloc((size_t)nu, sizeof *ls);
+    bool ok = loops && ls && chat_make_users(run) == 0 &&
+              chat_loop_setup(run, loops, ls) == 0;
+    if (!ok)
+        fprintf(stderr, "mqs-bench chat: %s: setting up the loops: %s\n",
+                run->row, strerror(errno));
+    atomic_store(&run->receivers_left, run->n);
+    bench_group_t g = {.workers = nl, .stack = BENCH_KERNEL_STACK};
+    uint64_t t0 = bench_now_ns();
+    ok = ok && bench_group_start(&g, "chat", run->row, nl, chat_loop_run,
+                                 loops, sizeof *loops) == 0;
+    if (!ok)
+        atomic_store(&run->loop_abort, true);
+    ok = bench_group_join(&g) == 0 && ok;
+    *secs = (double)(atomic_load(&run->t_end) - t0) / 1e9;
+    for (int k = 0; loops && k < nl; k++) {
+        ok = ok && !loops[k].bad;
+        if (loops[k].ep > 0)
+            close(loops[k].ep);
+        free(loops[k].dirty);
+    }
+    int rc = ok ? chat_check(run) : -1;
+    if (!ok)
+        fprintf(stderr, "mqs-bench chat: %s: a loop failed or stalled\n",
+                run->row);
+    for (int i = 0; ls && i < nu; i++)
+        free(ls[i].s_msg);
+    free(ls);
+    free(loops);
+    chat_shut(run, false);
+    return rc;
+}
+
 /* One run: seconds of wall time into *secs.  Receivers, writers and
  * readers start first and block on their empty hops; the clock starts
  * when the senders are started. */
 static int chat_run_all(struct chat_run *run, double *secs)
 {
+    if (run->loop)
+        return chat_loop_all(run, secs);
     bench_group_t g[CHAT_ROLES];
     uint64_t t0 = 0;
     bool ok = chat_make_users(run) == 0;
@@ -418,7 +788,10 @@ static int chat_measure(bench_point_t *p, double *value, double *extra)
     const struct chat_shape *s = p->ctx;
     double secs = 0;
     struct chat_run run = {
-        .s = *s, .rt = p->rt, .workers = p->o->workers, .row = p->row->spec};
+        .s = *s, .rt = p->rt, .row = p->row->spec,
+        .loop = strcmp(p->row->spec, "epoll") == 0};
+    /* the loops: one per CPU the kernel row would use */
+    run.workers = run.loop ? p->workers : p->o->workers;
     int rc = chat_run_all(&run, &secs);
     if (rc != 0 || secs <= 0)
         return -1;
@@ -429,6 +802,8 @@ static int chat_measure(bench_point_t *p, double *value, double *extra)
 
 static const bench_point_kind_t chat_kind = {bench_row_open, chat_measure,
                                              bench_row_close};
+static const bench_row_kind_t chat_kinds[] = {{"epoll", &chat_kind},
+                                              {NULL, NULL}};
 
 static const bench_peer_map_t chat_peer_map = {.value_key = "msgs_per_s"};
 
@@ -499,6 +874,7 @@ const bench_exp_t bench_chat_exp = {
     .extras = chat_extras,
     .nextra = CHAT_X_COUNT,
     .kind = &chat_kind,
+    .kinds = chat_kinds,
     .options = chat_options,
     .setup = chat_setup,
     .done = chat_done,
