@@ -127,13 +127,12 @@ static void echo_close(struct echo_conn *c)
     c->fd = -1;
 }
 
-/* One read of c's request into p, and once it is whole, the response;
- * false when the connection is over (closed by the client, or bad).  A
- * policy row's task waits in mqs_read; a thread does not wait (epoll
- * row: c is readable) or blocks (kernel row). */
-static bool echo_step(struct echo_conn *c, char *p, size_t b)
+/* What a read of r bytes into p + c->got does to c: once the request
+ * is whole, its response; a failed read, or the end of the stream in the
+ * middle of a request, makes c bad.  False when the connection is over
+ * (closed by the client, or bad). */
+static bool echo_took(struct echo_conn *c, char *p, size_t b, ssize_t r)
 {
-    ssize_t r = mqs_read(c->fd, p + c->got, b - c->got);
     c->got += r > 0 ? (size_t)r : 0;
     if (r > 0 && c->got == b) {
         c->bad |= bench_write_all(c->fd, p, b) != 0;
@@ -141,6 +140,15 @@ static bool echo_step(struct echo_conn *c, char *p, size_t b)
     }
     c->bad |= r < 0 || (r == 0 && c->got != 0);
     return r > 0 && !c->bad;
+}
+
+/* One read of c's request into p, and once it is whole, the response;
+ * false when the connection is over.  A policy row's task waits in
+ * mqs_read; a thread does not wait (epoll row: c is readable) or blocks
+ * (kernel row). */
+static bool echo_step(struct echo_conn *c, char *p, size_t b)
+{
+    return echo_took(c, p, b, mqs_read(c->fd, p + c->got, b - c->got));
 }
 
 /* A policy row's task or a kernel row's thread. */
@@ -223,15 +231,11 @@ static bool echo_uring_step(struct echo_conn *c, char *p, size_t b)
             return true; /* the rest comes with a later completion */
         if (r < 0 && errno == EINTR)
             continue;
-        c->got += r > 0 ? (size_t)r : 0;
-        c->bad |= r < 0 || (r == 0 && c->got != 0);
-        if (r <= 0 || c->bad)
+        bool whole = r > 0 && c->got + (size_t)r == b;
+        if (!echo_took(c, p, b, r))
             return false;
-        if (c->got == b) {
-            c->bad |= bench_write_all(c->fd, p, b) != 0;
-            c->got = 0;
-            return !c->bad;
-        }
+        if (whole)
+            return true; /* answered: the client sends no more until it reads */
     }
 }
 
