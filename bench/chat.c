@@ -36,7 +36,9 @@
  * (nothing from another room, nothing from itself); every receiver
  * checks its count of bytes, M (U-1) B.  Receivers, writers and readers
  * start first and block; the clock starts when the senders are started
- * and stops at the last receiver's last message.
+ * and stops at the last receiver's last message.  The epoll row runs the
+ * same rooms, system calls and checks as event loops with no scheduler
+ * ("The epoll row" below).
  */
 #include <errno.h>
 #include <fcntl.h>
