@@ -53,13 +53,16 @@
 #define ECHO_MAX_SIZE 65536
 #define ECHO_FDS_SPARE 64 /* descriptors beside the connections */
 
-enum { EX_P50, EX_P99, EX_P999, EX_COUNT };
+enum { EX_P50, EX_P99, EX_P999, EX_SRV_US, EX_SRV_CLI, EX_COUNT };
 static const bench_extra_col_t echo_extras[EX_COUNT] = {
     [EX_P50] = {"p50_us", "p50 us", 1, BENCH_FOLD_MEAN},
     [EX_P99] = {"p99_us", "p99 us", 1, BENCH_FOLD_MEAN},
     [EX_P999] = {"p999_us", "p99.9 us", 1, BENCH_FOLD_MEAN},
+    [EX_SRV_US] = {"server_cpu_us", "srv us", 2, BENCH_FOLD_MEAN},
+    [EX_SRV_CLI] = {"server_over_client", "srv/cli", 2, BENCH_FOLD_MEAN},
 };
-static const double echo_pcts[EX_COUNT] = {50, 99, 99.9};
+#define EX_PCTS 3 /* the extras that are percentiles */
+static const double echo_pcts[EX_PCTS] = {50, 99, 99.9};
 
 static const char *const echo_pseudo[] = {"kernel", "epoll", "uring", "go",
                                           "fiber",  "go1",   "fiber1", NULL};
@@ -79,7 +82,9 @@ static const bench_cli_t echo_cli = {
 /* What the client leaves in the shared mapping (the histogram's
  * counters follow it). */
 struct echo_result {
-    uint64_t requests;
+    uint64_t requests; /* completed in the window */
+    uint64_t served;   /* completed in the whole run */
+    double cpu_s;      /* the client's CPU time, user and system */
     int error; /* an errno, or EIO for a wrong byte; 0: none */
     bench_hist_t lat;
 };
@@ -352,6 +357,7 @@ static int echo_take(struct echo_load *ld, struct echo_client *ci)
     if ((ci->got += (size_t)got) < b)
         return 0;
     uint64_t now = bench_now_ns();
+    ld->r->served++;
     if (now >= ld->t0 && now < ld->t1) {
         ld->r->requests++;
         bench_hist_record(&ld->r->lat, now - ci->sent);
@@ -531,9 +537,25 @@ static bool echo_check(const bench_point_t *p, const struct echo_run *run,
     return !why;
 }
 
-/* The client in a child, the server here: one run of the window. */
+/* CPU time, user and system, of `who` (RUSAGE_SELF or RUSAGE_CHILDREN:
+ * the children waited for), in seconds. */
+static double echo_cpu_s(int who)
+{
+    struct rusage u;
+    if (getrusage(who, &u) != 0)
+        return NAN;
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+/* The client in a child, the server here: one run of the window.  The
+ * server's CPU time over the whole run goes to *server_s: this
+ * process's (the runtime's threads, a kernel row's, the loops'), plus
+ * a go row's peer process, which is what the children waited for
+ * used beyond the client's own figure (the client reports it). */
 static int echo_run_all(bench_point_t *p, struct echo_run *run,
-                        struct echo_loop *loops, struct echo_result *r)
+                        struct echo_loop *loops, struct echo_result *r,
+                        double *server_s)
 {
     struct sockaddr_in a;
     int go[2], ls = bench_tcp_listen(&a, run->n), st = -1;
@@ -541,10 +563,12 @@ static int echo_run_all(bench_point_t *p, struct echo_run *run,
         perror("mqs-bench echo: listen");
         return -1;
     }
+    double self0 = echo_cpu_s(RUSAGE_SELF), kids0 = echo_cpu_s(RUSAGE_CHILDREN);
     pid_t child = fork();
     if (child == 0) {
         struct echo_load ld = {.n = run->n, .size = run->size, .r = r};
         r->error = echo_client_run(&ld, &a, bench_point_seconds(p), go[0]);
+        r->cpu_s = echo_cpu_s(RUSAGE_SELF);
         _exit(r->error ? 1 : 0);
     }
     bench_group_t g = {0};
@@ -569,12 +593,17 @@ static int echo_run_all(bench_point_t *p, struct echo_run *run,
     close(ls);
     close(go[0]);
     close(go[1]);
+    *server_s = echo_cpu_s(RUSAGE_SELF) - self0 +
+                (echo_cpu_s(RUSAGE_CHILDREN) - kids0 - r->cpu_s);
     if (peer_st == BENCH_PEER_MISSING || peer_st == BENCH_PEER_UNSUPPORTED)
         return BENCH_POINT_SKIP; /* p->note says why */
     return ok && echo_check(p, run, loops, st, r) ? 0 : -1;
 }
 
-/* One measurement: requests/s and the percentiles in µs. */
+/* One measurement: requests/s, the percentiles in µs, and the server's
+ * CPU time a request (µs) and over the client's: both over the whole
+ * run, every request the client completed, so that the ratio says what
+ * the server costs whatever the host's speed at the time. */
 static int echo_measure(bench_point_t *p, double *value, double *extra)
 {
     const int *shape = p->ctx; /* connections, bytes */
@@ -588,17 +617,22 @@ static int echo_measure(bench_point_t *p, double *value, double *extra)
     if (echo_loop_row(p->row->spec))
         run.buf = malloc((size_t)run.n * (size_t)run.size);
     int rc = -1;
+    double server_s = 0;
     if (r != MAP_FAILED && loops && run.c &&
         (run.buf || !echo_loop_row(p->row->spec))) {
         r->lat.counts = (uint64_t *)(r + 1);
         bench_hist_reset(&r->lat);
         for (int i = 0; i < run.n; i++)
             run.c[i] = (struct echo_conn){.run = &run, .fd = -1};
-        rc = echo_run_all(p, &run, loops, r);
+        rc = echo_run_all(p, &run, loops, r, &server_s);
     }
     *value = rc == 0 ? (double)r->requests / bench_point_seconds(p) : NAN;
-    for (int i = 0; rc == 0 && i < EX_COUNT; i++)
+    for (int i = 0; rc == 0 && i < EX_PCTS; i++)
         extra[i] = bench_hist_percentile(&r->lat, echo_pcts[i]) / 1e3;
+    if (rc == 0 && r->served > 0 && r->cpu_s > 0) {
+        extra[EX_SRV_US] = server_s / (double)r->served * 1e6;
+        extra[EX_SRV_CLI] = server_s / r->cpu_s;
+    }
     if (r != MAP_FAILED)
         munmap(r, len);
     free(loops);

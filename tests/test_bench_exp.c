@@ -614,6 +614,22 @@ TEST(echo_connections_is_tasks)
  * runtime serves took 5-18 ms, and 60-100 ms on a busy host, past the
  * end of a 50 ms window (the row then rightly says no request
  * completed). */
+/* The server's CPU time a request and over the client's are measured:
+ * positive, and the ratio within what a server that reads and writes
+ * once a request, as the client does, can cost against it.  A server
+ * figure of this thread alone (nearly none), or a go row's without its
+ * peer process, falls under the bound; a client that reports no CPU
+ * time leaves the columns empty. */
+static void check_echo_cpu(const char *row, const bench_result_t *r)
+{
+    printf("%s: server %.2f us a request, %.2f of the client's\n", row,
+           r->extra[EX_SRV_US], r->extra[EX_SRV_CLI]);
+    fflush(stdout); /* not again in a forked client's buffer */
+    CHECK(isfinite(r->extra[EX_SRV_US]) && r->extra[EX_SRV_US] > 0);
+    CHECK(isfinite(r->extra[EX_SRV_CLI]));
+    CHECK(r->extra[EX_SRV_CLI] > 0.05 && r->extra[EX_SRV_CLI] < 20);
+}
+
 TEST(echo_every_row_answers_every_request)
 {
     bench_opts_t o = small_opts();
@@ -629,6 +645,7 @@ TEST(echo_every_row_answers_every_request)
         CHECK(r.extra[EX_P50] > 0);
         CHECK(r.extra[EX_P50] <= r.extra[EX_P99]);
         CHECK(r.extra[EX_P99] <= r.extra[EX_P999]);
+        check_echo_cpu(rows[k % 4], &r);
     }
 }
 
@@ -654,6 +671,7 @@ TEST(echo_uring_row_answers_every_request)
         CHECK(r.value > 0 && isfinite(r.value));
         CHECK(r.extra[EX_P50] > 0);
         CHECK(r.extra[EX_P50] <= r.extra[EX_P99]);
+        check_echo_cpu("uring", &r);
     }
 #endif
 }
@@ -706,6 +724,7 @@ TEST(echo_go_rows_serve_the_shared_client)
         CHECK(r.value > 0 && isfinite(r.value));
         CHECK(r.extra[EX_P50] > 0);
         CHECK(r.extra[EX_P50] <= r.extra[EX_P99]);
+        check_echo_cpu(row.spec, &r);
     }
 }
 
