@@ -374,6 +374,8 @@ static int echo_client_run(struct echo_load *ld, const struct sockaddr_in *a,
                            double seconds, int go)
 {
     ld->c = calloc((size_t)ld->n, sizeof *ld->c);
+    for (int i = 0; ld->c && i < ld->n; i++)
+        ld->c[i].fd = -1;
     ld->req = malloc((size_t)ld->size);
     ld->in = malloc((size_t)ld->size);
     ld->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -400,6 +402,18 @@ static int echo_client_run(struct echo_load *ld, const struct sockaddr_in *a,
             e = ETIMEDOUT;
     }
     return e;
+}
+
+/* Close the client's connections and its epoll set, so that the
+ * closing is in its own CPU time (at _exit it would be counted to the
+ * server's: 7-8 ms for 1 000 connections here). */
+static void echo_client_close(struct echo_load *ld)
+{
+    for (int i = 0; ld->c && i < ld->n; i++)
+        if (ld->c[i].fd >= 0)
+            close(ld->c[i].fd);
+    if (ld->ep >= 0)
+        close(ld->ep);
 }
 
 /* ----- One measurement ----- */
@@ -566,8 +580,10 @@ static int echo_run_all(bench_point_t *p, struct echo_run *run,
     double self0 = echo_cpu_s(RUSAGE_SELF), kids0 = echo_cpu_s(RUSAGE_CHILDREN);
     pid_t child = fork();
     if (child == 0) {
-        struct echo_load ld = {.n = run->n, .size = run->size, .r = r};
+        struct echo_load ld = {
+            .n = run->n, .size = run->size, .ep = -1, .r = r};
         r->error = echo_client_run(&ld, &a, bench_point_seconds(p), go[0]);
+        echo_client_close(&ld);
         r->cpu_s = echo_cpu_s(RUSAGE_SELF);
         _exit(r->error ? 1 : 0);
     }
