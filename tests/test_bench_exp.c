@@ -606,14 +606,6 @@ TEST(echo_connections_is_tasks)
     CHECK_EQ(echo_options(&sw, &argc, d), BENCH_EXIT_USAGE);
 }
 
-/* Every server row answers every request of a real run: the client
- * (a child process) checks each byte, and a server that saw a cut
- * request or an error fails the run.  Requests of 100 bytes, and of
- * 64 KiB, more than one loopback segment (so reads come in pieces).
- * A window of 0.3 s: under TSan the first request a process's first
- * runtime serves took 5-18 ms, and 60-100 ms on a busy host, past the
- * end of a 50 ms window (the row then rightly says no request
- * completed). */
 /* The server's CPU time a request and over the client's are measured:
  * positive, and the ratio within what a server that reads and writes
  * once a request, as the client does, can cost against it.  A server
@@ -630,6 +622,14 @@ static void check_echo_cpu(const char *row, const bench_result_t *r)
     CHECK(r->extra[EX_SRV_CLI] > 0.05 && r->extra[EX_SRV_CLI] < 20);
 }
 
+/* Every server row answers every request of a real run: the client
+ * (a child process) checks each byte, and a server that saw a cut
+ * request or an error fails the run.  Requests of 100 bytes, and of
+ * 64 KiB, more than one loopback segment (so reads come in pieces).
+ * A window of 0.3 s: under TSan the first request a process's first
+ * runtime serves took 5-18 ms, and 60-100 ms on a busy host, past the
+ * end of a 50 ms window (the row then rightly says no request
+ * completed). */
 TEST(echo_every_row_answers_every_request)
 {
     bench_opts_t o = small_opts();
