@@ -116,6 +116,7 @@ typedef struct report_machine {
     char clock[256];    /* the kernel's clock source, the cycle counter */
     char topology[256]; /* sockets, cores, threads, NUMA nodes, L3      */
     char virt[384];     /* a hypervisor, as the CPU and DMI say         */
+    char net[160];      /* TCP congestion control, default qdisc        */
     char build[512];    /* build type and compiler flags of mqs-bench   */
     char peers[512];    /* the peers' toolchains                        */
     char load[256];     /* load and stolen time during the run (finish) */

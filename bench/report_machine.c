@@ -6,7 +6,11 @@
  * source, whether the cycle counter mqs reads is invariant, the CPU's
  * nominal MHz), the topology (sockets, cores, threads per core, NUMA
  * nodes, L3), a hypervisor if the CPU or the firmware names one, the
- * peers' toolchains, and the load during the run (the 1-minute load
+ * network stack's settings that move the TCP experiments (the TCP
+ * congestion control and the default queueing discipline: the TCP
+ * chatroom under sustained load delivered 30-125% more under BBR than
+ * under cubic, docs/benchmarks.md), the peers' toolchains, and the load
+ * during the run (the 1-minute load
  * average before and after, and the share of CPU time the host stole:
  * on a VM the figures mean little when it is high).
  *
@@ -192,6 +196,21 @@ static void rmach_virt(report_machine_t *m)
              hv[0] ? hv : "", fw);
 }
 
+/* The settings of the network stack that the TCP experiments' figures
+ * depend on, each "unknown" when /proc does not say. */
+static void rmach_net(report_machine_t *m)
+{
+    char cc[64] = "", qdisc[64] = "";
+    if (!rmach_file_line("/proc/sys/net/ipv4/tcp_congestion_control", cc,
+                         sizeof cc) || !cc[0])
+        snprintf(cc, sizeof cc, "unknown");
+    if (!rmach_file_line("/proc/sys/net/core/default_qdisc", qdisc,
+                         sizeof qdisc) || !qdisc[0])
+        snprintf(qdisc, sizeof qdisc, "unknown");
+    snprintf(m->net, sizeof m->net,
+             "TCP congestion control %s; default qdisc %s", cc, qdisc);
+}
+
 /* /proc/stat's first line: all ticks and the stolen ones. */
 static bool rmach_stat(unsigned long long *all, unsigned long long *steal)
 {
@@ -269,6 +288,8 @@ char *report_machine_json(const char *command)
     bench_json_str(f, m.kernel);
     fputs(", \"compiler\": ", f);
     bench_json_str(f, m.compiler);
+    fputs(", \"network\": ", f);
+    bench_json_str(f, m.net);
     fputs("}}", f);
     if (fclose(f) != 0) {
         free(buf);
@@ -304,6 +325,7 @@ void report_machine_describe(report_machine_t *m)
     rmach_clock(m);
     rmach_topology(m);
     rmach_virt(m);
+    rmach_net(m);
     snprintf(m->build, sizeof m->build, "%s", MQS_BUILD_FLAGS);
     char go[200], fiber[200];
     bench_peer_version("go", go, sizeof go);

@@ -158,6 +158,7 @@ static void rwrite_machine(FILE *out, const report_t *rp)
     rwrite_kv(out, "topology", m->topology);
     rwrite_kv(out, "clock", m->clock);
     rwrite_kv(out, "virtualisation", m->virt);
+    rwrite_kv(out, "network", m->net);
     rwrite_kv(out, "load", m->load);
     rwrite_kv(out, "kernel", m->kernel);
     rwrite_kv(out, "compiler", m->compiler);
@@ -455,6 +456,7 @@ static void rwrite_json_machine(FILE *out, const report_machine_t *m)
                                  {"topology", m->topology},
                                  {"clock", m->clock},
                                  {"virtualisation", m->virt},
+                                 {"network", m->net},
                                  {"load", m->load},
                                  {"build", m->build},
                                  {"peers", m->peers},

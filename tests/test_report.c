@@ -568,6 +568,8 @@ static void known_report(report_t *rp)
     snprintf(rp->machine.cpu, sizeof rp->machine.cpu, "Test CPU <3 & co");
     rp->machine.cores_online = rp->machine.cores_allowed = 2;
     rp->machine.mem_gib = 8;
+    snprintf(rp->machine.net, sizeof rp->machine.net,
+             "TCP congestion control bbr; default qdisc fq");
     rp->nsteps = 4;
     rp->steps = calloc(4, sizeof *rp->steps);
     for (int i = 0; i < 4; i++)
@@ -673,9 +675,9 @@ TEST(html_has_every_section_and_escapes)
     /* long column names may wrap; the machine's rows are all there */
     CHECK_STR_CONTAINS(h, "_<wbr>");
     static const char *const rows[] = {"topology", "clock",
-                                       "virtualisation", "load", "build",
-                                       "peers"};
-    for (int i = 0; i < 6; i++) {
+                                       "virtualisation", "network", "load",
+                                       "build", "peers"};
+    for (int i = 0; i < 7; i++) {
         char th[64];
         snprintf(th, sizeof th, "<tr><th>%s</th>", rows[i]);
         CHECK_STR_CONTAINS(h, th);
@@ -718,7 +720,7 @@ TEST(wide_tables_are_split_into_parts_that_name_their_rows)
 
 /* The machine as this one describes itself: every field says something
  * (Linux has /proc and /sys), and the load line comes after the run. */
-TEST(machine_says_clock_topology_virtualisation_load_build_and_peers)
+TEST(machine_says_clock_topology_virtualisation_network_load_build_and_peers)
 {
     report_machine_t m;
     report_machine_describe(&m);
@@ -731,12 +733,28 @@ TEST(machine_says_clock_topology_virtualisation_load_build_and_peers)
     CHECK_STR_CONTAINS(m.build, ": "); /* "<build type>: <flags>" */
     CHECK_STR_CONTAINS(m.peers, "go: ");
     CHECK_STR_CONTAINS(m.peers, "; fiber: ");
+    /* The network line names what /proc says (read here another way). */
+    const char *const sysctl[2] = {"/proc/sys/net/ipv4/tcp_congestion_control",
+                                   "/proc/sys/net/core/default_qdisc"};
+    const char *const label[2] = {"TCP congestion control ",
+                                  "; default qdisc "};
+    for (int i = 0; i < 2; i++) {
+        char v[64] = "unknown", want[128];
+        FILE *f = fopen(sysctl[i], "r");
+        if (f) {
+            if (fscanf(f, "%63s", v) != 1)
+                snprintf(v, sizeof v, "unknown");
+            fclose(f);
+        }
+        snprintf(want, sizeof want, "%s%s", label[i], v);
+        CHECK_STR_CONTAINS(m.net, want);
+    }
     CHECK_STR_CONTAINS(m.load, "not measured");
     report_machine_finish(&m);
     CHECK_STR_CONTAINS(m.load, "1-minute load average ");
     CHECK_STR_CONTAINS(m.load, " after");
-    fprintf(stderr, "  %s\n  %s\n  %s\n  %s\n  %s\n  %s\n", m.clock,
-            m.topology, m.virt, m.load, m.build, m.peers);
+    fprintf(stderr, "  %s\n  %s\n  %s\n  %s\n  %s\n  %s\n  %s\n", m.clock,
+            m.topology, m.virt, m.net, m.load, m.build, m.peers);
 }
 
 TEST(json_has_rows_machine_commands_and_escapes)
@@ -753,6 +771,8 @@ TEST(json_has_rows_machine_commands_and_escapes)
     CHECK_STR_CONTAINS(j, "\"cpu\": \"Test CPU <3 & co\"");
     CHECK_STR_CONTAINS(j, "\"topology\": ");
     CHECK_STR_CONTAINS(j, "\"virtualisation\": ");
+    CHECK_STR_CONTAINS(
+        j, "\"network\": \"TCP congestion control bbr; default qdisc fq\"");
     CHECK_STR_CONTAINS(j, "\"peers\": ");
     CHECK_STR_CONTAINS(j, "\"stderr\": \"boom <here>\\nbad \\ufffd byte\"");
     CHECK_STR_CONTAINS(j, "\"status\": \"not in this build\"");
@@ -1112,6 +1132,7 @@ TEST(json_header_names_machine_commit_and_command)
     CHECK_STR_CONTAINS(h, "\"commit\": ");
     CHECK_STR_CONTAINS(h, "\"machine\": {\"cpu\": ");
     CHECK_STR_CONTAINS(h, "\"cores_online\": ");
+    CHECK_STR_CONTAINS(h, "\"network\": \"TCP congestion control ");
     CHECK_STR_CONTAINS(h, "\"date\": \"20");
     CHECK(h[0] == '{' && h[strlen(h) - 1] == '}');
     free(h);
