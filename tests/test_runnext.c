@@ -378,8 +378,9 @@ TEST(sync_wakeup_hands_off_without_the_queue)
  * history, and under TSan, where the run lasts tens of milliseconds,
  * the partners' bonuses came apart with the default (1 s): one partner
  * queued at level 115 while its waker ran at 125, in 150 to 1 460 of
- * 6 000 wake-ups (prints in a scratch build), and 88 to 867 of 2 000
- * wake-ups were queued in 13 of 30 runs; none of 30 with the longer
+ * the about 6 000 wake-ups of the case's runs (prints in a scratch
+ * build, four runs), and 88 to 867 of 2 000 wake-ups were queued
+ * in 13 of 30 runs; none of 30 with the longer
  * history, which no run of this length moves a step (docs/notes.md). */
 TEST(sync_wakeup_hands_off_under_every_per_worker_policy)
 {
