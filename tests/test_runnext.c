@@ -379,9 +379,9 @@ TEST(sync_wakeup_hands_off_without_the_queue)
  * the partners' bonuses came apart with the default (1 s): one partner
  * queued at level 115 while its waker ran at 125, in 150 to 1 460 of
  * the about 6 000 wake-ups of the case's runs (prints in a scratch
- * build, four runs), and 88 to 867 of 2 000 wake-ups were queued
- * in 13 of 30 runs; none of 30 with the longer
- * history, which no run of this length moves a step (docs/notes.md). */
+ * build, four runs), and 88 to 867 of 2 000 wake-ups were queued in 13
+ * of 30 runs; none of 30 with the longer history, which no run of this
+ * length moves a step (docs/notes.md). */
 TEST(sync_wakeup_hands_off_under_every_per_worker_policy)
 {
     check_hands_off("cfs", NULL);
